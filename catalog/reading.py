@@ -1,0 +1,473 @@
+"""Read an uploaded price sheet (CSV, TSV, XLSX) into a normalized ``Table``.
+
+The table is the job's checkpoint: plain strings with their coordinates,
+JSON-serializable, so a replacement worker never reads the file again.
+
+Safety: the format is decided from the bytes, not the name; XLSX archives are
+checked (member count, uncompressed size, compression ratio, no DTD in any
+XML part) before openpyxl opens them, and openpyxl parses with defusedxml.
+Rows are streamed (read-only parser, no workbook held), so memory grows with
+the text kept, not with the XML.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import datetime as dt
+import io
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from catalog.errors import UnreadableSheet
+
+CSV_SHEET_NAME = "Sheet1"
+
+# Error messages (operators read these as the job's reason).
+MSG_EMPTY = "the file is empty (0 bytes)"
+MSG_XLS = (
+    "XLS (Excel 97-2003) or a password-protected workbook is not supported: "
+    "save it as XLSX or CSV"
+)
+MSG_TOO_MANY_ROWS = "sheet {sheet!r} has more than {limit} rows (limit {limit})"
+MSG_TOO_MANY_COLUMNS = (
+    "sheet {sheet!r} row {row} has a value in column {col} (limit {limit} columns)"
+)
+MSG_ZIP_MEMBERS = "XLSX rejected: {count} zip members (limit {limit})"
+MSG_ZIP_SIZE = "XLSX rejected: {size} bytes uncompressed (limit {limit})"
+MSG_ZIP_RATIO = (
+    "XLSX rejected: member {name!r} expands {ratio:.0f}x (limit {limit:.0f}x); "
+    "this looks like a zip bomb"
+)
+MSG_DTD = (
+    "XLSX rejected: {name!r} declares a DTD/entities; spreadsheets never need "
+    "one and entity expansion is refused"
+)
+
+MAGIC_ZIP = b"PK\x03\x04"
+MAGIC_ZIP_EMPTY = b"PK\x05\x06"
+MAGIC_OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+# Other things people upload by mistake, named so the reason is useful.
+_BINARY_KINDS = (
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"Rar!", "a RAR archive"),
+    (b"7z\xbc\xaf", "a 7-Zip archive"),
+)
+_TEXT_EXTENSIONS = {".csv", ".tsv", ".txt", ".tab"}
+_XLSX_EXTENSIONS = {".xlsx", ".xlsm", ".xltx", ".xltm"}
+DELIMITERS = (",", ";", "\t", "|")
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    max_rows: int = 150_000
+    max_columns: int = 1_000
+    max_zip_members: int = 10_000
+    max_uncompressed_bytes: int = 256 * 1024 * 1024
+    max_compression_ratio: float = 200.0
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """One sheet: ``rows[i]`` is spreadsheet row ``i + 1``.
+
+    Cells are display text with outer whitespace stripped, ``''`` when empty;
+    trailing empty cells and trailing empty rows are trimmed.
+    ``currency_formats`` carries currencies that exist only in a cell's number
+    format (e.g. ``"£"#,##0.00``): column index (0-based) -> runs
+    ``(first_row, last_row, ISO code)`` with 1-based inclusive rows.
+    """
+
+    name: str
+    rows: list[list[str]]
+    currency_formats: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
+
+    def format_currency(self, row: int, col: int) -> str | None:
+        """The currency of cell (row 1-based, col 0-based)'s number format, if any."""
+        runs = self.currency_formats.get(col)
+        if not runs:
+            return None
+        i = bisect.bisect_right(runs, (row, float("inf"), "")) - 1
+        if i >= 0:
+            first, last, code = runs[i]
+            if first <= row <= last:
+                return code
+        return None
+
+
+@dataclass(frozen=True)
+class Table:
+    sheets: list[Sheet]
+
+    def to_json(self) -> dict:
+        return {
+            "sheets": [
+                {
+                    "name": s.name,
+                    "rows": s.rows,
+                    "currency_formats": {
+                        str(col): [list(run) for run in runs]
+                        for col, runs in s.currency_formats.items()
+                    },
+                }
+                for s in self.sheets
+            ]
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Table":
+        return cls(
+            sheets=[
+                Sheet(
+                    name=s["name"],
+                    rows=[list(r) for r in s["rows"]],
+                    currency_formats={
+                        int(col): [(int(a), int(b), str(c)) for a, b, c in runs]
+                        for col, runs in (s.get("currency_formats") or {}).items()
+                    },
+                )
+                for s in d["sheets"]
+            ]
+        )
+
+    def sheet(self, name: str) -> Sheet | None:
+        for s in self.sheets:
+            if s.name == name:
+                return s
+        return None
+
+
+def read_table(path, *, filename: str, limits: ReadLimits | None = None) -> Table:
+    """Read the file at ``path``; ``filename`` is the name the user gave it."""
+    limits = limits or ReadLimits()
+    path = Path(path)
+    ext = Path(filename).suffix.lower()
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if not head:
+        raise UnreadableSheet(MSG_EMPTY)
+    claimed = "XLSX" if ext in _XLSX_EXTENSIONS else "CSV" if ext in _TEXT_EXTENSIONS else None
+
+    if head.startswith(MAGIC_OLE2):
+        raise UnreadableSheet(MSG_XLS)
+    if head.startswith(MAGIC_ZIP) or head.startswith(MAGIC_ZIP_EMPTY):
+        # Content wins over a wrong ".csv" name: a ZIP workbook is unambiguous.
+        return _read_xlsx(path, limits)
+    for magic, kind in _BINARY_KINDS:
+        if head.startswith(magic):
+            raise UnreadableSheet(
+                f"the file is {kind}, not a spreadsheet"
+                + (f" (its name says {claimed})" if claimed else "")
+            )
+    if ext == ".xls":
+        raise UnreadableSheet(
+            "the name says XLS (Excel 97-2003) but the bytes are not an Excel "
+            "workbook; save it as XLSX or CSV"
+        )
+    if claimed == "XLSX":
+        # A text file named .xlsx is usually an HTML error page or a renamed
+        # CSV; reading it as CSV would hide the mistake.
+        raise UnreadableSheet(
+            "the name says XLSX but the bytes are not a ZIP workbook "
+            "(they look like text); upload the real workbook or rename it to .csv"
+        )
+    return _read_csv(path, limits, tab_hint=ext in (".tsv", ".tab"))
+
+
+# --------------------------------------------------------------------- CSV
+
+
+def _decode(data: bytes) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", errors="replace")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    if b"\x00" in data[:4096]:
+        raise UnreadableSheet(
+            "the bytes are not text (NUL bytes found) and not an XLSX workbook: "
+            "not a CSV file"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    # Legacy single-byte encodings only: by now we know it is not UTF-8.
+    best = from_bytes(
+        data[:200_000],
+        cp_isolation=["cp1251", "cp1252", "cp1250", "koi8_r", "latin_1", "iso8859_2", "cp1254"],
+    ).best()
+    encoding = best.encoding if best is not None else "cp1252"
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _sniff_delimiter(text: str, tab_hint: bool) -> str:
+    sample = text[:65536].splitlines()[:50]
+    best, best_score = ("\t" if tab_hint else ","), (-1.0, 0)
+    for delim in DELIMITERS:
+        counts = [len(r) for r in csv.reader(sample, delimiter=delim) if any(c.strip() for c in r)]
+        if not counts:
+            continue
+        mode = max(set(counts), key=counts.count)
+        if mode < 2:
+            continue
+        score = (counts.count(mode) / len(counts), mode)
+        if tab_hint and delim == "\t":
+            score = (score[0] + 0.01, score[1])
+        if score > best_score:
+            best, best_score = delim, score
+    return best
+
+
+def _read_csv(path: Path, limits: ReadLimits, *, tab_hint: bool) -> Table:
+    text = _decode(path.read_bytes())
+    delim = _sniff_delimiter(text, tab_hint)
+    rows: list[list[str]] = []
+    last_nonempty = 0
+    max_rows, max_cols = limits.max_rows, limits.max_columns
+    for i, raw in enumerate(csv.reader(io.StringIO(text, newline=""), delimiter=delim), start=1):
+        row = [c.strip() for c in raw]
+        while row and not row[-1]:
+            row.pop()
+        if row:
+            if i > max_rows:
+                raise UnreadableSheet(MSG_TOO_MANY_ROWS.format(sheet=CSV_SHEET_NAME, limit=max_rows))
+            if len(row) > max_cols:
+                raise UnreadableSheet(
+                    MSG_TOO_MANY_COLUMNS.format(sheet=CSV_SHEET_NAME, row=i, col=len(row), limit=max_cols)
+                )
+            last_nonempty = i
+        rows.append(row)
+    del rows[last_nonempty:]
+    return Table(sheets=[Sheet(name=CSV_SHEET_NAME, rows=rows)])
+
+
+# -------------------------------------------------------------------- XLSX
+
+
+def _check_zip(path: Path, limits: ReadLimits) -> None:
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UnreadableSheet(f"the file starts like a ZIP/XLSX but is damaged: {exc}") from exc
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > limits.max_zip_members:
+            raise UnreadableSheet(MSG_ZIP_MEMBERS.format(count=len(infos), limit=limits.max_zip_members))
+        total = sum(i.file_size for i in infos)
+        if total > limits.max_uncompressed_bytes:
+            raise UnreadableSheet(MSG_ZIP_SIZE.format(size=total, limit=limits.max_uncompressed_bytes))
+        for info in infos:
+            # Small members may legitimately compress very well; judge ratio on
+            # members big enough to matter (1 MiB).
+            ratio = info.file_size / max(1, info.compress_size)
+            if info.file_size > 1024 * 1024 and ratio > limits.max_compression_ratio:
+                raise UnreadableSheet(
+                    MSG_ZIP_RATIO.format(name=info.filename, ratio=ratio, limit=limits.max_compression_ratio)
+                )
+        names = {i.filename for i in infos}
+        if "xl/workbook.bin" in names:
+            raise UnreadableSheet("XLSB (binary Excel workbook) is not supported: save it as XLSX or CSV")
+        if "xl/workbook.xml" not in names:
+            raise UnreadableSheet("the file is a ZIP archive but not an XLSX workbook (no xl/workbook.xml)")
+        # zipfile stops each member at its declared size (and checks the CRC),
+        # so the sizes above bound what openpyxl can inflate. A DTD can still
+        # expand entities inside that size: refuse any XML part declaring one.
+        for info in infos:
+            if info.filename.endswith((".xml", ".rels", ".vml")):
+                with zf.open(info) as member:
+                    prolog = member.read(2048)
+                if b"<!DOCTYPE" in prolog or b"<!ENTITY" in prolog:
+                    raise UnreadableSheet(MSG_DTD.format(name=info.filename))
+
+
+def _cell_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return ""
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        # 15 significant digits: what Excel shows, without binary noise
+        # (926.6400000000001 -> 926.64).
+        text = format(value, ".15g")
+        if "e" in text:
+            text = format(value, "f").rstrip("0").rstrip(".")
+        return text
+    if isinstance(value, dt.datetime):
+        if value.time() == dt.time(0):
+            return value.date().isoformat()
+        return value.isoformat(sep=" ")
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return str(value)
+    return str(value).strip()
+
+
+_FMT_BRACKET = re.compile(r"\[\$([^\]\-]*)(?:-([0-9A-Fa-f]+))?\]")
+_FMT_QUOTED = re.compile(r'"([^"]*)"')
+# "$" means a currency only with a locale that says which dollar.
+_DOLLAR_LCID = {
+    "409": "USD", "1009": "CAD", "c09": "AUD", "1409": "NZD", "80a": "MXN",
+    "2c0a": "ARS", "340a": "CLP", "240a": "COP", "3409": "USD", "4809": "SGD",
+    "3c09": "HKD", "410": "USD",
+}
+_format_cache: dict[str, str | None] = {}
+
+
+def currency_from_number_format(fmt: str | None) -> str | None:
+    """The ISO currency a number format displays, or None (also when unsure)."""
+    if not fmt or fmt == "General":
+        return None
+    try:
+        return _format_cache[fmt]
+    except KeyError:
+        pass
+    from catalog.extraction import detect_currency
+
+    found: set[str] = set()
+    for symbol, lcid in _FMT_BRACKET.findall(fmt):
+        if symbol == "$":
+            code = _DOLLAR_LCID.get((lcid or "").lower())
+        else:
+            code = detect_currency(symbol)
+        if code:
+            found.add(code)
+    rest = _FMT_BRACKET.sub("", fmt)
+    for literal in _FMT_QUOTED.findall(rest):
+        code = detect_currency(literal)
+        if code:
+            found.add(code)
+    bare = _FMT_QUOTED.sub("", rest).replace("\\", "")
+    code = detect_currency(re.sub(r"[#0?.,;_*@%()\-+ ]", " ", bare))
+    if code:
+        found.add(code)
+    result = found.pop() if len(found) == 1 else None
+    _format_cache[fmt] = result
+    return result
+
+
+def _read_xlsx(path: Path, limits: ReadLimits) -> Table:
+    _check_zip(path, limits)
+    import openpyxl
+    from openpyxl.styles.numbers import BUILTIN_FORMATS, BUILTIN_FORMATS_MAX_SIZE
+    from openpyxl.worksheet._reader import WorkSheetParser
+
+    try:
+        wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
+    except UnreadableSheet:
+        raise
+    except Exception as exc:  # openpyxl raises many types for broken parts
+        raise UnreadableSheet(f"the XLSX workbook cannot be opened: {type(exc).__name__}: {exc}") from exc
+
+    # style id -> currency of its number format, computed once per style.
+    style_currency: list[str | None] = []
+    for style in wb._cell_styles:
+        fmt_id = style.numFmtId
+        if fmt_id < BUILTIN_FORMATS_MAX_SIZE:
+            fmt = BUILTIN_FORMATS.get(fmt_id, "General")
+        else:
+            fmt = wb._number_formats[fmt_id - BUILTIN_FORMATS_MAX_SIZE]
+        style_currency.append(currency_from_number_format(fmt))
+    n_styles = len(style_currency)
+
+    sheets: list[Sheet] = []
+    max_rows, max_cols = limits.max_rows, limits.max_columns
+    try:
+        for ws in wb.worksheets:
+            if not hasattr(ws, "_worksheet_path"):
+                continue  # chartsheets hold no cells
+            rows: list[list[str]] = []
+            runs: dict[int, list[list]] = {}
+            last_valued: dict[int, int] = {}
+            with wb._archive.open(ws._worksheet_path) as src:
+                parser = WorkSheetParser(
+                    src,
+                    wb.shared_strings,
+                    data_only=True,
+                    epoch=wb.epoch,
+                    date_formats=wb._date_formats,
+                    timedelta_formats=wb._timedelta_formats,
+                )
+                for idx, cells in parser.parse():
+                    if not cells:
+                        continue
+                    row: list[str] = []
+                    for cell in cells:
+                        value = cell["value"]
+                        col = cell["column"] - 1
+                        style_id = cell["style_id"]
+                        if value is None:
+                            continue
+                        code = style_currency[style_id] if style_id and style_id < n_styles else None
+                        if code is not None:
+                            col_runs = runs.get(col)
+                            last = col_runs[-1] if col_runs else None
+                            # Extend the run only over rows whose cell in this
+                            # column had no value: a valued cell without the
+                            # currency format must not inherit it.
+                            if last is not None and last[2] == code and last[1] == last_valued.get(col):
+                                last[1] = idx
+                            elif col_runs is None:
+                                runs[col] = [[idx, idx, code]]
+                            else:
+                                col_runs.append([idx, idx, code])
+                        last_valued[col] = idx
+                        text = value.strip() if type(value) is str else _cell_text(value)
+                        if not text:
+                            continue
+                        if col >= max_cols:
+                            raise UnreadableSheet(
+                                MSG_TOO_MANY_COLUMNS.format(sheet=ws.title, row=idx, col=col + 1, limit=max_cols)
+                            )
+                        if col > len(row):
+                            row.extend([""] * (col - len(row)))
+                        if col == len(row):
+                            row.append(text)
+                        else:
+                            row[col] = text
+                    if not row:
+                        continue
+                    if idx > max_rows:
+                        raise UnreadableSheet(MSG_TOO_MANY_ROWS.format(sheet=ws.title, limit=max_rows))
+                    if idx > len(rows) + 1:
+                        rows.extend([] for _ in range(idx - 1 - len(rows)))
+                    if idx == len(rows) + 1:
+                        rows.append(row)
+                    else:  # a repeated <row r=..>: merge, later wins
+                        rows[idx - 1] = row
+            sheets.append(
+                Sheet(
+                    name=ws.title,
+                    rows=rows,
+                    currency_formats={c: [tuple(r) for r in rs] for c, rs in runs.items()},
+                )
+            )
+    except UnreadableSheet:
+        raise
+    except Exception as exc:
+        # defusedxml raises EntitiesForbidden/DTDForbidden here; XML errors too.
+        raise UnreadableSheet(f"the XLSX workbook cannot be read: {type(exc).__name__}: {exc}") from exc
+    finally:
+        wb.close()
+    if not sheets:
+        raise UnreadableSheet("the XLSX workbook has no worksheets")
+    return Table(sheets=sheets)

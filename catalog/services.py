@@ -1,0 +1,164 @@
+"""Writes of the price domain. Only `revision_publish` writes catalog rows,
+and only inside the transaction whose guarded UPDATE proved ownership."""
+
+import hashlib
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable
+from decimal import Decimal
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.utils import timezone
+
+from catalog.models import (
+    ApiToken,
+    CatalogItem,
+    CatalogRevision,
+    Membership,
+    PriceSheet,
+    Supplier,
+    Workspace,
+)
+
+TOKEN_PREFIX = "psk_"
+
+
+class PublishOutsideTransaction(Exception):
+    """revision_publish was called without the guarded transaction around it."""
+
+
+def workspace_create(*, slug: str, name: str = "") -> Workspace:
+    workspace, _ = Workspace.objects.get_or_create(slug=slug, defaults={"name": name or slug})
+    return workspace
+
+
+def membership_add(*, workspace: Workspace, username: str, role: str,
+                   password: str | None = None, email: str = "") -> Membership:
+    """Add (or change the role of) a member, creating the user if missing."""
+    User = get_user_model()
+    with transaction.atomic():
+        user, created = User.objects.get_or_create(username=username, defaults={"email": email})
+        if password:
+            user.set_password(password)
+            user.save(update_fields=["password"])
+        elif created:
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+        membership, _ = Membership.objects.update_or_create(
+            workspace=workspace, user=user, defaults={"role": role}
+        )
+    return membership
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def apitoken_create(*, user, name: str = "") -> tuple[ApiToken, str]:
+    """Create a bearer token; returns the row and the token, shown only once."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = ApiToken.objects.create(user=user, name=name, prefix=token[:12], token_hash=_token_hash(token))
+    return row, token
+
+
+def apitoken_authenticate(*, token: str):
+    """The user a bearer token belongs to, or None (unknown or revoked)."""
+    row = (ApiToken.objects.select_related("user")
+           .filter(token_hash=_token_hash(token), revoked_at__isnull=True).first())
+    if row is None or not row.user.is_active:
+        return None
+    ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    return row.user
+
+
+def apitoken_revoke(*, token_id: int) -> None:
+    ApiToken.objects.filter(pk=token_id, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
+    supplier, _ = Supplier.objects.get_or_create(workspace=workspace, name=name.strip())
+    return supplier
+
+
+def sheet_path(sheet: PriceSheet) -> Path:
+    return Path(settings.MEDIA_ROOT) / sheet.storage_path
+
+
+def pricesheet_store(*, workspace: Workspace, chunks: Iterable[bytes], original_name: str,
+                     content_type: str = "", supplier: Supplier | None = None,
+                     uploaded_by=None, max_bytes: int | None = None) -> PriceSheet:
+    """Stream an upload to content-addressed storage and record it.
+
+    The bytes go to a temporary file while their sha256 is computed, then
+    are renamed to `sheets/<sha256>`: the stored input never changes, so
+    every attempt of a job reads exactly what was uploaded."""
+    root = Path(settings.MEDIA_ROOT) / "sheets"
+    root.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    size = 0
+    with tempfile.NamedTemporaryFile(dir=root, delete=False) as tmp:
+        try:
+            for chunk in chunks:
+                size += len(chunk)
+                if max_bytes is not None and size > max_bytes:
+                    raise UploadTooLarge(max_bytes)
+                digest.update(chunk)
+                tmp.write(chunk)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        except BaseException:
+            os.unlink(tmp.name)
+            raise
+    sha = digest.hexdigest()
+    relative = f"sheets/{sha}"
+    os.replace(tmp.name, root / sha)
+    return PriceSheet.objects.create(
+        workspace=workspace, supplier=supplier, sha256=sha, size=size,
+        original_name=os.path.basename(original_name)[:255] or "upload",
+        content_type=content_type[:100], storage_path=relative, uploaded_by=uploaded_by,
+    )
+
+
+class UploadTooLarge(Exception):
+    def __init__(self, limit: int):
+        super().__init__(f"the upload is larger than {limit} bytes")
+        self.limit = limit
+
+
+def revision_publish(*, job, approved_by=None) -> dict:
+    """Publish a job's accepted output as a catalog revision and make it the
+    supplier's current one. Called only inside the transaction of a guarded
+    accept or approve; `CatalogRevision.job` is unique, so a second
+    publication of the same job fails instead of duplicating the catalog."""
+    if not connection.in_atomic_block:
+        raise PublishOutsideTransaction("revision_publish must run inside the guarded transaction")
+    items = (job.output or {}).get("items", [])
+    supplier_id = (job.payload or {}).get("supplier_id")
+    revision = CatalogRevision.objects.create(
+        workspace_id=job.workspace_id, supplier_id=supplier_id, job=job,
+        attempt=job.attempt, approved_by=approved_by, item_count=len(items),
+    )
+    CatalogItem.objects.bulk_create(
+        (
+            CatalogItem(
+                revision=revision,
+                sku=item["sku"] or "",
+                description=item.get("description") or "",
+                unit=item.get("unit"),
+                pack_size=None if item.get("pack_size") is None else Decimal(str(item["pack_size"])),
+                unit_price=Decimal(item["unit_price"]),
+                currency=item["currency"],
+                source_sheet=item["source"]["sheet"],
+                source_row=item["source"]["row"],
+            )
+            for item in items
+        ),
+        batch_size=1000,
+    )
+    if supplier_id is not None:
+        Supplier.objects.filter(pk=supplier_id).update(current_revision=revision)
+    return {"revision_id": revision.pk, "item_count": len(items)}

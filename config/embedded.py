@@ -1,0 +1,31 @@
+"""The embedded PostgreSQL used when DATABASE_URL is unset.
+
+`pgserver` ships the server binaries in a wheel. The cluster lives in a
+project-local folder and keeps running after the process that started it
+exits, so the web server, the workers and the test suite's subprocesses all
+share one server (`make stop-db` stops it).
+"""
+
+import logging
+from pathlib import Path
+
+DATABASE_NAME = "pricesheet"
+
+
+def database_url(data_dir: Path) -> str:
+    """Start (or reuse) the embedded cluster and return a URL for Django."""
+    import pgserver  # imported lazily: only the embedded default needs it
+
+    # pgserver logs every process exit at INFO; only its problems matter here.
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = pgserver.get_server(data_dir, cleanup_mode=None)
+    exists = server.psql(
+        f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';"
+    )
+    if "1 row" not in exists:
+        server.psql(f"CREATE DATABASE {DATABASE_NAME};")
+    # django-environ reads a Unix-socket directory from the `host` query
+    # parameter (it does not decode a percent-encoded host).
+    return f"postgres://postgres@/{DATABASE_NAME}?host={data_dir}"

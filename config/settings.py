@@ -1,0 +1,153 @@
+"""Settings. Everything that differs between machines comes from the
+environment (django-environ); a `.env` file in the project folder is read
+when present."""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=False)
+
+# Without DATABASE_URL the project runs on an embedded PostgreSQL in a
+# project-local folder: that is development, and a development key is fine.
+# With a real database and DEBUG off, a missing SECRET_KEY fails loudly.
+EMBEDDED_DATABASE = "DATABASE_URL" not in env
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not (DEBUG or EMBEDDED_DATABASE):
+        raise ImproperlyConfigured(
+            "SECRET_KEY must be set when DATABASE_URL is set and DEBUG is off"
+        )
+    SECRET_KEY = "django-insecure-development-key-not-for-production"
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "catalog",
+    "jobs",
+    "review",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+if EMBEDDED_DATABASE:
+    from config.embedded import database_url
+
+    DATABASE_URL = database_url(BASE_DIR / ".pgdata")
+else:
+    DATABASE_URL = env.str("DATABASE_URL")
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+# Workers run a loop of short transactions: reconnecting each turn (Django's
+# default of 0) costs about 3x in throughput.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default=None)}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/jobs/"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(BASE_DIR / "media")))
+
+# Uploads above this size are refused with 413 before they are buffered.
+UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=20 * 1024 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+# Jobs
+JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
+JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=5)
+JOB_RECOVERY_INTERVAL_SECONDS = env.float(
+    "JOB_RECOVERY_INTERVAL_SECONDS", default=JOB_LEASE_SECONDS / 4
+)
+JOB_BACKOFF_BASE_SECONDS = env.float("JOB_BACKOFF_BASE_SECONDS", default=2.0)
+JOB_BACKOFF_MAX_SECONDS = env.float("JOB_BACKOFF_MAX_SECONDS", default=300.0)
+# Idle workers wake on LISTEN/NOTIFY and poll at this interval as a fallback.
+JOB_POLL_INTERVAL_SECONDS = env.float("JOB_POLL_INTERVAL_SECONDS", default=2.0)
+JOB_NOTIFY = env.bool("JOB_NOTIFY", default=True)
+
+# Extraction
+EXTRACTOR = env.str("EXTRACTOR", default="builtin")
+if EXTRACTOR not in ("builtin", "openai"):
+    raise ImproperlyConfigured("EXTRACTOR must be 'builtin' or 'openai'")
+LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
+LLM_API_KEY = env.str("LLM_API_KEY", default="")
+LLM_MODEL = env.str("LLM_MODEL", default="")
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
+
+# Outbox relay and operations
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=8)
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+
+# Production hardening; `manage.py check --deploy` is clean with
+# SECURE_SSL_REDIRECT and HSTS left on (their defaults when DEBUG is off).
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,30 @@
+import argparse
+
+from django.core.management.base import BaseCommand
+
+from jobs.worker import Worker
+
+
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+class Command(BaseCommand):
+    help = "Claim and run jobs until stopped (SIGTERM: finish or release the job in hand)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--concurrency", type=positive_int, default=1,
+                            help="jobs run at once in this process (threads)")
+        parser.add_argument("--burst", action="store_true",
+                            help="exit once nothing is claimable")
+        parser.add_argument("--worker-id", default=None,
+                            help="name recorded on attempts (default host:pid)")
+        parser.add_argument("--relay", action="store_true",
+                            help="also deliver outbox messages in this process")
+
+    def handle(self, *args, concurrency: int, burst: bool, worker_id: str | None,
+               relay: bool, **options) -> None:
+        Worker(worker_id=worker_id, concurrency=concurrency, burst=burst, relay=relay).run()

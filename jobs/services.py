@@ -1,0 +1,611 @@
+"""The job state machine: every transition of DESIGN.md is one function here.
+
+Each is a single conditional UPDATE whose row count is checked, or one short
+transaction around such an UPDATE and the writes that must share it. Zero rows
+raises a named exception that callers handle on purpose.
+
+The fence is the pair (attempt, lease_token). Every transition away from
+`running` clears the token, so a worker that lost its claim can never write
+again. Lease times are database time (`clock_timestamp()`), never a worker's
+clock.
+"""
+
+import random
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Case, DateTimeField, DurationField, F, FloatField, Func, Q, Value, When
+
+from jobs.models import (
+    CANCELLABLE_STATES,
+    CLAIMABLE_STATES,
+    RETRYABLE_STATES,
+    Attempt,
+    Job,
+    JobCheckpoint,
+    OutboxMessage,
+    State,
+)
+
+
+class LeaseLost(Exception):
+    """The guarded UPDATE affected zero rows: this claim no longer owns the
+    job (its lease expired, it was cancelled, or another attempt took over)."""
+
+
+class InvalidTransition(Exception):
+    """The job is not in a state this transition starts from."""
+
+    def __init__(self, job_id: uuid.UUID, state: str, transition: str):
+        super().__init__(f"cannot {transition} job {job_id}: it is {state}")
+        self.job_id = job_id
+        self.state = state
+        self.transition = transition
+
+
+class VersionConflict(Exception):
+    """The job changed since the caller read it (another reviewer, a cancel,
+    a retry); the caller's decision was made on stale information."""
+
+    def __init__(self, job_id: uuid.UUID, expected: int, actual: int, state: str):
+        super().__init__(
+            f"job {job_id} changed since version {expected}: it is now version {actual}, {state}"
+        )
+        self.job_id = job_id
+        self.expected = expected
+        self.actual = actual
+        self.state = state
+
+
+class IdempotencyConflict(Exception):
+    """The idempotency key was already used for a different request."""
+
+    def __init__(self, job: Job):
+        super().__init__(f"idempotency key {job.idempotency_key!r} was used for another request")
+        self.job = job
+
+
+NOTIFY_CHANNEL = "pricesheet_jobs"
+
+Publish = Callable[[Job], dict | None]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a worker holds while it runs a job: the fence and the input."""
+
+    job_id: uuid.UUID
+    kind: str
+    attempt: int
+    token: uuid.UUID
+    worker_id: str
+    workspace_id: int
+    payload: dict
+
+
+class ClockTimestamp(Func):
+    """Database wall-clock time, which moves within a transaction (`now()`
+    does not): leases are measured against it."""
+
+    template = "clock_timestamp()"
+    output_field = Job._meta.get_field("lease_until")
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+class SecondsSince(Func):
+    template = "EXTRACT(EPOCH FROM (clock_timestamp() - %(expressions)s))::double precision"
+    output_field = FloatField()
+
+
+def _choose(condition: Q | bool, then: Any, default: Any, output_field=None) -> Any:
+    """`CASE WHEN condition` over the old row; a plain bool needs no CASE."""
+    if condition is True:
+        return then
+    if condition is False:
+        return default
+    return Case(When(condition, then=then), default=default, output_field=output_field)
+
+
+def _interval(seconds: float) -> Value:
+    return Value(timedelta(seconds=seconds), output_field=DurationField())
+
+
+def _leave_state(**changes: Any) -> dict[str, Any]:
+    """UPDATE assignments for any transition: account the time spent in the
+    state being left (SET expressions see the old row), bump the version."""
+    elapsed = SecondsSince(F("state_changed_at"))
+    waiting = Case(When(state__in=CLAIMABLE_STATES, then=elapsed), default=Value(0.0))
+    running = Case(When(state=State.RUNNING, then=elapsed), default=Value(0.0))
+    review = Case(When(state=State.AWAITING_REVIEW, then=elapsed), default=Value(0.0))
+    now = ClockTimestamp()
+    return {
+        "waiting_seconds": F("waiting_seconds") + waiting,
+        "running_seconds": F("running_seconds") + running,
+        "review_seconds": F("review_seconds") + review,
+        "state_changed_at": now,
+        "updated_at": now,
+        "version": F("version") + 1,
+        **changes,
+    }
+
+
+def _fenced(claim: Claim):
+    """The rows this claim still owns: same attempt, same token, running."""
+    return Job.objects.filter(
+        pk=claim.job_id, state=State.RUNNING, attempt=claim.attempt, lease_token=claim.token
+    )
+
+
+def _notify(kind: str) -> None:
+    # NOTIFY is transactional: idle workers hear it only if the admission commits.
+    if settings.JOB_NOTIFY:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, kind])
+
+
+def _state_of(job_id: uuid.UUID) -> str:
+    return Job.objects.filter(pk=job_id).values_list("state", flat=True).get()
+
+
+def _why_not(job_id: uuid.UUID, transition: str, expected_version: int | None) -> Exception:
+    """Explain a zero-row versioned transition (read after the UPDATE failed)."""
+    row = Job.objects.filter(pk=job_id).values("state", "version").first()
+    if row is None:
+        return Job.DoesNotExist(f"job {job_id} does not exist")
+    if expected_version is not None and row["version"] != expected_version:
+        return VersionConflict(job_id, expected_version, row["version"], row["state"])
+    return InvalidTransition(job_id, row["state"], transition)
+
+
+def outbox_write(*, workspace_id: int, topic: str, payload: dict) -> OutboxMessage:
+    """Record an event in the caller's transaction; the relay delivers it."""
+    return OutboxMessage.objects.create(workspace_id=workspace_id, topic=topic, payload=payload)
+
+
+def _job_event(job_id: uuid.UUID, topic: str, **extra: Any) -> None:
+    row = Job.objects.filter(pk=job_id).values("workspace_id", "kind", "state", "attempt").get()
+    outbox_write(
+        workspace_id=row["workspace_id"],
+        topic=topic,
+        payload={"job_id": str(job_id), "kind": row["kind"], "state": row["state"],
+                 "attempt": row["attempt"], **extra},
+    )
+
+
+def backoff_seconds(attempt: int) -> float:
+    """Full jitter: uniform in [0, min(cap, base * 2^(attempt-1))]."""
+    ceiling = min(settings.JOB_BACKOFF_MAX_SECONDS,
+                  settings.JOB_BACKOFF_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+    return random.uniform(0, ceiling)
+
+
+# --- admit ----------------------------------------------------------------
+
+
+def job_admit(
+    *,
+    workspace_id: int,
+    kind: str,
+    payload: dict,
+    idempotency_key: str | None = None,
+    fingerprint: str = "",
+    created_by_id: int | None = None,
+) -> tuple[Job, bool]:
+    """Create a queued job and its outbox message in one transaction.
+
+    Returns (job, created). The same key with the same fingerprint returns
+    the existing job; with another fingerprint raises IdempotencyConflict.
+    The unique constraint on (workspace, idempotency_key) decides between
+    concurrent duplicates: the loser's INSERT waits for the winner's commit,
+    fails, and reads the winner's row.
+    """
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                job = Job.objects.create(
+                    workspace_id=workspace_id,
+                    kind=kind,
+                    payload=payload,
+                    idempotency_key=idempotency_key,
+                    request_fingerprint=fingerprint,
+                    created_by_id=created_by_id,
+                    max_attempts=settings.JOB_MAX_ATTEMPTS,
+                )
+        except IntegrityError:
+            if idempotency_key is None:
+                raise
+            job = Job.objects.get(workspace_id=workspace_id, idempotency_key=idempotency_key)
+            if job.request_fingerprint != fingerprint or job.kind != kind:
+                raise IdempotencyConflict(job) from None
+            return job, False
+        _job_event(job.pk, "job.accepted")
+        _notify(kind)
+    job.refresh_from_db()
+    return job, True
+
+
+def jobs_admit_many(*, workspace_id: int, kind: str, count: int, payload: dict | None = None) -> int:
+    """Admit `count` jobs without idempotency keys (operators, benchmarks)."""
+    with transaction.atomic():
+        jobs = Job.objects.bulk_create(
+            Job(workspace_id=workspace_id, kind=kind, payload=payload or {},
+                max_attempts=settings.JOB_MAX_ATTEMPTS)
+            for _ in range(count)
+        )
+        OutboxMessage.objects.bulk_create(
+            OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
+                          payload={"job_id": str(job.pk), "kind": kind, "state": State.QUEUED,
+                                   "attempt": 0})
+            for job in jobs
+        )
+        _notify(kind)
+    return len(jobs)
+
+
+# --- claim ----------------------------------------------------------------
+
+
+def job_claim_next(*, worker_id: str, kinds: Iterable[str] | None = None) -> Claim | None:
+    """Claim the next claimable job, or return None.
+
+    A short transaction, committed before the caller starts the slow work:
+    SKIP LOCKED lets concurrent claimers pass over a row another claimer holds
+    instead of queueing behind it. The claim gets a fresh token, attempt + 1
+    and a lease measured in database time, and writes its Attempt row.
+    """
+    with transaction.atomic():
+        candidates = Job.objects.claimable()
+        if kinds is not None:
+            candidates = candidates.filter(kind__in=list(kinds))
+        row = (
+            candidates.select_for_update(skip_locked=True)
+            .order_by("run_after")
+            .values("id", "kind", "attempt", "workspace_id", "payload")
+            .first()
+        )
+        if row is None:
+            return None
+        token = uuid.uuid4()
+        number = row["attempt"] + 1  # exact: we hold the row lock
+        Job.objects.filter(pk=row["id"]).update(
+            **_leave_state(
+                state=State.RUNNING,
+                attempt=number,
+                lease_token=token,
+                lease_until=ClockTimestamp() + _interval(settings.JOB_LEASE_SECONDS),
+                worker_id=worker_id,
+            )
+        )
+        Attempt.objects.create(job_id=row["id"], number=number, lease_token=token, worker_id=worker_id)
+    return Claim(job_id=row["id"], kind=row["kind"], attempt=number, token=token,
+                 worker_id=worker_id, workspace_id=row["workspace_id"], payload=row["payload"])
+
+
+# --- heartbeat and checkpoints ------------------------------------------------
+
+
+def job_heartbeat(*, claim: Claim, done: int | None = None, total: int | None = None) -> None:
+    """Extend the lease and store progress. Refused (LeaseLost) once the lease
+    has expired, even if no scanner has moved the job yet: an expired lease
+    is never revived, so the scanner and this worker cannot both win."""
+    changes: dict[str, Any] = {
+        "lease_until": ClockTimestamp() + _interval(settings.JOB_LEASE_SECONDS),
+        "updated_at": ClockTimestamp(),
+    }
+    if done is not None:
+        changes["progress_done"] = done
+    if total is not None:
+        changes["progress_total"] = total
+    if not _fenced(claim).filter(lease_until__gt=ClockTimestamp()).update(**changes):
+        raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} lost its lease")
+
+
+def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
+    """Store a checkpoint, only while this claim still owns the job."""
+    with transaction.atomic():
+        # The guarded UPDATE takes the job's row lock and proves the fence
+        # for the checkpoint write that shares its transaction.
+        if not _fenced(claim).filter(lease_until__gt=ClockTimestamp()).update(
+            updated_at=ClockTimestamp()
+        ):
+            raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} lost its lease")
+        JobCheckpoint.objects.update_or_create(
+            job_id=claim.job_id, name=name, defaults={"data": data, "attempt": claim.attempt}
+        )
+
+
+def job_load_checkpoint(*, job_id: uuid.UUID, name: str) -> Any | None:
+    row = JobCheckpoint.objects.filter(job_id=job_id, name=name).values_list("data", flat=True).first()
+    return row
+
+
+# --- accept -----------------------------------------------------------------
+
+
+def job_accept_output(
+    *, claim: Claim, output: Any, needs_review: bool = False, publish: Publish | None = None
+) -> str:
+    """Accept this claim's output: to `awaiting_review` when it needs review
+    (now or on any earlier attempt), else to `completed` and `publish(job)`.
+
+    One transaction: the guarded UPDATE (token, running, lease unexpired, as
+    one statement) takes the row lock, and the publication's writes share its
+    commit. Zero rows raises LeaseLost and nothing is written.
+    """
+    with transaction.atomic():
+        review: Q | bool = True if needs_review else Q(review_required=True)
+        updated = _fenced(claim).filter(lease_until__gt=ClockTimestamp()).update(
+            **_leave_state(
+                state=_choose(review, Value(State.AWAITING_REVIEW), Value(State.COMPLETED)),
+                review_required=_choose(review, Value(True), Value(False)),
+                finished_at=_choose(review, Value(None, output_field=DateTimeField()),
+                                    ClockTimestamp(), output_field=DateTimeField()),
+                output=Value(output, output_field=Job._meta.get_field("output")),
+                lease_token=None,
+                lease_until=None,
+                reason="",
+            )
+        )
+        if not updated:
+            raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} may no longer publish")
+        state = _state_of(claim.job_id)
+        result = None
+        if state == State.COMPLETED and publish is not None:
+            result = publish(Job.objects.get(pk=claim.job_id))
+            Job.objects.filter(pk=claim.job_id).update(result=result)
+        Attempt.objects.filter(job_id=claim.job_id, number=claim.attempt).update(
+            outcome=Attempt.Outcome.SUCCEEDED, finished_at=ClockTimestamp()
+        )
+        _job_event(claim.job_id, f"job.{state}", result=result)
+    return state
+
+
+def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:
+    """Keep a stale worker's result as its attempt's diagnostic, nothing more."""
+    Attempt.objects.filter(job_id=claim.job_id, number=claim.attempt).exclude(
+        outcome=Attempt.Outcome.SUCCEEDED
+    ).update(outcome=Attempt.Outcome.STALE, diagnostic=diagnostic, finished_at=ClockTimestamp())
+
+
+def attempt_record_provider_call(*, claim: Claim, request_id: str | None, usage: dict | None) -> None:
+    """Append a remote call's request id and token usage to the attempt."""
+    attempt = Attempt.objects.get(job_id=claim.job_id, number=claim.attempt)
+    ids = [*attempt.provider_request_ids, request_id]
+    total = dict(attempt.token_usage or {})
+    for key, value in (usage or {}).items():
+        if isinstance(value, int):
+            total[key] = total.get(key, 0) + value
+    Attempt.objects.filter(pk=attempt.pk).update(provider_request_ids=ids, token_usage=total or None)
+
+
+# --- fail -------------------------------------------------------------------
+
+
+def job_fail(*, claim: Claim, error: str, transient: bool) -> str:
+    """Record a failed attempt: transient failures retry after a jittered
+    backoff while attempts remain; permanent ones, and the last attempt, go
+    to `needs_attention` with the reason."""
+    delay = backoff_seconds(claim.attempt)
+    give_up: Q | bool = Q(attempt__gte=F("max_attempts")) if transient else True
+    final_reason = f"gave up after {claim.attempt} attempts: {error}" if transient else error
+    with transaction.atomic():
+        updated = _fenced(claim).update(
+            **_leave_state(
+                state=_choose(give_up, Value(State.NEEDS_ATTENTION), Value(State.RETRYING)),
+                run_after=ClockTimestamp() + _interval(delay),
+                finished_at=_choose(give_up, ClockTimestamp(),
+                                    Value(None, output_field=DateTimeField()),
+                                    output_field=DateTimeField()),
+                lease_token=None,
+                lease_until=None,
+                reason=_choose(give_up, Value(final_reason),
+                               Value(f"attempt {claim.attempt} failed, retrying: {error}")),
+            )
+        )
+        if not updated:
+            raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} may no longer record failure")
+        state = _state_of(claim.job_id)
+        Attempt.objects.filter(job_id=claim.job_id, number=claim.attempt).update(
+            outcome=Attempt.Outcome.FAILED if state == State.NEEDS_ATTENTION else Attempt.Outcome.RETRY,
+            error=error,
+            finished_at=ClockTimestamp(),
+        )
+        if state == State.NEEDS_ATTENTION:
+            _job_event(claim.job_id, "job.needs_attention", reason=error)
+    return state
+
+
+def job_release(*, claim: Claim) -> None:
+    """A stopping worker hands its job back for another worker to claim.
+
+    The released attempt does not count against the budget (max_attempts + 1):
+    the worker stopped, the job did not fail."""
+    with transaction.atomic():
+        updated = _fenced(claim).update(
+            **_leave_state(
+                state=State.RETRYING,
+                run_after=ClockTimestamp(),
+                lease_token=None,
+                lease_until=None,
+                max_attempts=F("max_attempts") + 1,
+                reason=f"attempt {claim.attempt} released by stopping worker {claim.worker_id}",
+            )
+        )
+        if not updated:
+            raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} was no longer held")
+        Attempt.objects.filter(job_id=claim.job_id, number=claim.attempt).update(
+            outcome=Attempt.Outcome.RELEASED, finished_at=ClockTimestamp()
+        )
+        _notify(claim.kind)
+
+
+# --- expire -------------------------------------------------------------------
+
+
+def jobs_expire_leases(*, batch_size: int = 100, max_batches: int = 100) -> list[tuple[uuid.UUID, str]]:
+    """Move running jobs whose lease has expired to `retrying` (or to
+    `needs_attention` on their last attempt), in bounded batches.
+
+    SKIP LOCKED: a row locked by a worker's heartbeat or accept is passed over
+    this time. The UPDATE re-checks `lease_until < clock_timestamp()` itself,
+    so it never takes a job whose lease was extended after it was selected.
+    """
+    moved: list[tuple[uuid.UUID, str]] = []
+    for _ in range(max_batches):
+        with transaction.atomic():
+            ids = list(
+                Job.objects.filter(state=State.RUNNING, lease_until__lt=ClockTimestamp())
+                .select_for_update(skip_locked=True)
+                .order_by("lease_until")
+                .values_list("id", flat=True)[:batch_size]
+            )
+            if not ids:
+                break
+            last = Q(attempt__gte=F("max_attempts"))
+            Job.objects.filter(
+                id__in=ids, state=State.RUNNING, lease_until__lt=ClockTimestamp()
+            ).update(
+                **_leave_state(
+                    state=Case(When(last, then=Value(State.NEEDS_ATTENTION)),
+                               default=Value(State.RETRYING)),
+                    run_after=ClockTimestamp(),
+                    finished_at=_choose(last, ClockTimestamp(),
+                                        Value(None, output_field=DateTimeField()),
+                                        output_field=DateTimeField()),
+                    lease_token=None,
+                    lease_until=None,
+                    reason=Case(
+                        When(last, then=Value("lease expired on the last allowed attempt: "
+                                              "the worker stopped renewing it")),
+                        default=Value("lease expired: the worker stopped renewing it; retrying"),
+                    ),
+                )
+            )
+            batch = list(Job.objects.filter(id__in=ids).exclude(state=State.RUNNING)
+                         .values_list("id", "state", "attempt"))
+            for job_id, state, number in batch:
+                Attempt.objects.filter(job_id=job_id, number=number,
+                                       outcome=Attempt.Outcome.RUNNING).update(
+                    outcome=Attempt.Outcome.EXPIRED, finished_at=ClockTimestamp(),
+                    error="lease expired",
+                )
+                if state == State.NEEDS_ATTENTION:
+                    _job_event(job_id, "job.needs_attention", reason="lease expired")
+                moved.append((job_id, state))
+            if any(state == State.RETRYING for _, state, _ in batch):
+                _notify("recovered")
+        if len(ids) < batch_size:
+            break
+    return moved
+
+
+# --- cancel and retry (staff and owners) ------------------------------------------
+
+
+def job_cancel(*, job_id: uuid.UUID, expected_version: int | None = None,
+               by_label: str = "") -> None:
+    """Cancel a job that has not finished. Clears the token, so a running
+    worker loses publication rights; the remote call it may be making is not
+    stopped (it notices at its next heartbeat)."""
+    guard = Job.objects.filter(pk=job_id, state__in=CANCELLABLE_STATES)
+    if expected_version is not None:
+        guard = guard.filter(version=expected_version)
+    with transaction.atomic():
+        if not guard.update(
+            **_leave_state(
+                state=State.CANCELLED,
+                lease_token=None,
+                lease_until=None,
+                finished_at=ClockTimestamp(),
+                reason=f"cancelled by {by_label}" if by_label else "cancelled",
+            )
+        ):
+            raise _why_not(job_id, "cancel", expected_version)
+        job = Job.objects.filter(pk=job_id).values("attempt").get()
+        Attempt.objects.filter(job_id=job_id, number=job["attempt"],
+                               outcome=Attempt.Outcome.RUNNING).update(
+            outcome=Attempt.Outcome.CANCELLED, finished_at=ClockTimestamp(), error="job cancelled"
+        )
+        _job_event(job_id, "job.cancelled")
+
+
+def job_retry(*, job_id: uuid.UUID, by_label: str = "") -> None:
+    """Staff send a failed or cancelled job back to the queue with a fresh
+    attempt budget. Attempt numbers keep growing (they are half the fence),
+    so the budget moves instead: max_attempts = attempt + JOB_MAX_ATTEMPTS."""
+    with transaction.atomic():
+        if not Job.objects.filter(pk=job_id, state__in=RETRYABLE_STATES).update(
+            **_leave_state(
+                state=State.QUEUED,
+                run_after=ClockTimestamp(),
+                max_attempts=F("attempt") + settings.JOB_MAX_ATTEMPTS,
+                finished_at=None,
+                reason=f"retried by {by_label}" if by_label else "retried",
+            )
+        ):
+            raise _why_not(job_id, "retry", None)
+        job = Job.objects.filter(pk=job_id).values("kind").get()
+        _job_event(job_id, "job.retried")
+        _notify(job["kind"])
+
+
+# --- review -------------------------------------------------------------------------
+
+
+def job_review_edit(*, job_id: uuid.UUID, expected_version: int, output: Any) -> int:
+    """Save a reviewer's edits to the staged output; returns the new version."""
+    updated = Job.objects.filter(
+        pk=job_id, state=State.AWAITING_REVIEW, version=expected_version
+    ).update(
+        output=Value(output, output_field=Job._meta.get_field("output")),
+        version=F("version") + 1,
+        updated_at=ClockTimestamp(),
+    )
+    if not updated:
+        raise _why_not(job_id, "edit", expected_version)
+    return expected_version + 1
+
+
+def job_approve(*, job_id: uuid.UUID, expected_version: int, output: Any,
+                publish: Publish) -> dict | None:
+    """Approve reviewed output and publish it, in one transaction: still
+    `awaiting_review` at the version the reviewer saw, or nothing happens."""
+    with transaction.atomic():
+        if not Job.objects.filter(
+            pk=job_id, state=State.AWAITING_REVIEW, version=expected_version
+        ).update(
+            **_leave_state(
+                state=State.COMPLETED,
+                output=Value(output, output_field=Job._meta.get_field("output")),
+                finished_at=ClockTimestamp(),
+                reason="",
+            )
+        ):
+            raise _why_not(job_id, "approve", expected_version)
+        result = publish(Job.objects.get(pk=job_id))
+        Job.objects.filter(pk=job_id).update(result=result)
+        _job_event(job_id, "job.completed", result=result)
+    return result
+
+
+def job_reject(*, job_id: uuid.UUID, expected_version: int, reason: str) -> None:
+    """Reject reviewed output: the job needs attention, nothing is published."""
+    with transaction.atomic():
+        if not Job.objects.filter(
+            pk=job_id, state=State.AWAITING_REVIEW, version=expected_version
+        ).update(
+            **_leave_state(
+                state=State.NEEDS_ATTENTION,
+                finished_at=ClockTimestamp(),
+                reason=f"rejected in review: {reason}",
+            )
+        ):
+            raise _why_not(job_id, "reject", expected_version)
+        _job_event(job_id, "job.needs_attention", reason=f"rejected in review: {reason}")

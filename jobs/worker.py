@@ -1,0 +1,335 @@
+"""The worker: claim, run the handler outside any transaction, accept or fail.
+
+`Worker.run_one()` is one claim-run-finish cycle (tests drive it directly);
+`Worker.run()` is the loop behind `manage.py runworker`. Threads per process:
+one loop per `--concurrency`, a lease keeper that renews the leases of the
+jobs in hand, and a listener that wakes idle loops on NOTIFY.
+"""
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import traceback
+from typing import Any
+
+import psycopg
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection
+
+from jobs import registry
+from jobs.errors import PermanentError
+from jobs.services import (
+    NOTIFY_CHANNEL,
+    Claim,
+    LeaseLost,
+    Publish,
+    attempt_record_provider_call,
+    attempt_record_stale,
+    job_accept_output,
+    job_checkpoint,
+    job_claim_next,
+    job_fail,
+    job_heartbeat,
+    job_load_checkpoint,
+    job_release,
+    jobs_expire_leases,
+)
+
+log = logging.getLogger("jobs.worker")
+
+
+class WorkerStopping(Exception):
+    """The worker was asked to stop: hand the job back instead of finishing."""
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class JobContext:
+    """What a handler gets: its input, and fenced ways to report progress,
+    checkpoint and accept output. Every write checks the claim's fence."""
+
+    def __init__(self, claim: Claim, worker: "Worker"):
+        self.claim = claim
+        self._worker = worker
+        self._lost = threading.Event()
+        self.finished = False
+
+    @property
+    def job_id(self):
+        return self.claim.job_id
+
+    @property
+    def attempt(self) -> int:
+        return self.claim.attempt
+
+    @property
+    def payload(self) -> dict:
+        return self.claim.payload
+
+    @property
+    def workspace_id(self) -> int:
+        return self.claim.workspace_id
+
+    def lease_lost(self) -> None:
+        self._lost.set()
+
+    def check(self) -> None:
+        """Raise if the job should stop: lease lost (expired, cancelled,
+        taken over) or the worker is shutting down."""
+        if self._lost.is_set():
+            raise LeaseLost(f"job {self.job_id} attempt {self.attempt} lost its lease")
+        if self._worker.stopping:
+            raise WorkerStopping()
+
+    def heartbeat(self, done: int | None = None, total: int | None = None) -> None:
+        self.check()
+        try:
+            job_heartbeat(claim=self.claim, done=done, total=total)
+        except LeaseLost:
+            self._lost.set()
+            raise
+
+    def checkpoint(self, name: str, data: Any) -> None:
+        self.check()
+        job_checkpoint(claim=self.claim, name=name, data=data)
+
+    def load_checkpoint(self, name: str) -> Any | None:
+        return job_load_checkpoint(job_id=self.job_id, name=name)
+
+    def record_provider_call(self, request_id: str | None, usage: dict | None) -> None:
+        attempt_record_provider_call(claim=self.claim, request_id=request_id, usage=usage)
+
+    def accept(self, output: Any, *, needs_review: bool = False, publish: Publish | None = None) -> str:
+        """Accept output (and publish it in the same transaction). On a lost
+        fence the result is kept only as this attempt's stale diagnostic."""
+        self.finished = True
+        try:
+            return job_accept_output(
+                claim=self.claim, output=output, needs_review=needs_review, publish=publish
+            )
+        except LeaseLost:
+            attempt_record_stale(claim=self.claim, diagnostic={"rejected": "accept", "output": output})
+            raise
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews the lease of every job in hand every lease/3 seconds; a renewal
+    that affects zero rows tells that job's handler to stop."""
+
+    def __init__(self, stop: threading.Event):
+        super().__init__(name="lease-keeper", daemon=True)
+        self._stop_event = stop
+        self._contexts: set[JobContext] = set()
+        self._lock = threading.Lock()
+
+    def track(self, ctx: JobContext) -> None:
+        with self._lock:
+            self._contexts.add(ctx)
+
+    def untrack(self, ctx: JobContext) -> None:
+        with self._lock:
+            self._contexts.discard(ctx)
+
+    def run(self) -> None:
+        interval = settings.JOB_LEASE_SECONDS / 3
+        try:
+            while not self._stop_event.wait(interval):
+                with self._lock:
+                    contexts = list(self._contexts)
+                for ctx in contexts:
+                    if ctx.finished:
+                        continue
+                    try:
+                        job_heartbeat(claim=ctx.claim)
+                    except LeaseLost:
+                        log.warning("job %s attempt %s lost its lease", ctx.job_id, ctx.attempt)
+                        ctx.lease_lost()
+                    except DatabaseError:
+                        log.exception("lease renewal failed; retrying next turn")
+                        connection.close()
+        finally:
+            connection.close()
+
+
+class Listener(threading.Thread):
+    """LISTENs on its own connection and wakes idle loops on NOTIFY. A lost
+    notification only delays a job: loops also poll."""
+
+    def __init__(self, stop: threading.Event, wake):
+        super().__init__(name="listener", daemon=True)
+        self._stop_event = stop
+        self._wake = wake
+
+    def run(self) -> None:
+        params = {k: v for k, v in connection.get_connection_params().items()
+                  if k in ("dbname", "host", "port", "user", "password", "sslmode", "options")}
+        while not self._stop_event.is_set():
+            try:
+                with psycopg.connect(**params, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self._wake()  # anything admitted while we were not listening
+                    while not self._stop_event.is_set():
+                        for _ in conn.notifies(timeout=1.0):
+                            self._wake()
+            except psycopg.Error:
+                log.warning("listener connection failed; reconnecting")
+                self._stop_event.wait(1.0)
+
+
+class Worker:
+    def __init__(self, *, worker_id: str | None = None, concurrency: int = 1,
+                 burst: bool = False, relay: bool = False):
+        self.worker_id = worker_id or default_worker_id()
+        self.concurrency = concurrency
+        self.burst = burst
+        self.relay = relay
+        self._stop = threading.Event()
+        self._wakers: list[threading.Event] = []
+        self._keeper = LeaseKeeper(self._stop)
+        self._next_recovery = 0.0
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake_all()
+
+    def _wake_all(self) -> None:
+        for event in self._wakers:
+            event.set()
+
+    # --- one cycle ---------------------------------------------------------------
+
+    def run_one(self) -> bool:
+        """Claim one job and run it to an outcome. False when nothing is claimable."""
+        claim = job_claim_next(worker_id=self.worker_id)
+        if claim is None:
+            return False
+        self.execute(claim)
+        return True
+
+    def execute(self, claim: Claim) -> None:
+        log.info("job %s attempt %s (%s) claimed", claim.job_id, claim.attempt, claim.kind)
+        handler = registry.get_handler(claim.kind)
+        ctx = JobContext(claim, self)
+        self._keeper.track(ctx)
+        try:
+            if handler is None:
+                raise PermanentError(f"no handler is registered for job kind {claim.kind!r}")
+            handler(ctx)
+            if not ctx.finished:
+                raise PermanentError("the handler returned without accepting any output")
+            log.info("job %s attempt %s accepted", claim.job_id, claim.attempt)
+        except LeaseLost:
+            # Publication rights are gone; the accept (if any) recorded the
+            # stale result. Nothing else to write.
+            log.warning("job %s attempt %s: lease lost, result discarded", claim.job_id, claim.attempt)
+        except WorkerStopping:
+            self._finish_quietly(job_release, claim=claim)
+            log.info("job %s attempt %s released", claim.job_id, claim.attempt)
+        except PermanentError as exc:
+            self._finish_quietly(job_fail, claim=claim, error=str(exc), transient=False)
+        except Exception as exc:  # noqa: BLE001  anything unexpected may succeed next time
+            log.warning("job %s attempt %s failed: %s", claim.job_id, claim.attempt, exc)
+            error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, DatabaseError):
+                connection.close()
+            self._finish_quietly(job_fail, claim=claim, error=error, transient=True,
+                                 stale={"rejected": "fail", "error": error,
+                                        "traceback": traceback.format_exc(limit=5)})
+        finally:
+            self._keeper.untrack(ctx)
+
+    def _finish_quietly(self, transition, *, claim: Claim, stale: dict | None = None, **kwargs) -> None:
+        """Run a closing transition; a lost fence is recorded, not raised."""
+        try:
+            transition(claim=claim, **kwargs)
+        except LeaseLost:
+            if stale is not None:
+                attempt_record_stale(claim=claim, diagnostic=stale)
+        except DatabaseError:
+            # The database went away: the lease will expire and recovery
+            # will hand the job to another attempt.
+            log.exception("job %s attempt %s: could not record outcome", claim.job_id, claim.attempt)
+            connection.close()
+
+    def recover(self) -> list:
+        moved = jobs_expire_leases()
+        for job_id, state in moved:
+            log.warning("job %s: lease expired, moved to %s", job_id, state)
+        return moved
+
+    # --- the loop -------------------------------------------------------------
+
+    def run(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._on_signal)
+            signal.signal(signal.SIGINT, self._on_signal)
+        self._wakers = [threading.Event() for _ in range(self.concurrency)]
+        self._keeper.start()
+        helpers: list[threading.Thread] = [self._keeper]
+        if not self.burst:
+            listener = Listener(self._stop, self._wake_all)
+            listener.start()
+            helpers.append(listener)
+        if self.relay:
+            from jobs.relay import RelayThread
+
+            relay = RelayThread(self._stop)
+            relay.start()
+            helpers.append(relay)
+        log.info("worker %s started (concurrency %s)", self.worker_id, self.concurrency)
+        loops = [threading.Thread(target=self._loop, args=(i,), name=f"loop-{i}", daemon=True)
+                 for i in range(1, self.concurrency)]
+        for thread in loops:
+            thread.start()
+        try:
+            self._loop(0)
+            for thread in loops:
+                while thread.is_alive():
+                    thread.join(0.5)
+        finally:
+            self.stop()
+            for thread in helpers:
+                thread.join(5)
+            connection.close()
+            log.info("worker %s stopped", self.worker_id)
+
+    def _loop(self, index: int) -> None:
+        wake = self._wakers[index]
+        try:
+            while not self._stop.is_set():
+                close_old_connections()
+                try:
+                    if index == 0 and time.monotonic() >= self._next_recovery:
+                        self._next_recovery = time.monotonic() + settings.JOB_RECOVERY_INTERVAL_SECONDS
+                        self.recover()
+                    if self.run_one():
+                        continue
+                except DatabaseError:
+                    log.exception("database error; reconnecting")
+                    connection.close()
+                    self._stop.wait(1.0)
+                    continue
+                if self.burst:
+                    break
+                wake.wait(min(settings.JOB_POLL_INTERVAL_SECONDS,
+                              max(self._next_recovery - time.monotonic(), 0.01)))
+                wake.clear()
+        finally:
+            if index != 0:
+                connection.close()
+
+    def _on_signal(self, signum, frame) -> None:
+        if self._stop.is_set():
+            log.warning("second signal: exiting now")
+            os._exit(1)
+        log.info("signal %s: no more claims; finishing or releasing jobs in hand", signum)
+        self.stop()

@@ -1,0 +1,42 @@
+import pytest
+
+from catalog.models import Membership
+from catalog.services import membership_add, workspace_create
+from tests.helpers import ProcessGroup
+
+
+@pytest.fixture
+def workspace(db):
+    return workspace_create(slug="acme", name="Acme Supplies")
+
+
+@pytest.fixture
+def other_workspace(db):
+    return workspace_create(slug="other", name="Other Co")
+
+
+@pytest.fixture
+def member(workspace):
+    return membership_add(workspace=workspace, username="mia", role=Membership.Role.MEMBER,
+                          password="mia-password-1").user
+
+
+@pytest.fixture
+def reviewer(workspace):
+    return membership_add(workspace=workspace, username="rey", role=Membership.Role.REVIEWER,
+                          password="rey-password-1").user
+
+
+@pytest.fixture
+def outsider(other_workspace):
+    return membership_add(workspace=other_workspace, username="olaf", role=Membership.Role.ADMIN,
+                          password="olaf-password-1").user
+
+
+@pytest.fixture
+def processes(transactional_db, tmp_path):
+    """Real manage.py processes against the test database; all are killed
+    before the database is flushed."""
+    group = ProcessGroup(tmp_path)
+    yield group
+    group.stop_all()

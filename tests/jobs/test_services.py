@@ -1,0 +1,457 @@
+"""The state machine, one behaviour per test, against real PostgreSQL."""
+
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db import connection, connections
+from django.db.models import F
+from django.db.models.functions import Now
+
+from jobs.models import Attempt, Job, JobCheckpoint, OutboxMessage, State
+from tests.helpers import wait_for
+from jobs.services import (
+    IdempotencyConflict,
+    InvalidTransition,
+    LeaseLost,
+    VersionConflict,
+    backoff_seconds,
+    job_accept_output,
+    job_admit,
+    job_approve,
+    job_cancel,
+    job_checkpoint,
+    job_claim_next,
+    job_fail,
+    job_heartbeat,
+    job_reject,
+    job_release,
+    job_retry,
+    job_review_edit,
+    jobs_admit_many,
+    jobs_expire_leases,
+)
+
+
+def admit(workspace, kind="noop", key=None, payload=None):
+    job, _ = job_admit(workspace_id=workspace.pk, kind=kind, payload=payload or {},
+                       idempotency_key=key, fingerprint="f")
+    return job
+
+
+def expire(job_id):
+    Job.objects.filter(pk=job_id).update(lease_until=Now() - timedelta(seconds=1))
+
+
+def test_admit_creates_queued_job_with_outbox_message(workspace):
+    job = admit(workspace)
+    assert job.state == State.QUEUED
+    assert job.attempt == 0
+    assert OutboxMessage.objects.filter(topic="job.accepted", payload__job_id=str(job.pk)).count() == 1
+
+
+def test_admit_same_key_same_request_returns_same_job(workspace):
+    first, created = job_admit(workspace_id=workspace.pk, kind="noop", payload={},
+                               idempotency_key="k1", fingerprint="abc")
+    second, created_again = job_admit(workspace_id=workspace.pk, kind="noop", payload={},
+                                      idempotency_key="k1", fingerprint="abc")
+    assert (created, created_again) == (True, False)
+    assert second.pk == first.pk
+    assert Job.objects.count() == 1
+
+
+def test_admit_same_key_other_request_conflicts(workspace):
+    job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="k1",
+              fingerprint="abc")
+    with pytest.raises(IdempotencyConflict):
+        job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="k1",
+                  fingerprint="other")
+
+
+def test_idempotency_keys_are_scoped_to_the_workspace(workspace, other_workspace):
+    a = admit(workspace, key="shared")
+    b = admit(other_workspace, key="shared")
+    assert a.pk != b.pk
+
+
+def test_claim_sets_fresh_token_attempt_and_database_lease(workspace, settings):
+    settings.JOB_LEASE_SECONDS = 30
+    job = admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job.refresh_from_db()
+    assert claim.job_id == job.pk
+    assert (job.state, job.attempt, job.lease_token) == (State.RUNNING, 1, claim.token)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT EXTRACT(EPOCH FROM lease_until - clock_timestamp()) FROM jobs_job")
+        remaining = float(cursor.fetchone()[0])
+    assert 25 < remaining <= 30
+    attempt = Attempt.objects.get(job=job)
+    assert (attempt.number, attempt.lease_token, attempt.outcome) == (1, claim.token, "running")
+
+
+def test_claim_returns_none_when_nothing_is_claimable(workspace):
+    job = admit(workspace)
+    Job.objects.filter(pk=job.pk).update(state=State.RETRYING, run_after=Now() + timedelta(hours=1))
+    assert job_claim_next(worker_id="w1") is None
+
+
+def test_accept_completes_and_publishes_in_the_same_transaction(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    seen = []
+
+    def publish(job):
+        seen.append((job.state, connection.in_atomic_block))
+        return {"revision_id": 7, "item_count": 3}
+
+    state = job_accept_output(claim=claim, output={"items": []}, publish=publish)
+    job = Job.objects.get(pk=claim.job_id)
+    assert state == State.COMPLETED
+    assert seen == [(State.COMPLETED, True)]
+    assert job.result == {"revision_id": 7, "item_count": 3}
+    assert job.lease_token is None
+    assert Attempt.objects.get(job=job).outcome == "succeeded"
+
+
+def test_accept_after_lease_expiry_affects_zero_rows(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    expire(claim.job_id)
+    published = []
+    with pytest.raises(LeaseLost):
+        job_accept_output(claim=claim, output={}, publish=lambda job: published.append(job))
+    assert published == []
+    assert Job.objects.get(pk=claim.job_id).state == State.RUNNING
+
+
+def test_stale_worker_completion_affects_zero_rows(workspace):
+    admit(workspace)
+    stale = job_claim_next(worker_id="a")
+    expire(stale.job_id)
+    assert jobs_expire_leases() == [(stale.job_id, State.RETRYING)]
+    current = job_claim_next(worker_id="b")
+    assert current.attempt == 2
+    job_accept_output(claim=current, output={"by": "b"})
+    with pytest.raises(LeaseLost):
+        job_accept_output(claim=stale, output={"by": "a"})
+    job = Job.objects.get(pk=stale.job_id)
+    assert (job.state, job.output) == (State.COMPLETED, {"by": "b"})
+
+
+def test_repeated_accept_after_completion_writes_nothing(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    calls = []
+    job_accept_output(claim=claim, output={"n": 1}, publish=lambda job: calls.append(1) or {})
+    with pytest.raises(LeaseLost):
+        job_accept_output(claim=claim, output={"n": 2}, publish=lambda job: calls.append(2) or {})
+    assert calls == [1]
+    assert job_claim_next(worker_id="w2") is None
+    assert Job.objects.get(pk=claim.job_id).output == {"n": 1}
+
+
+def test_accept_with_flags_goes_to_review_and_publishes_nothing(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    published = []
+    state = job_accept_output(claim=claim, output={"items": [1]}, needs_review=True,
+                              publish=lambda job: published.append(job))
+    assert state == State.AWAITING_REVIEW
+    assert published == []
+    assert Job.objects.get(pk=claim.job_id).review_required is True
+
+
+def test_once_flagged_later_attempts_go_to_review_too(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job_accept_output(claim=claim, output={"items": []}, needs_review=True)
+    job_reject(job_id=claim.job_id, expected_version=Job.objects.get(pk=claim.job_id).version,
+               reason="wrong supplier")
+    job_retry(job_id=claim.job_id)
+    again = job_claim_next(worker_id="w2")
+    published = []
+    state = job_accept_output(claim=again, output={"items": []}, needs_review=False,
+                              publish=lambda job: published.append(job))
+    assert state == State.AWAITING_REVIEW
+    assert published == []
+
+
+def test_heartbeat_extends_lease_and_stores_progress(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    Job.objects.filter(pk=claim.job_id).update(lease_until=Now() + timedelta(seconds=1))
+    job_heartbeat(claim=claim, done=3, total=10)
+    job = Job.objects.get(pk=claim.job_id)
+    assert (job.progress_done, job.progress_total) == (3, 10)
+    assert Job.objects.filter(pk=job.pk, lease_until__gt=Now() + timedelta(seconds=5)).exists()
+
+
+def test_heartbeat_after_expiry_is_refused(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    expire(claim.job_id)
+    with pytest.raises(LeaseLost):
+        job_heartbeat(claim=claim)
+
+
+def test_checkpoint_is_fenced(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job_checkpoint(claim=claim, name="table", data={"rows": 1})
+    expire(claim.job_id)
+    with pytest.raises(LeaseLost):
+        job_checkpoint(claim=claim, name="table", data={"rows": 2})
+    assert JobCheckpoint.objects.get(job_id=claim.job_id, name="table").data == {"rows": 1}
+
+
+def test_transient_failure_retries_with_backoff(workspace, settings):
+    settings.JOB_BACKOFF_BASE_SECONDS = 10
+    settings.JOB_BACKOFF_MAX_SECONDS = 15
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    assert job_fail(claim=claim, error="timeout", transient=True) == State.RETRYING
+    job = Job.objects.get(pk=claim.job_id)
+    assert job.lease_token is None
+    delay = (job.run_after - job.state_changed_at).total_seconds()
+    assert 0 <= delay <= 10.01
+    assert "timeout" in job.reason
+    assert Attempt.objects.get(job=job).outcome == "retry"
+
+
+def test_permanent_failure_needs_attention_at_once(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    assert job_fail(claim=claim, error="not a spreadsheet", transient=False) == State.NEEDS_ATTENTION
+    job = Job.objects.get(pk=claim.job_id)
+    assert job.reason == "not a spreadsheet"
+    assert OutboxMessage.objects.filter(topic="job.needs_attention").count() == 1
+
+
+def test_backoff_stays_within_full_jitter_bounds(settings):
+    settings.JOB_BACKOFF_BASE_SECONDS = 2
+    settings.JOB_BACKOFF_MAX_SECONDS = 60
+    for attempt in range(1, 12):
+        ceiling = min(60, 2 * 2 ** (attempt - 1))
+        samples = [backoff_seconds(attempt) for _ in range(200)]
+        assert all(0 <= s <= ceiling for s in samples)
+        assert max(samples) > ceiling / 2  # jitter spreads over the whole range
+
+
+def test_expire_moves_last_attempt_to_needs_attention(workspace, settings):
+    settings.JOB_MAX_ATTEMPTS = 1
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    expire(claim.job_id)
+    assert jobs_expire_leases() == [(claim.job_id, State.NEEDS_ATTENTION)]
+    assert Attempt.objects.get(job_id=claim.job_id).outcome == "expired"
+
+
+def test_expire_leaves_unexpired_leases_alone(workspace):
+    admit(workspace)
+    job_claim_next(worker_id="w1")
+    assert jobs_expire_leases() == []
+
+
+def test_lease_extended_just_before_the_scan_is_not_expired(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    Job.objects.filter(pk=claim.job_id).update(lease_until=Now() + timedelta(milliseconds=300))
+    job_heartbeat(claim=claim)
+    assert jobs_expire_leases() == []
+    assert Job.objects.get(pk=claim.job_id).state == State.RUNNING
+
+
+def test_expire_works_in_bounded_batches(workspace):
+    jobs_admit_many(workspace_id=workspace.pk, kind="noop", count=5)
+    for _ in range(5):
+        job_claim_next(worker_id="w1")
+    Job.objects.update(lease_until=Now() - timedelta(seconds=1))
+    moved = jobs_expire_leases(batch_size=2, max_batches=2)
+    assert len(moved) == 4
+    assert Job.objects.filter(state=State.RUNNING).count() == 1
+
+
+def test_cancel_clears_token_so_running_worker_cannot_accept(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job_cancel(job_id=claim.job_id, by_label="mia")
+    with pytest.raises(LeaseLost):
+        job_accept_output(claim=claim, output={})
+    job = Job.objects.get(pk=claim.job_id)
+    assert (job.state, job.lease_token) == (State.CANCELLED, None)
+    assert Attempt.objects.get(job=job).outcome == "cancelled"
+
+
+def test_cancel_of_completed_job_is_invalid(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job_accept_output(claim=claim, output={})
+    with pytest.raises(InvalidTransition):
+        job_cancel(job_id=claim.job_id)
+
+
+def test_cancel_with_stale_version_conflicts(workspace):
+    job = admit(workspace)
+    with pytest.raises(VersionConflict):
+        job_cancel(job_id=job.pk, expected_version=job.version + 5)
+    assert Job.objects.get(pk=job.pk).state == State.QUEUED
+
+
+def test_cancel_of_unknown_job_raises_does_not_exist(db):
+    with pytest.raises(Job.DoesNotExist):
+        job_cancel(job_id=uuid.uuid4())
+
+
+def test_retry_gives_fresh_budget_and_keeps_history(workspace, settings):
+    settings.JOB_MAX_ATTEMPTS = 2
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job_fail(claim=claim, error="bad", transient=False)
+    job_retry(job_id=claim.job_id, by_label="staff")
+    job = Job.objects.get(pk=claim.job_id)
+    assert (job.state, job.attempt, job.max_attempts) == (State.QUEUED, 1, 3)
+    again = job_claim_next(worker_id="w1")
+    assert again.attempt == 2
+    assert list(Attempt.objects.filter(job=job).values_list("number", "outcome")) == [
+        (1, "failed"), (2, "running")]
+
+
+def test_retry_of_running_job_is_invalid(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    with pytest.raises(InvalidTransition):
+        job_retry(job_id=claim.job_id)
+
+
+def test_release_returns_job_without_spending_budget(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    before = Job.objects.get(pk=claim.job_id).max_attempts
+    job_release(claim=claim)
+    job = Job.objects.get(pk=claim.job_id)
+    assert (job.state, job.lease_token, job.max_attempts) == (State.RETRYING, None, before + 1)
+    assert Attempt.objects.get(job=job).outcome == "released"
+    assert job_claim_next(worker_id="w2").attempt == 2
+
+
+def _awaiting_review(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job_accept_output(claim=claim, output={"items": ["x"]}, needs_review=True)
+    return Job.objects.get(pk=claim.job_id)
+
+
+def test_approve_publishes_at_the_seen_version(workspace):
+    job = _awaiting_review(workspace)
+    result = job_approve(job_id=job.pk, expected_version=job.version, output={"items": ["y"]},
+                         publish=lambda j: {"item_count": len(j.output["items"])})
+    job.refresh_from_db()
+    assert (job.state, job.result, result) == (State.COMPLETED, {"item_count": 1}, {"item_count": 1})
+
+
+def test_stale_approval_publishes_nothing(workspace):
+    job = _awaiting_review(workspace)
+    job_review_edit(job_id=job.pk, expected_version=job.version, output={"items": ["edited"]})
+    published = []
+    with pytest.raises(VersionConflict):
+        job_approve(job_id=job.pk, expected_version=job.version, output={"items": []},
+                    publish=lambda j: published.append(j))
+    assert published == []
+    assert Job.objects.get(pk=job.pk).state == State.AWAITING_REVIEW
+
+
+def test_time_is_accounted_per_phase(workspace):
+    job = admit(workspace)
+    Job.objects.filter(pk=job.pk).update(state_changed_at=F("state_changed_at") - timedelta(seconds=5))
+    claim = job_claim_next(worker_id="w1")
+    Job.objects.filter(pk=job.pk).update(state_changed_at=F("state_changed_at") - timedelta(seconds=2))
+    job_accept_output(claim=claim, output={}, needs_review=True)
+    job = Job.objects.get(pk=job.pk)
+    assert 5 <= job.waiting_seconds < 6
+    assert 2 <= job.running_seconds < 3
+    assert job.review_seconds == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_claimers_claim_each_job_exactly_once(workspace):
+    jobs_admit_many(workspace_id=workspace.pk, kind="noop", count=500)
+    claims = []
+    lock = threading.Lock()
+
+    def claimer(n):
+        try:
+            while (claim := job_claim_next(worker_id=f"t{n}")) is not None:
+                job_accept_output(claim=claim, output={"by": n})
+                with lock:
+                    claims.append(claim)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claimer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(claims) == 500
+    assert len({c.job_id for c in claims}) == 500
+    assert len({c.token for c in claims}) == 500
+    assert {c.attempt for c in claims} == {1}
+    assert Job.objects.filter(state=State.COMPLETED).count() == 500
+    assert Attempt.objects.count() == 500
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_admissions_with_one_key_create_one_job(workspace):
+    barrier = threading.Barrier(8)
+    results = []
+
+    def admitter():
+        try:
+            barrier.wait()
+            job, created = job_admit(workspace_id=workspace.pk, kind="noop", payload={},
+                                     idempotency_key="same-key", fingerprint="same")
+            results.append((job.pk, created))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=admitter) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 8
+    assert len({job_id for job_id, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+    assert Job.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_scan_skips_a_row_whose_heartbeat_is_in_flight(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    Job.objects.filter(pk=claim.job_id).update(lease_until=Now() + timedelta(milliseconds=200))
+    locked = threading.Event()
+    release = threading.Event()
+
+    def heartbeat_in_open_transaction():
+        from django.db import transaction
+        try:
+            with transaction.atomic():
+                job_heartbeat(claim=claim)
+                locked.set()
+                release.wait(10)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=heartbeat_in_open_transaction)
+    thread.start()
+    assert locked.wait(10)
+    # The committed lease (what the scanner's snapshot sees) is now past.
+    wait_for(lambda: Job.objects.filter(pk=claim.job_id, lease_until__lt=Now()).exists(),
+             timeout=5, message="the committed lease to pass")
+    assert jobs_expire_leases() == []
+    release.set()
+    thread.join()
+    assert jobs_expire_leases() == []
+    assert Job.objects.get(pk=claim.job_id).state == State.RUNNING
