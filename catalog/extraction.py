@@ -166,7 +166,7 @@ def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
     """
     if not text:
         return None
-    if _FAST_DECIMAL.match(text):
+    if _FAST_DECIMAL.match(text) and (decimal != "," or "." not in text):
         return Decimal(text)
     s = text.strip()
     negative = False

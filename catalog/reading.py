@@ -401,7 +401,7 @@ def _read_xlsx(path: Path, limits: ReadLimits) -> Table:
             with wb._archive.open(ws._worksheet_path) as src:
                 parser = WorkSheetParser(
                     src,
-                    wb.shared_strings,
+                    ws._shared_strings,
                     data_only=True,
                     epoch=wb.epoch,
                     date_formats=wb._date_formats,
