@@ -1,0 +1,85 @@
+"""One claim-run-finish cycle at a time, through Worker.run_one()."""
+
+from datetime import timedelta
+
+from django.db.models.functions import Now
+
+from jobs.models import Attempt, Job, State
+from jobs.services import job_admit
+from jobs.worker import Worker
+
+
+def admit(workspace, kind, payload=None):
+    job, _ = job_admit(workspace_id=workspace.pk, kind=kind, payload=payload or {})
+    return job
+
+
+def make_due(job):
+    Job.objects.filter(pk=job.pk).update(run_after=Now() - timedelta(seconds=1))
+
+
+def test_run_one_returns_false_when_queue_is_empty(db):
+    assert Worker(worker_id="w").run_one() is False
+
+
+def test_run_one_completes_a_noop_job(workspace):
+    job = admit(workspace, "noop")
+    assert Worker(worker_id="w").run_one() is True
+    job.refresh_from_db()
+    assert (job.state, job.output, job.attempt) == (State.COMPLETED, {"ok": True}, 1)
+
+
+def test_poison_job_needs_attention_after_max_attempts(workspace, settings):
+    settings.JOB_MAX_ATTEMPTS = 3
+    settings.JOB_BACKOFF_BASE_SECONDS = 1
+    settings.JOB_BACKOFF_MAX_SECONDS = 3
+    job = admit(workspace, "fail", {"message": "provider returned 503"})
+    worker = Worker(worker_id="w")
+    for attempt in range(1, 4):
+        assert worker.run_one() is True
+        job.refresh_from_db()
+        if attempt < 3:
+            assert job.state == State.RETRYING
+            delay = (job.run_after - job.state_changed_at).total_seconds()
+            assert 0 <= delay <= min(3, 1 * 2 ** (attempt - 1)) + 0.01
+            assert worker.run_one() is False  # not due yet
+            make_due(job)
+    assert job.state == State.NEEDS_ATTENTION
+    assert job.reason == "gave up after 3 attempts: RuntimeError: provider returned 503"
+    assert list(Attempt.objects.filter(job=job).values_list("outcome", flat=True)) == [
+        "retry", "retry", "failed"]
+
+
+def test_permanent_error_needs_attention_without_retry(workspace):
+    job = admit(workspace, "fail", {"message": "unreadable sheet", "permanent": True})
+    Worker(worker_id="w").run_one()
+    job.refresh_from_db()
+    assert (job.state, job.reason, job.attempt) == (State.NEEDS_ATTENTION, "unreadable sheet", 1)
+
+
+def test_unknown_kind_needs_attention(workspace):
+    job = admit(workspace, "no-such-kind")
+    Worker(worker_id="w").run_one()
+    job.refresh_from_db()
+    assert job.state == State.NEEDS_ATTENTION
+    assert "no handler is registered for job kind 'no-such-kind'" in job.reason
+
+
+def test_worker_goes_on_after_a_failing_job(workspace):
+    bad = admit(workspace, "fail", {"permanent": True})
+    good = admit(workspace, "noop")
+    worker = Worker(worker_id="w")
+    while worker.run_one():
+        pass
+    assert Job.objects.get(pk=bad.pk).state == State.NEEDS_ATTENTION
+    assert Job.objects.get(pk=good.pk).state == State.COMPLETED
+
+
+def test_stopping_worker_releases_a_cooperative_job(workspace):
+    job = admit(workspace, "sleep", {"seconds": 30, "cooperative": True})
+    worker = Worker(worker_id="w")
+    worker.stop()
+    assert worker.run_one() is True
+    job.refresh_from_db()
+    assert job.state == State.RETRYING
+    assert Attempt.objects.get(job=job).outcome == "released"
