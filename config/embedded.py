@@ -9,12 +9,21 @@ share one server (`make stop-db` stops it).
 import logging
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 DATABASE_NAME = "pricesheet"
 
 
 def database_url(data_dir: Path) -> str:
     """Start (or reuse) the embedded cluster and return a URL for Django."""
-    import pgserver  # imported lazily: only the embedded default needs it
+    try:
+        import pgserver  # imported lazily: only the embedded default needs it
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            "DATABASE_URL is not set and the embedded PostgreSQL (the pgserver "
+            "package, which has wheels for Python 3.11 and 3.12) is not installed: "
+            "set DATABASE_URL=postgres://USER@HOST:PORT/DBNAME"
+        ) from exc
 
     # pgserver logs every process exit at INFO; only its problems matter here.
     logging.getLogger("pgserver").setLevel(logging.WARNING)

@@ -171,11 +171,15 @@ def outbox_write(*, workspace_id: int, topic: str, payload: dict) -> OutboxMessa
 
 def _job_event(job_id: uuid.UUID, topic: str, **extra: Any) -> None:
     row = Job.objects.filter(pk=job_id).values("workspace_id", "kind", "state", "attempt").get()
+    _claim_event(row["workspace_id"], job_id, row["kind"], row["state"], row["attempt"], topic, **extra)
+
+
+def _claim_event(workspace_id: int, job_id: uuid.UUID, kind: str, state: str, attempt: int,
+                 topic: str, **extra: Any) -> None:
     outbox_write(
-        workspace_id=row["workspace_id"],
+        workspace_id=workspace_id,
         topic=topic,
-        payload={"job_id": str(job_id), "kind": row["kind"], "state": row["state"],
-                 "attempt": row["attempt"], **extra},
+        payload={"job_id": str(job_id), "kind": kind, "state": state, "attempt": attempt, **extra},
     )
 
 
@@ -363,7 +367,8 @@ def job_accept_output(
         Attempt.objects.filter(job_id=claim.job_id, number=claim.attempt).update(
             outcome=Attempt.Outcome.SUCCEEDED, finished_at=ClockTimestamp()
         )
-        _job_event(claim.job_id, f"job.{state}", result=result)
+        _claim_event(claim.workspace_id, claim.job_id, claim.kind, state, claim.attempt,
+                     f"job.{state}", result=result)
     return state
 
 
