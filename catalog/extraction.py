@@ -53,7 +53,7 @@ def fold(text: str) -> str:
         return cached
     decomposed = unicodedata.normalize("NFKD", text)
     out = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    out = re.sub(r"[\s_]+", " ", out.casefold()).strip()
+    out = re.sub(r"[\s_]+", " ", out.casefold().replace("ı", "i")).strip()
     if len(_FOLD_CACHE) < 50_000:
         _FOLD_CACHE[text] = out
     return out
@@ -282,6 +282,9 @@ for _norm, _forms in {
     "hour": "hour hours hr h std stunde heure hora ora uur час ч godz saat",
     "service": "service услуга",
     "tube": "tube tubes туба",
+    "pot": "pot pots topf töpfe горшок",
+    "tray": "tray trays schale steige barquette лоток",
+    "portion": "portion portions порция",
     "sheet": "sheet sheets blatt feuille hoja foglio vel лист arkusz",
     "dozen": "dozen dz dtz dutzend douzaine docena dozzina дюжина tuzin",
 }.items():
@@ -428,6 +431,12 @@ DESC_WORDS = (
     "malzeme", "услуга", "услуги", "препарат", "component", "tên", "tên hàng", "mô tả",
     "nama", "nama barang", "deskripsi", "product name", "title",
 )
+# Name-like columns that name someone else, not the item.
+DESC_NOT_WORDS = (
+    "shop name", "shop", "store", "supplier", "vendor", "brand", "manufacturer", "customer",
+    "company", "city", "country", "страна", "город", "производитель", "поставщик", "бренд",
+    "hersteller", "lieferant", "herkunft",
+)
 DESC_WEAK_WORDS = ("category name", "category", "kategorie", "группа", "type", "тип")
 PRICE_WORDS = (
     "price", "prices", "unit price", "unitprice", "list price", "listprice", "sale price",
@@ -482,6 +491,7 @@ _RE = {
     "sku_weak": _phrase_regex(SKU_WEAK_WORDS),
     "desc": _phrase_regex(DESC_WORDS),
     "desc_weak": _phrase_regex(DESC_WEAK_WORDS),
+    "desc_not": _phrase_regex(DESC_NOT_WORDS),
     "price": _phrase_regex(PRICE_WORDS),
     "price_strong": _phrase_regex(PRICE_STRONG_WORDS),
     "price_secondary": _phrase_regex(PRICE_SECONDARY_WORDS),
@@ -492,6 +502,24 @@ _RE = {
     "total_row": _phrase_regex(TOTAL_ROW_WORDS),
 }
 _HEADER_CELL_MAX = 80  # a header label is short; long text is a title or a note
+
+
+_VAT_WORDS_RE = _phrase_regex((
+    "без пдв", "з пдв", "без ндс", "с ндс", "excl. vat", "excl vat", "incl. vat", "incl vat",
+    "ex vat", "netto", "brutto", "ohne mwst", "inkl. mwst", "ht", "ttc", "bez dph", "s dph",
+    "kdv hariç", "kdv dahil", "net", "gross",
+))
+
+
+def _is_currency_only(text: str) -> bool:
+    if not (find_currencies(text) or ambiguous_currency_symbol(text)):
+        return False
+    rest = _SYMBOL_RE.sub(" ", text)
+    rest = _ISO_RE.sub(" ", rest)
+    rest = _AMBIGUOUS_RE.sub(" ", rest)
+    rest = _WORD_RE.sub(" ", fold(rest))
+    rest = _VAT_WORDS_RE.sub(" ", rest)
+    return not re.search(r"\w", rest)
 
 
 def classify_header(text: str) -> tuple[str, int] | None:
@@ -507,12 +535,17 @@ def classify_header(text: str) -> tuple[str, int] | None:
         if _RE["price_secondary"].search(f):
             return "price", 1
         return "price", 2
+    if _is_currency_only(text):
+        # " € без ПДВ", "руб.", "Euro": a price column labelled by its currency.
+        return "price", 1
     if _RE["currency"].fullmatch(f):
         return "currency", 2
     if _RE["pack"].search(f):
         return "pack", 2
     if _RE["unit"].fullmatch(f.rstrip(":")) or _RE["unit"].match(f) and len(f) <= 20:
         return "unit", 2
+    if _RE["desc_not"].search(f):
+        return None
     if _RE["desc_weak"].search(f) and not re.search(r"description|наименование|назва", f):
         return "desc", 1
     sku = _RE["sku"].search(f)
@@ -601,18 +634,20 @@ def _find_layouts(sheet: Sheet) -> list[_Layout]:
         if single:
             cands.append((_score(single), -r, single))
         nxt = _row(sheet, r + 1)
-        if nxt and not any(parse_decimal(c) is not None for c in nxt if c):
+        if nxt:
             width = max(len(row), len(nxt))
             labels = [
                 " ".join(x for x in ((row[i] if i < len(row) else ""), (nxt[i] if i < len(nxt) else "")) if x)
                 for i in range(width)
             ]
             double = _layout_from_labels(labels, (r, r + 1))
+            if double and parse_decimal(_cell(nxt, double.price)) is not None:
+                double = None  # the second row is data, not a header line
             if double and (single is None or _score(double)[0] > _score(single)[0]):
                 cands.append((_score(double), -r, double))
-    # The first good header wins over a later "better" one (a later match is
-    # usually a repeated header or a second table); rank by row, then score.
-    cands.sort(key=lambda t: (t[1], t[0]), reverse=True)
+    # Most roles found wins; on a tie the earliest row (a later match is
+    # usually a repeated header or a second table).
+    cands.sort(key=lambda t: (t[0], t[1]), reverse=True)
     return [c[2] for c in cands]
 
 

@@ -368,15 +368,23 @@ def currency_from_number_format(fmt: str | None) -> str | None:
 def _read_xlsx(path: Path, limits: ReadLimits) -> Table:
     _check_zip(path, limits)
     import openpyxl
+
+    # A file object, not the path: openpyxl judges a path by its extension,
+    # and stored uploads are named by their sha256.
+    with open(path, "rb") as stream:
+        try:
+            wb = openpyxl.load_workbook(stream, read_only=True, data_only=True, keep_links=False)
+        except UnreadableSheet:
+            raise
+        except Exception as exc:  # openpyxl raises many types for broken parts
+            raise UnreadableSheet(
+                f"the XLSX workbook cannot be opened: {type(exc).__name__}: {exc}") from exc
+        return _read_workbook(wb, limits)
+
+
+def _read_workbook(wb, limits: ReadLimits) -> Table:
     from openpyxl.styles.numbers import BUILTIN_FORMATS, BUILTIN_FORMATS_MAX_SIZE
     from openpyxl.worksheet._reader import WorkSheetParser
-
-    try:
-        wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
-    except UnreadableSheet:
-        raise
-    except Exception as exc:  # openpyxl raises many types for broken parts
-        raise UnreadableSheet(f"the XLSX workbook cannot be opened: {type(exc).__name__}: {exc}") from exc
 
     # style id -> currency of its number format, computed once per style.
     style_currency: list[str | None] = []

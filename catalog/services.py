@@ -23,6 +23,7 @@ from catalog.models import (
     Supplier,
     Workspace,
 )
+from jobs.services import outbox_write
 
 TOKEN_PREFIX = "psk_"
 
@@ -161,4 +162,10 @@ def revision_publish(*, job, approved_by=None) -> dict:
     )
     if supplier_id is not None:
         Supplier.objects.filter(pk=supplier_id).update(current_revision=revision)
+    outbox_write(
+        workspace_id=job.workspace_id,
+        topic="catalog.published",
+        payload={"revision_id": revision.pk, "job_id": str(job.pk), "supplier_id": supplier_id,
+                 "item_count": len(items), "approved_by": getattr(approved_by, "username", None)},
+    )
     return {"revision_id": revision.pk, "item_count": len(items)}

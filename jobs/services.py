@@ -373,9 +373,14 @@ def job_accept_output(
 
 
 def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:
-    """Keep a stale worker's result as its attempt's diagnostic, nothing more."""
-    Attempt.objects.filter(job_id=claim.job_id, number=claim.attempt).exclude(
-        outcome=Attempt.Outcome.SUCCEEDED
+    """Keep a stale worker's result as its attempt's diagnostic, nothing more.
+
+    Only an attempt that lost its lease by expiry (or whose expiry the
+    scanner has not recorded yet) becomes `stale`; a cancelled or released
+    attempt keeps the outcome that explains it."""
+    Attempt.objects.filter(
+        job_id=claim.job_id, number=claim.attempt,
+        outcome__in=[Attempt.Outcome.RUNNING, Attempt.Outcome.EXPIRED],
     ).update(outcome=Attempt.Outcome.STALE, diagnostic=diagnostic, finished_at=ClockTimestamp())
 
 

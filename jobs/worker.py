@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
 from jobs import registry
-from jobs.errors import PermanentError
+from jobs.errors import PermanentError, TransientError
 from jobs.services import (
     NOTIFY_CHANNEL,
     Claim,
@@ -228,14 +228,21 @@ class Worker:
                 raise PermanentError("the handler returned without accepting any output")
             log.info("job %s attempt %s accepted", claim.job_id, claim.attempt)
         except LeaseLost:
-            # Publication rights are gone; the accept (if any) recorded the
-            # stale result. Nothing else to write.
+            # Publication rights are gone. A refused accept recorded its
+            # result; a refused heartbeat or checkpoint is recorded here.
             log.warning("job %s attempt %s: lease lost, result discarded", claim.job_id, claim.attempt)
+            if not ctx.finished:
+                self._finish_quietly(attempt_record_stale, claim=claim,
+                                     diagnostic={"rejected": "heartbeat"})
         except WorkerStopping:
             self._finish_quietly(job_release, claim=claim)
             log.info("job %s attempt %s released", claim.job_id, claim.attempt)
         except PermanentError as exc:
-            self._finish_quietly(job_fail, claim=claim, error=str(exc), transient=False)
+            self._finish_quietly(job_fail, claim=claim, error=str(exc), transient=False,
+                                 stale={"rejected": "fail", "error": str(exc)})
+        except TransientError as exc:
+            self._finish_quietly(job_fail, claim=claim, error=str(exc), transient=True,
+                                 stale={"rejected": "fail", "error": str(exc)})
         except Exception as exc:  # noqa: BLE001  anything unexpected may succeed next time
             log.warning("job %s attempt %s failed: %s", claim.job_id, claim.attempt, exc)
             error = f"{type(exc).__name__}: {exc}"

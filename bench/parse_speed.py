@@ -1,0 +1,92 @@
+"""Rows per second and peak memory of read_table + extract_items + validate_items,
+against a bare openpyxl read-only pass / csv.reader pass over the same files.
+
+    python bench/parse_speed.py [--rows N] [--keep DIR]
+
+Each measurement runs in its own child process; its peak RSS is that child's
+ru_maxrss. Goal: extractor rows/s >= 0.5 x bare rows/s, peak RSS < 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+CHILD = r"""
+import csv, json, resource, sys, time
+sys.path.insert(0, {repo!r})
+mode, path = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+rows = 0
+if mode == "bare-xlsx":
+    import openpyxl
+    wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    for ws in wb.worksheets:
+        for row in ws.iter_rows(values_only=True):
+            rows += 1
+    wb.close()
+elif mode == "bare-csv":
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.reader(f):
+            rows += 1
+else:
+    from catalog.reading import read_table
+    from catalog.extraction import extract_items
+    from catalog.validation import validate_items
+    table = read_table(path, filename=path.rsplit("/", 1)[-1])
+    rows = sum(len(s.rows) for s in table.sheets)
+    items = validate_items(extract_items(table).items, table)
+elapsed = time.perf_counter() - t0
+print(json.dumps({{"rows": rows, "seconds": elapsed,
+                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def measure(mode: str, path: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD.format(repo=str(REPO)), mode, str(path)],
+        check=True, capture_output=True, text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--keep", type=Path, help="write the big sheets here and keep them")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(REPO / "bench"))
+    from make_big_sheets import write_csv, write_xlsx
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = args.keep or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = {"xlsx": write_xlsx(folder / "big.xlsx", args.rows), "csv": write_csv(folder / "big.csv", args.rows)}
+        worst_ratio, worst_rss = None, 0.0
+        for kind, path in files.items():
+            bare = measure(f"bare-{kind}", path)
+            full = measure("extract", path)
+            bare_rate = bare["rows"] / bare["seconds"]
+            full_rate = full["rows"] / full["seconds"]
+            ratio = full_rate / bare_rate
+            worst_ratio = ratio if worst_ratio is None else min(worst_ratio, ratio)
+            worst_rss = max(worst_rss, full["maxrss_mb"])
+            print(f"{kind:5s} {path.stat().st_size / 1e6:6.1f} MB file, {full['rows']} rows")
+            print(f"      bare pass : {bare_rate:10,.0f} rows/s  ({bare['seconds']:.2f} s, peak RSS {bare['maxrss_mb']:.0f} MB)")
+            print(f"      extractor : {full_rate:10,.0f} rows/s  ({full['seconds']:.2f} s, peak RSS {full['maxrss_mb']:.0f} MB)"
+                  "  [read_table + extract_items + validate_items]")
+            print(f"      ratio     : {ratio:.2f}")
+        print(f"peak RSS of the extractor: {worst_rss:.0f} MB (goal < 300 MB)")
+        print(f"ratio (extractor rows/s / bare rows/s), worst of xlsx and csv: {worst_ratio:.2f} (goal >= 0.5)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

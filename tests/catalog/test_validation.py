@@ -1,0 +1,103 @@
+"""Validation flags: each check on its own."""
+
+from catalog.reading import Sheet, Table
+from catalog.validation import needs_review, validate_items
+
+TABLE = Table(sheets=[Sheet(name="Sheet1", rows=[["SKU", "Name", "Unit", "Price"], ["A1", "Apple", "kg", "1,50"], ["B2", "Pear", "Stk", "2.00"]])])
+
+
+def item(**over):
+    base = {"sku": "A1", "description": "Apple", "unit": "kg", "pack_size": None, "unit_price": "1.50",
+            "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}}
+    base.update(over)
+    return base
+
+
+def codes(result):
+    return [f["code"] for f in result["flags"]]
+
+
+def test_clean_item_has_no_flags():
+    assert validate_items([item()], TABLE)[0]["flags"] == []
+
+
+def test_missing_currency_is_flagged():
+    assert codes(validate_items([item(currency=None)], TABLE)[0]) == ["missing_currency"]
+
+
+def test_unknown_unit_is_flagged():
+    assert codes(validate_items([item(unit="blorp")], TABLE)[0]) == ["ambiguous_unit"]
+
+
+def test_ambiguous_unit_is_flagged():
+    assert codes(validate_items([item(unit="ед.")], TABLE)[0]) == ["ambiguous_unit"]
+
+
+def test_units_in_several_languages_are_known():
+    items = [item(unit=u) for u in ("шт", "Stück", "pièce", "кг", "pcs", "box", "Bd")]
+    assert all(r["flags"] == [] for r in validate_items(items, TABLE))
+
+
+def test_non_numeric_price_is_flagged_invalid():
+    result = validate_items([item(unit_price="enquire")], TABLE)[0]
+    assert "invalid_price" in codes(result)
+
+
+def test_zero_price_is_flagged_invalid():
+    assert "invalid_price" in codes(validate_items([item(unit_price="0")], TABLE)[0])
+
+
+def test_sku_not_in_cited_row_is_unsupported():
+    assert codes(validate_items([item(source={"sheet": "Sheet1", "row": 3})], TABLE)[0]) == ["unsupported_source", "unsupported_source"]
+
+
+def test_price_not_in_cited_row_is_unsupported():
+    result = validate_items([item(unit_price="9.99")], TABLE)[0]
+    assert [(f["code"], f["field"]) for f in result["flags"]] == [("unsupported_source", "unit_price")]
+
+
+def test_missing_sheet_is_unsupported():
+    assert codes(validate_items([item(source={"sheet": "Nope", "row": 2})], TABLE)[0]) == ["unsupported_source"]
+
+
+def test_row_out_of_range_is_unsupported():
+    assert codes(validate_items([item(source={"sheet": "Sheet1", "row": 99})], TABLE)[0]) == ["unsupported_source"]
+
+
+def test_duplicate_sku_with_different_prices_is_flagged_on_each():
+    t = Table(sheets=[Sheet(name="Sheet1", rows=[["A1", "x", "1"], ["A1", "y", "2"]])])
+    items = [item(description="x", unit=None, unit_price="1", source={"sheet": "Sheet1", "row": 1}),
+             item(description="y", unit=None, unit_price="2", source={"sheet": "Sheet1", "row": 2})]
+    assert [codes(r) for r in validate_items(items, t)] == [["duplicate_sku"], ["duplicate_sku"]]
+
+
+def test_duplicate_sku_with_same_price_is_not_flagged():
+    assert validate_items([item(), item()], TABLE)[1]["flags"] == []
+
+
+def test_empty_description_is_flagged():
+    assert codes(validate_items([item(description=" ")], TABLE)[0]) == ["empty_description"]
+
+
+def test_flags_from_the_extractor_are_kept():
+    pre = {"code": "ambiguous_pack", "field": "pack_size", "message": "check"}
+    assert validate_items([item(flags=[pre])], TABLE)[0]["flags"] == [pre]
+
+
+def test_validation_does_not_modify_its_input():
+    original = item()
+    validate_items([original], TABLE)
+    assert "flags" not in original
+
+
+def test_flag_message_names_the_value_for_a_reviewer():
+    flag = validate_items([item(unit="blorp")], TABLE)[0]["flags"][0]
+    assert flag["field"] == "unit" and "'blorp'" in flag["message"]
+
+
+def test_needs_review_when_any_item_is_flagged():
+    assert needs_review(validate_items([item(), item(currency=None)], TABLE)) is True
+
+
+def test_no_review_when_all_items_are_clean():
+    assert needs_review(validate_items([item()], TABLE)) is False
