@@ -106,6 +106,8 @@ MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(BASE_DIR / "media")))
 UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=20 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# The review grid posts one field per cell.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("DATA_UPLOAD_MAX_NUMBER_FIELDS", default=20_000)
 
 # Jobs
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
@@ -131,6 +133,13 @@ LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 # Outbox relay and operations
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=8)
+# A reservation hides a message from other relays this long; keep it above
+# (active endpoints per workspace) x WEBHOOK_TIMEOUT_SECONDS.
+OUTBOX_VISIBILITY_SECONDS = env.float("OUTBOX_VISIBILITY_SECONDS", default=60.0)
+OUTBOX_BATCH_SIZE = env.int("OUTBOX_BATCH_SIZE", default=10)
+OUTBOX_POLL_INTERVAL_SECONDS = env.float("OUTBOX_POLL_INTERVAL_SECONDS", default=1.0)
+OUTBOX_BACKOFF_BASE_SECONDS = env.float("OUTBOX_BACKOFF_BASE_SECONDS", default=10.0)
+OUTBOX_BACKOFF_MAX_SECONDS = env.float("OUTBOX_BACKOFF_MAX_SECONDS", default=3600.0)
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 
 # Production hardening; `manage.py check --deploy` is clean with

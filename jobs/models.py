@@ -209,6 +209,41 @@ class WebhookEndpoint(models.Model):
         return self.url
 
 
+class WebhookDelivery(models.Model):
+    """One POST of an outbox message to one endpoint, appended after the
+    POST returns (or fails). A message is delivered once every active
+    endpoint of its workspace has a succeeded row for it; retries POST only
+    to the endpoints that have none."""
+
+    message = models.ForeignKey(OutboxMessage, on_delete=models.CASCADE, related_name="deliveries")
+    endpoint = models.ForeignKey(
+        WebhookEndpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+    )
+    # Kept so the history still reads after the endpoint is changed or removed.
+    url = models.URLField()
+    attempt = models.PositiveIntegerField(help_text="The message's reservation this POST belonged to.")
+    succeeded = models.BooleanField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        ordering = ["created_at"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [
+            # "Which endpoints already have this message?", asked before every retry.
+            models.Index(
+                fields=["message", "endpoint"],
+                name="webhook_delivery_succeeded",
+                condition=Q(succeeded=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} to {self.url} ({'ok' if self.succeeded else 'failed'})"
+
+
 class JobCheckpoint(models.Model):
     """Useful progress a replacement worker reuses (e.g. the parsed table).
     Written only inside a transaction whose guarded UPDATE proved the fence."""

@@ -1,0 +1,531 @@
+"""The admin console for jobs and the outbox.
+
+Nothing here edits a job by hand: every Job field is read-only and the
+change form cannot be saved (a model save would write back every column the
+page loaded, racing the worker's guarded transitions). State changes go
+through the same services as the API: the `cancel` and `retry` actions,
+behind the permissions `jobs.cancel_job` and `jobs.retry_job`.
+"""
+
+import json
+import secrets
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
+from django.utils.timesince import timesince
+
+from catalog.models import PriceSheet
+from jobs.models import (
+    CANCELLABLE_STATES,
+    FINISHED_STATES,
+    RETRYABLE_STATES,
+    Attempt,
+    Job,
+    OutboxMessage,
+    State,
+    WebhookEndpoint,
+)
+from jobs.outbox import MessageNotFailed, WebhookDelivery, outbox_redeliver
+from jobs.services import InvalidTransition, job_cancel, job_retry
+
+MSG_NONE_ELIGIBLE = "None of the {total} selected jobs can be {done}: {reasons}."
+MSG_CHANGED = "{Done} {changed} of {total} selected jobs."
+MSG_UNCHANGED = "{count} did not change: {reasons}."
+MSG_CANCEL_WARNING = ("Cancelling stops publication, not a remote call already in progress: "
+                      "a running worker finds out at its next heartbeat and its result is discarded.")
+MSG_REDELIVER = "{count} failed message(s) will be delivered again."
+MSG_REDELIVER_SKIPPED = "{count} were not failed and were left alone: {reasons}."
+
+MAX_OUTPUT_ROWS = 500
+MISSING = "deleted"
+
+CONFIRM_TEMPLATE = "ops/admin_confirm_action.html"
+
+
+def _pretty_json(value) -> str:
+    if value in (None, "", [], {}):
+        return "-"
+    return format_html('<pre style="white-space:pre-wrap;margin:0">{}</pre>',
+                       json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+def _were(count: int, phrase: str) -> str:
+    return f"{count} {'was' if count == 1 else 'were'} {phrase}"
+
+
+def _why_unchanged(skipped: Counter, phrases: dict[str, str]) -> list[str]:
+    """"3 were already completed", ...: most frequent first, then by phrase."""
+    lines = [(count, phrases.get(state, state.replace("_", " "))) for state, count in skipped.items()]
+    return [_were(count, phrase) for count, phrase in sorted(lines, key=lambda c: (-c[0], c[1]))]
+
+
+def _reasons(skipped: Counter, phrases: dict[str, str]) -> str:
+    return ", ".join(_why_unchanged(skipped, phrases))
+
+
+@dataclass(frozen=True)
+class BulkTransition:
+    """A staff action over selected jobs: which states it starts from, the
+    service that makes it, and how to explain the jobs it leaves alone."""
+
+    name: str
+    verb: str
+    done: str
+    eligible_states: list[str]
+    service: Callable[..., None]
+    skip_phrases: dict[str, str]
+    warning: str = ""
+
+
+CANCEL = BulkTransition(
+    name="cancel",
+    verb="cancel",
+    done="cancelled",
+    eligible_states=CANCELLABLE_STATES,
+    service=job_cancel,
+    skip_phrases={
+        State.COMPLETED: "already completed",
+        State.CANCELLED: "already cancelled",
+        State.NEEDS_ATTENTION: "already finished (needs attention)",
+        MISSING: "deleted meanwhile",
+    },
+    warning=MSG_CANCEL_WARNING,
+)
+
+RETRY = BulkTransition(
+    name="retry",
+    verb="retry",
+    done="retried",
+    eligible_states=RETRYABLE_STATES,
+    service=job_retry,
+    skip_phrases={
+        State.QUEUED: "already queued",
+        State.RUNNING: "running",
+        State.RETRYING: "already waiting to retry",
+        State.AWAITING_REVIEW: "awaiting review",
+        State.COMPLETED: "completed",
+        MISSING: "deleted meanwhile",
+    },
+)
+
+
+class AttemptInline(admin.TabularInline):
+    model = Attempt
+    extra = 0
+    max_num = 0
+    can_delete = False
+    fields = ["number", "outcome", "worker_id", "started_at", "finished_at", "duration",
+              "error", "diagnostic_display", "provider_calls"]
+    readonly_fields = fields
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        # Attempts are part of the job's history: who may see the job sees them.
+        return request.user.has_perm("jobs.view_job") or request.user.has_perm("jobs.change_job")
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="duration")
+    def duration(self, attempt: Attempt) -> str:
+        if attempt.finished_at is None:
+            return "-"
+        return f"{(attempt.finished_at - attempt.started_at).total_seconds():.1f} s"
+
+    @admin.display(description="diagnostic (stale result)")
+    def diagnostic_display(self, attempt: Attempt) -> str:
+        if not attempt.diagnostic:
+            return "-"
+        text = json.dumps(attempt.diagnostic, indent=2, ensure_ascii=False, sort_keys=True)
+        return format_html(
+            '<pre style="white-space:pre-wrap;margin:0;max-height:16em;overflow:auto">{}</pre>',
+            Truncator(text).chars(4000),
+        )
+
+    @admin.display(description="provider request ids / usage")
+    def provider_calls(self, attempt: Attempt) -> str:
+        if not attempt.provider_request_ids and not attempt.token_usage:
+            return "-"
+        ids = ", ".join(str(i) for i in attempt.provider_request_ids if i) or "-"
+        usage = ", ".join(f"{k}: {v}" for k, v in sorted((attempt.token_usage or {}).items())) or "-"
+        return format_html("{}<br><span style='color:#666'>{}</span>", ids, usage)
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ["short_id", "kind", "state", "workspace", "attempts", "age", "short_reason"]
+    list_filter = ["state", "kind", "workspace"]
+    list_select_related = ["workspace"]
+    search_fields = ["idempotency_key"]
+    search_help_text = "Job id (or its first characters), idempotency key, or uploaded file name."
+    show_full_result_count = False
+    list_per_page = 50
+    actions = ["cancel", "retry"]
+    inlines = [AttemptInline]
+    fieldsets = [
+        (None, {"fields": ["id", "kind", "workspace", "state", "reason", "sheet", "created_by",
+                           "created_at", "updated_at", "finished_at"]}),
+        ("Attempts and lease", {"fields": ["attempt", "max_attempts", "version", "worker_id",
+                                           "lease_token", "lease_until", "run_after"]}),
+        ("Time spent (seconds)", {"fields": ["waiting_seconds", "running_seconds",
+                                             "review_seconds", "state_changed_at"]}),
+        ("Input", {"fields": ["payload_display", "idempotency_key", "request_fingerprint"]}),
+        ("Output", {"fields": ["review_required", "progress", "output_display", "result_display"]}),
+    ]
+    computed_fields = ["sheet", "payload_display", "progress", "output_display", "result_display"]
+
+    # --- nothing is edited by hand ------------------------------------------------
+
+    def get_readonly_fields(self, request, obj=None) -> list[str]:
+        return [f.name for f in Job._meta.fields] + self.computed_fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # View-only: the form cannot be saved at all (a POST is refused), so a
+        # stale page can never write an old state, token or lease back.
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # Only finished jobs may go; without an object (the bulk delete
+        # action) nothing checks each row's state, so it is not offered.
+        if obj is None or obj.state not in FINISHED_STATES:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def has_cancel_permission(self, request) -> bool:
+        return request.user.has_perm("jobs.cancel_job")
+
+    def has_retry_permission(self, request) -> bool:
+        return request.user.has_perm("jobs.retry_job")
+
+    # --- list ------------------------------------------------------------------------
+
+    @admin.display(description="id", ordering="id")
+    def short_id(self, job: Job) -> str:
+        return str(job.pk)[:8]
+
+    @admin.display(description="attempt")
+    def attempts(self, job: Job) -> str:
+        return f"{job.attempt}/{job.max_attempts}"
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, job: Job) -> str:
+        return timesince(job.created_at, timezone.now())
+
+    @admin.display(description="reason")
+    def short_reason(self, job: Job) -> str:
+        return Truncator(job.reason).chars(80)
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        matches = Q(idempotency_key__icontains=term)
+        try:
+            exact = uuid.UUID(term)
+        except ValueError:
+            exact = None
+        if exact is not None:
+            matches |= Q(pk=exact) | Q(payload__sheet_id=str(exact))
+        elif all(c in "0123456789abcdefABCDEF-" for c in term):
+            queryset = queryset.annotate(id_text=Cast("id", TextField()))
+            matches |= Q(id_text__startswith=term.lower())
+        # The file name lives on the uploaded PriceSheet; jobs name it by id.
+        sheet_ids = [str(pk) for pk in PriceSheet.objects.filter(original_name__icontains=term)
+                     .values_list("pk", flat=True)[:1000]]
+        if sheet_ids:
+            matches |= Q(payload__sheet_id__in=sheet_ids)
+        return queryset.filter(matches), False
+
+    # --- detail ------------------------------------------------------------------------
+
+    @admin.display(description="file")
+    def sheet(self, job: Job) -> str:
+        sheet_id = (job.payload or {}).get("sheet_id")
+        if not sheet_id:
+            return "-"
+        sheet = PriceSheet.objects.filter(pk=sheet_id).first()
+        if sheet is None:
+            return str(sheet_id)
+        url = reverse("admin:catalog_pricesheet_change", args=[sheet.pk])
+        return format_html('<a href="{}">{}</a> ({} bytes)', url, sheet.original_name, sheet.size)
+
+    @admin.display(description="payload")
+    def payload_display(self, job: Job) -> str:
+        return _pretty_json(job.payload)
+
+    @admin.display(description="progress")
+    def progress(self, job: Job) -> str:
+        return f"{job.progress_done} of {job.progress_total}" if job.progress_total else "-"
+
+    @admin.display(description="result")
+    def result_display(self, job: Job) -> str:
+        return _pretty_json(job.result)
+
+    @admin.display(description="output (staged or published)")
+    def output_display(self, job: Job) -> str:
+        output = job.output
+        if not isinstance(output, dict) or not isinstance(output.get("items"), list):
+            return _pretty_json(output)
+        items = output["items"]
+        flagged = sum(1 for item in items if item.get("flags"))
+        head = format_html("<p>{} item(s), {} flagged. {}</p>", len(items), flagged,
+                           "; ".join(str(n) for n in output.get("notes") or []))
+        rows = format_html_join(
+            "",
+            '<tr style="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
+            "<td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    "background:#fef3f2" if item.get("flags") else "",
+                    index,
+                    item.get("sku") or "",
+                    Truncator(item.get("description") or "").chars(80),
+                    item.get("unit") or "",
+                    "" if item.get("pack_size") is None else item["pack_size"],
+                    item.get("unit_price") or "",
+                    item.get("currency") or "",
+                    "{}:{}".format((item.get("source") or {}).get("sheet", ""),
+                                   (item.get("source") or {}).get("row", "")),
+                    "; ".join(f"{f.get('code')}: {f.get('message')}" for f in item.get("flags") or []),
+                )
+                for index, item in enumerate(items[:MAX_OUTPUT_ROWS], start=1)
+            ),
+        )
+        more = (format_html("<p>{} more item(s) not shown.</p>", len(items) - MAX_OUTPUT_ROWS)
+                if len(items) > MAX_OUTPUT_ROWS else "")
+        return format_html(
+            "{}<table><thead><tr><th>#</th><th>SKU</th><th>description</th><th>unit</th>"
+            "<th>pack</th><th>unit price</th><th>currency</th><th>source</th><th>flags</th>"
+            "</tr></thead><tbody>{}</tbody></table>{}",
+            head, rows, more,
+        )
+
+    # --- actions -----------------------------------------------------------------------
+
+    @admin.action(permissions=["cancel"], description="Cancel selected jobs")
+    def cancel(self, request, queryset):
+        return self._bulk(request, queryset, CANCEL)
+
+    @admin.action(permissions=["retry"], description="Retry selected jobs")
+    def retry(self, request, queryset):
+        return self._bulk(request, queryset, RETRY)
+
+    def _bulk(self, request, queryset, transition: BulkTransition):
+        rows = list(queryset.order_by("-created_at").values_list("pk", "state"))
+        eligible = [pk for pk, state in rows if state in transition.eligible_states]
+        skipped = Counter(state for _, state in rows if state not in transition.eligible_states)
+        if not eligible:
+            self.message_user(request, MSG_NONE_ELIGIBLE.format(
+                total=len(rows), done=transition.done,
+                reasons=_reasons(skipped, transition.skip_phrases)), messages.WARNING)
+            return None
+        if request.POST.get("post") != "yes":
+            return self._confirm(request, queryset, transition, eligible, skipped)
+        label = f"{request.user.get_username()} (admin)"
+        changed = 0
+        for pk in eligible:
+            try:
+                transition.service(job_id=pk, by_label=label)
+            except InvalidTransition as exc:
+                # It moved between the confirmation and now (e.g. it completed).
+                skipped[exc.state] += 1
+            except Job.DoesNotExist:
+                skipped[MISSING] += 1
+            else:
+                changed += 1
+        text = MSG_CHANGED.format(Done=transition.done.capitalize(), changed=changed, total=len(rows))
+        if skipped:
+            text += " " + MSG_UNCHANGED.format(count=sum(skipped.values()),
+                                               reasons=_reasons(skipped, transition.skip_phrases))
+        self.message_user(request, text, messages.SUCCESS if changed else messages.WARNING)
+        return None
+
+    def _confirm(self, request, queryset, transition: BulkTransition, eligible: list,
+                 skipped: Counter) -> TemplateResponse:
+        jobs = list(queryset.select_related("workspace").order_by("-created_at"))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{transition.verb.capitalize()} jobs",
+            "opts": self.model._meta,
+            "transition": transition,
+            "eligible_count": len(eligible),
+            "skipped_count": sum(skipped.values()),
+            "total": len(jobs),
+            "skipped": _why_unchanged(skipped, transition.skip_phrases),
+            "jobs": [(job, job.state in transition.eligible_states) for job in jobs],
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, CONFIRM_TEMPLATE, context)
+
+
+# --- outbox ------------------------------------------------------------------------------
+
+
+class OutboxStatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [("pending", "pending"), ("delivered", "delivered"), ("failed", "failed")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "pending":
+            return queryset.filter(delivered_at__isnull=True, failed_at__isnull=True)
+        if self.value() == "delivered":
+            return queryset.filter(delivered_at__isnull=False)
+        if self.value() == "failed":
+            return queryset.filter(failed_at__isnull=False)
+        return queryset
+
+
+def _outbox_status(message: OutboxMessage) -> str:
+    if message.delivered_at:
+        return "delivered"
+    if message.failed_at:
+        return "failed"
+    return "pending"
+
+
+class WebhookDeliveryInline(admin.TabularInline):
+    model = WebhookDelivery
+    extra = 0
+    max_num = 0
+    can_delete = False
+    fields = ["created_at", "attempt", "url", "succeeded", "status_code", "duration_ms", "error"]
+    readonly_fields = fields
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return (request.user.has_perm("jobs.view_outboxmessage")
+                or request.user.has_perm("jobs.change_outboxmessage"))
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(admin.ModelAdmin):
+    list_display = ["id", "topic", "workspace", "status", "attempts", "created_at",
+                    "available_at", "delivered_at", "short_error"]
+    list_filter = [OutboxStatusFilter, "topic", "workspace"]
+    list_select_related = ["workspace"]
+    search_fields = ["topic"]
+    search_help_text = "Message id, job id, or topic."
+    show_full_result_count = False
+    actions = ["redeliver"]
+    inlines = [WebhookDeliveryInline]
+    fields = ["id", "workspace", "topic", "status", "payload_display", "created_at",
+              "available_at", "attempts", "delivered_at", "failed_at", "last_error"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Messages are history; the relay alone moves them.
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_redeliver_permission(self, request) -> bool:
+        return request.user.has_perm("jobs.change_outboxmessage")
+
+    @admin.display(description="status")
+    def status(self, message: OutboxMessage) -> str:
+        return _outbox_status(message)
+
+    @admin.display(description="last error")
+    def short_error(self, message: OutboxMessage) -> str:
+        return Truncator(message.last_error).chars(80)
+
+    @admin.display(description="payload")
+    def payload_display(self, message: OutboxMessage) -> str:
+        return _pretty_json(message.payload)
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            exact = uuid.UUID(term)
+        except ValueError:
+            return queryset.filter(topic__icontains=term), False
+        return queryset.filter(Q(pk=exact) | Q(payload__job_id=str(exact))), False
+
+    @admin.action(permissions=["redeliver"], description="Redeliver selected failed messages")
+    def redeliver(self, request, queryset):
+        redelivered = 0
+        skipped: Counter = Counter()
+        for pk in queryset.values_list("pk", flat=True):
+            try:
+                outbox_redeliver(message_id=pk)
+            except MessageNotFailed as exc:
+                skipped[exc.status] += 1
+            except OutboxMessage.DoesNotExist:
+                skipped[MISSING] += 1
+            else:
+                redelivered += 1
+        if redelivered:
+            self.message_user(request, MSG_REDELIVER.format(count=redelivered), messages.SUCCESS)
+        if skipped:
+            reasons = _reasons(skipped, {"delivered": "already delivered",
+                                         "pending": "still pending", MISSING: "deleted meanwhile"})
+            self.message_user(request, MSG_REDELIVER_SKIPPED.format(
+                count=sum(skipped.values()), reasons=reasons), messages.WARNING)
+
+
+# --- webhook endpoints -----------------------------------------------------------------------
+
+
+class WebhookEndpointForm(forms.ModelForm):
+    url = forms.URLField(
+        assume_scheme="https", max_length=200,
+        help_text="Receives an HTTP POST with a JSON body for every outbox message of the workspace.",
+    )
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["workspace", "url", "secret", "active"]
+        help_texts = {
+            "secret": "Shared with the receiver, which checks Webhook-Signature with it. "
+                      "A new random secret is proposed for a new endpoint.",
+        }
+        widgets = {"secret": forms.TextInput(attrs={"size": 60, "autocomplete": "off"})}
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(admin.ModelAdmin):
+    form = WebhookEndpointForm
+    list_display = ["url", "workspace", "active", "created_at"]
+    list_filter = ["active", "workspace"]
+    list_select_related = ["workspace"]
+    search_fields = ["url"]
+
+    def get_changeform_initial_data(self, request) -> dict:
+        return {**super().get_changeform_initial_data(request), "secret": secrets.token_urlsafe(32)}
