@@ -15,6 +15,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # Playwright's sync API runs an event loop in this thread; Django's async
 # safety check would otherwise refuse the ORM calls the tests make.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# The live server listens on loopback only.
+os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
 
 
 def chromium_path() -> str | None:

@@ -1,0 +1,138 @@
+"""Reads of the catalog pages. A user sees the suppliers and revisions of the
+workspaces they are a member of, nothing else: anything outside them reads
+as missing (DoesNotExist), exactly like an unknown id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+
+from catalog.models import CatalogItem, CatalogRevision, Membership, Supplier
+
+User = AbstractBaseUser | AnonymousUser
+DIFF_FIELDS = ("description", "unit", "pack_size", "unit_price", "currency")
+EXPORT_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency",
+                 "source_sheet", "source_row")
+
+
+def member_workspace_ids(*, user: User) -> QuerySet:
+    if not user.is_authenticated:
+        return Membership.objects.none().values("workspace_id")
+    return Membership.objects.filter(user=user).values("workspace_id")
+
+
+def suppliers_for_member(*, user: User) -> QuerySet[Supplier]:
+    return (Supplier.objects.filter(workspace_id__in=member_workspace_ids(user=user))
+            .select_related("workspace", "current_revision")
+            .order_by("workspace__name", "name"))
+
+
+def supplier_get(*, user: User, supplier_id: int) -> Supplier:
+    return suppliers_for_member(user=user).get(pk=supplier_id)
+
+
+def revisions_for_member(*, user: User) -> QuerySet[CatalogRevision]:
+    return (CatalogRevision.objects.filter(workspace_id__in=member_workspace_ids(user=user))
+            .select_related("supplier", "workspace", "approved_by"))
+
+
+def revisions_without_supplier(*, user: User) -> QuerySet[CatalogRevision]:
+    return revisions_for_member(user=user).filter(supplier__isnull=True).order_by("-published_at", "-pk")
+
+
+def revision_get(*, user: User, revision_id: int) -> CatalogRevision:
+    return revisions_for_member(user=user).get(pk=revision_id)
+
+
+def supplier_revisions(*, supplier: Supplier) -> QuerySet[CatalogRevision]:
+    return supplier.revisions.select_related("approved_by").order_by("-published_at", "-pk")
+
+
+def revision_previous(*, revision: CatalogRevision) -> CatalogRevision | None:
+    """The revision of the same supplier published just before this one."""
+    if revision.supplier_id is None:
+        return None
+    return (CatalogRevision.objects.filter(supplier_id=revision.supplier_id, pk__lt=revision.pk)
+            .order_by("-pk").first())
+
+
+def revision_items(*, revision: CatalogRevision, query: str = "") -> QuerySet[CatalogItem]:
+    items = revision.items.order_by("sku", "pk")
+    query = query.strip()
+    if query:
+        items = items.filter(Q(sku__icontains=query) | Q(description__icontains=query))
+    return items
+
+
+def revision_export_rows(*, revision: CatalogRevision) -> list[dict[str, Any]]:
+    return list(revision.items.order_by("source_sheet", "source_row", "pk").values(*EXPORT_FIELDS))
+
+
+@dataclass(frozen=True)
+class Change:
+    sku: str
+    old: dict[str, Any]
+    new: dict[str, Any]
+    fields: tuple[str, ...]
+
+    @property
+    def price_changed(self) -> bool:
+        return "unit_price" in self.fields or "currency" in self.fields
+
+    @property
+    def other_changes(self) -> list[tuple[str, Any, Any]]:
+        """(field, old, new) for the changes besides the price and currency."""
+        return [(f, self.old[f], self.new[f]) for f in self.fields
+                if f not in ("unit_price", "currency")]
+
+
+@dataclass(frozen=True)
+class RevisionDiff:
+    old: CatalogRevision
+    new: CatalogRevision
+    added: list[dict[str, Any]]
+    removed: list[dict[str, Any]]
+    changed: list[Change]
+    unchanged: int
+
+
+def _keyed(revision: CatalogRevision) -> dict[tuple[str, int], dict[str, Any]]:
+    """Items by (SKU, occurrence): a SKU listed twice pairs up in sheet order.
+    Items without a SKU are matched by their description."""
+    keyed: dict[tuple[str, int], dict[str, Any]] = {}
+    seen: dict[str, int] = {}
+    for item in revision.items.order_by("source_sheet", "source_row", "pk").values("sku", *DIFF_FIELDS):
+        key = item["sku"] or f"description: {item['description']}"
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        keyed[(key, n)] = item
+    return keyed
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, Decimal) and isinstance(b, Decimal):
+        return a.compare_total(b) == 0 or a == b
+    return a == b
+
+
+def revision_diff(*, old: CatalogRevision, new: CatalogRevision) -> RevisionDiff:
+    """What changed from `old` to `new`: added, removed and changed SKUs."""
+    before, after = _keyed(old), _keyed(new)
+    added = [after[k] for k in after if k not in before]
+    removed = [before[k] for k in before if k not in after]
+    changed, unchanged = [], 0
+    for key in after:
+        if key not in before:
+            continue
+        fields = tuple(f for f in DIFF_FIELDS if not _same(before[key][f], after[key][f]))
+        if fields:
+            changed.append(Change(sku=key[0], old=before[key], new=after[key], fields=fields))
+        else:
+            unchanged += 1
+    return RevisionDiff(old=old, new=new, added=sorted(added, key=lambda i: i["sku"]),
+                        removed=sorted(removed, key=lambda i: i["sku"]),
+                        changed=sorted(changed, key=lambda c: c.sku), unchanged=unchanged)

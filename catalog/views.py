@@ -1,0 +1,120 @@
+"""Catalog pages: suppliers and their current revision, items with search,
+revision history, the diff between two revisions, and exports. Members see
+their own workspaces only; anything else is a 404 like an unknown id."""
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET
+
+from catalog.export import rows_to_csv, rows_to_xlsx
+from catalog.models import CatalogRevision, Supplier
+from catalog.selectors import (
+    revision_diff,
+    revision_export_rows,
+    revision_get,
+    revision_items,
+    revision_previous,
+    revisions_without_supplier,
+    supplier_get,
+    supplier_revisions,
+    suppliers_for_member,
+)
+
+ITEMS_PAGE_SIZE = 100
+XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+MSG_NO_REVISION = "No such revision."
+MSG_NO_SUPPLIER = "No such supplier."
+
+
+def _supplier(request: HttpRequest, supplier_id: int) -> Supplier:
+    try:
+        return supplier_get(user=request.user, supplier_id=supplier_id)
+    except Supplier.DoesNotExist:
+        raise Http404(MSG_NO_SUPPLIER) from None
+
+
+def _revision(request: HttpRequest, revision_id) -> CatalogRevision:
+    try:
+        return revision_get(user=request.user, revision_id=int(revision_id))
+    except (CatalogRevision.DoesNotExist, TypeError, ValueError):
+        raise Http404(MSG_NO_REVISION) from None
+
+
+def _items_page(request: HttpRequest, revision: CatalogRevision | None) -> tuple[str, object]:
+    query = request.GET.get("q", "").strip()
+    if revision is None:
+        return query, None
+    items = revision_items(revision=revision, query=query)
+    return query, Paginator(items, ITEMS_PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+@login_required
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    return render(request, "catalog/index.html", {
+        "suppliers": suppliers_for_member(user=request.user),
+        "unsupplied": revisions_without_supplier(user=request.user)[:50],
+    })
+
+
+@login_required
+@require_GET
+def supplier(request: HttpRequest, supplier_id: int) -> HttpResponse:
+    found = _supplier(request, supplier_id)
+    revision = found.current_revision
+    query, items = _items_page(request, revision)
+    revisions = list(supplier_revisions(supplier=found))
+    return render(request, "catalog/supplier.html", {
+        "supplier": found, "revision": revision, "items": items, "query": query,
+        "revisions": revisions,
+        "default_old": revisions[1].pk if len(revisions) > 1 else None,
+        "default_new": revisions[0].pk if revisions else None,
+    })
+
+
+@login_required
+@require_GET
+def revision(request: HttpRequest, revision_id: int) -> HttpResponse:
+    found = _revision(request, revision_id)
+    query, items = _items_page(request, found)
+    return render(request, "catalog/revision.html", {
+        "revision": found, "items": items, "query": query,
+        "previous": revision_previous(revision=found),
+        "is_current": found.supplier is not None and found.supplier.current_revision_id == found.pk,
+    })
+
+
+@login_required
+@require_GET
+def diff(request: HttpRequest) -> HttpResponse:
+    old = _revision(request, request.GET.get("old"))
+    new = _revision(request, request.GET.get("new"))
+    return render(request, "catalog/diff.html", {"diff": revision_diff(old=old, new=new)})
+
+
+def _filename(revision: CatalogRevision, extension: str) -> str:
+    base = slugify(revision.supplier.name if revision.supplier else revision.workspace.slug) or "catalog"
+    return f"{base}-revision-{revision.pk}.{extension}"
+
+
+@login_required
+@require_GET
+def export_csv(request: HttpRequest, revision_id: int) -> HttpResponse:
+    found = _revision(request, revision_id)
+    response = HttpResponse(rows_to_csv(revision_export_rows(revision=found)),
+                            content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_filename(found, "csv")}"'
+    return response
+
+
+@login_required
+@require_GET
+def export_xlsx(request: HttpRequest, revision_id: int) -> HttpResponse:
+    found = _revision(request, revision_id)
+    response = HttpResponse(rows_to_xlsx(revision_export_rows(revision=found)),
+                            content_type=XLSX_CONTENT_TYPE)
+    response["Content-Disposition"] = f'attachment; filename="{_filename(found, "xlsx")}"'
+    return response
