@@ -23,7 +23,7 @@ setup: $(VENV)/.installed
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
 run: setup
-	$(BIN)/python manage.py seeddemo
+	$(BIN)/python manage.py seeddemo --url http://$(HOST):$(PORT)/
 	@echo "Pricesheet on http://$(HOST):$(PORT)/  (Ctrl-C stops web, worker and relay)"
 	@bash -c 'trap "trap - INT TERM EXIT; kill 0 2>/dev/null; wait" INT TERM EXIT; \
 	  $(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 2 --threads 4 \

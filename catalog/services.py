@@ -6,6 +6,7 @@ import os
 import secrets
 import tempfile
 from collections.abc import Iterable
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,7 +24,8 @@ from catalog.models import (
     Supplier,
     Workspace,
 )
-from jobs.services import outbox_write
+from jobs.models import Job
+from jobs.services import job_admit, outbox_write
 
 TOKEN_PREFIX = "psk_"
 
@@ -72,7 +74,11 @@ def apitoken_authenticate(*, token: str):
            .filter(token_hash=_token_hash(token), revoked_at__isnull=True).first())
     if row is None or not row.user.is_active:
         return None
-    ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+    # Recorded to the minute: a write on every request would cost each
+    # status read a commit.
+    now = timezone.now()
+    if row.last_used_at is None or row.last_used_at < now - timedelta(seconds=60):
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
     return row.user
 
 
@@ -122,6 +128,47 @@ def pricesheet_store(*, workspace: Workspace, chunks: Iterable[bytes], original_
         original_name=os.path.basename(original_name)[:255] or "upload",
         content_type=content_type[:100], storage_path=relative, uploaded_by=uploaded_by,
     )
+
+
+def pricesheet_fingerprint(*, sha256: str, supplier_name: str) -> str:
+    """What makes two uploads 'the same request' for an idempotency key."""
+    return hashlib.sha256(f"{sha256}\n{supplier_name}".encode()).hexdigest()
+
+
+def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_name: str,
+                 content_type: str, supplier_name: str, idempotency_key: str,
+                 user) -> tuple[Job, bool]:
+    """Store the sheet and admit its `parse_sheet` job; (job, created).
+
+    The sheet row and the job commit together. When the key was used before,
+    the transaction is rolled back: the job it names already has its sheet,
+    so a replay leaves no second row. The file itself is content-addressed
+    and may already be shared by other sheets, so it stays.
+    """
+    supplier: Supplier | None = None
+    if supplier_name:
+        supplier = supplier_get_or_create(workspace=workspace, name=supplier_name)
+    # The file is written before the first statement of the transaction, so
+    # no transaction is open during the disk I/O.
+    with transaction.atomic():
+        sheet: PriceSheet = pricesheet_store(
+            workspace=workspace, chunks=chunks, original_name=original_name,
+            content_type=content_type, supplier=supplier, uploaded_by=user,
+            max_bytes=settings.UPLOAD_MAX_BYTES,
+        )
+        # The unique (workspace, idempotency_key) constraint decides between
+        # concurrent requests with one key: the second INSERT waits for the
+        # first to commit, fails, and returns the first one's job.
+        job, created = job_admit(
+            workspace_id=workspace.pk, kind="parse_sheet",
+            payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk if supplier else None},
+            idempotency_key=idempotency_key,
+            fingerprint=pricesheet_fingerprint(sha256=sheet.sha256, supplier_name=supplier_name),
+            created_by_id=user.pk,
+        )
+        if not created:
+            transaction.set_rollback(True)
+    return job, created
 
 
 class UploadTooLarge(Exception):

@@ -15,8 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Now
+from django.db.models import F, Value
 
 from jobs.models import OutboxMessage, WebhookDelivery, WebhookEndpoint
 from jobs.services import ClockTimestamp

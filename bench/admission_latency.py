@@ -1,0 +1,244 @@
+"""Benchmark: admission and status-read latency over HTTP on loopback.
+
+Starts the app under gunicorn (as `make run` does: 2 processes x 4 threads)
+on a free 127.0.0.1 port against a fresh database `bench_admission`, with a
+workspace, a user and a bearer token. Then, with 1 and 8 concurrent clients
+(threads, one keep-alive connection each):
+
+- admissions: `POST /api/jobs`, a real multipart upload of a small CSV with
+  a unique Idempotency-Key each (stored, sha256-addressed, job + outbox row
+  committed before the 202);
+- status reads: `GET /api/jobs/<id>` of admitted jobs;
+- the same admission through the service function alone (store the sheet
+  and admit the job in this process, no HTTP), at 1 and 8 threads.
+
+Prints p50/p99 latency and requests/s of each, and last the ratio of
+admissions/s over HTTP to admissions/s through the service function.
+
+    .venv/bin/python bench/admission_latency.py            # about 1-2 minutes
+    .venv/bin/python bench/admission_latency.py --requests 100
+
+No worker runs, so the admitted jobs stay queued: only admission is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import http.client
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+from common import ROOT, percentile, say, table  # noqa: E402
+
+DATABASE = "bench_admission"
+CSV = (b"SKU,Description,Unit,Price,Currency\n"
+       + b"".join(b"B-%04d,Benchmark item %d,piece,%d.%02d,EUR\n" % (i, i, i, i % 100)
+                  for i in range(1, 41)))
+BOUNDARY = "benchBoundary7MA4YWxkTrZu0gW"
+PHASE_SECONDS = 20.0  # each measured phase stops here even if requests remain
+
+
+def multipart(content: bytes, supplier: str) -> bytes:
+    return (
+        f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"supplier\"\r\n\r\n{supplier}\r\n"
+        f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"bench.csv\"\r\n"
+        f"Content-Type: text/csv\r\n\r\n"
+    ).encode() + content + f"\r\n--{BOUNDARY}--\r\n".encode()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Result:
+    label: str
+    clients: int
+    latencies: list[float]
+    seconds: float
+    errors: int
+
+    @property
+    def per_second(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds else float("nan")
+
+    def row(self) -> list[object]:
+        return [self.label, self.clients, len(self.latencies),
+                f"{percentile(self.latencies, 50) * 1000:.2f}",
+                f"{percentile(self.latencies, 99) * 1000:.2f}",
+                f"{self.per_second:.0f}", self.errors]
+
+
+def run_clients(label: str, clients: int, total: int, one_request) -> Result:
+    """`clients` threads share `total` requests; each thread calls
+    `one_request(state)` (state is per thread) and times it."""
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    remaining = [total]
+    barrier = threading.Barrier(clients + 1)
+    deadline = [0.0]
+
+    def client() -> None:
+        nonlocal errors
+        state: dict = {}
+        barrier.wait()
+        while True:
+            with lock:
+                if remaining[0] <= 0 or time.monotonic() > deadline[0]:
+                    break
+                remaining[0] -= 1
+            start = time.perf_counter()
+            ok = one_request(state)
+            elapsed = time.perf_counter() - start
+            with lock:
+                if ok:
+                    latencies.append(elapsed)
+                else:
+                    errors += 1
+        if "close" in state:
+            state["close"]()
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    deadline[0] = time.monotonic() + PHASE_SECONDS
+    started = time.perf_counter()
+    barrier.wait()
+    for thread in threads:
+        thread.join()
+    return Result(label, clients, latencies, time.perf_counter() - started, errors)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=400, help="admissions per run [400]")
+    parser.add_argument("--reads", type=int, default=1000, help="status reads per run [1000]")
+    args = parser.parse_args()
+
+    say(f"fresh database {DATABASE} ...")
+    db = common.fresh_database(DATABASE)
+    media = Path(tempfile.mkdtemp(prefix="bench-admission-media-"))
+    env = db.env(MEDIA_ROOT=media, LOG_LEVEL="WARNING", CONN_MAX_AGE=60)
+
+    common.setup_django(db, MEDIA_ROOT=media)
+    from django.db import connections
+
+    from catalog.models import Membership, Workspace
+    from catalog.services import apitoken_create, membership_add
+    from catalog.services import pricesheet_admit
+
+    workspace = Workspace.objects.get(pk=db.workspace_id)
+    user = membership_add(workspace=workspace, username="bench", role=Membership.Role.MEMBER).user
+    _, token = apitoken_create(user=user, name="bench")
+
+    port = free_port()
+    gunicorn = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "2", "--threads", "4", "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop_gunicorn() -> None:
+        if gunicorn.poll() is None:
+            gunicorn.send_signal(signal.SIGTERM)
+            try:
+                gunicorn.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                gunicorn.kill()
+
+    atexit.register(stop_gunicorn)
+
+    def answers() -> bool:
+        if gunicorn.poll() is not None:
+            raise SystemExit(f"gunicorn exited:\n{gunicorn.stderr.read().decode()}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/api/jobs")
+            return conn.getresponse().status == 401
+        except OSError:
+            return False
+
+    common.wait_for(answers, timeout=60, interval=0.1, message="gunicorn to answer")
+    say(f"gunicorn on 127.0.0.1:{port} (2 workers x 4 threads); media in {media}")
+
+    auth = {"Authorization": f"Bearer {token}"}
+    body = multipart(CSV, "Bench Supplies")
+    content_type = f"multipart/form-data; boundary={BOUNDARY}"
+    admitted: list[str] = []
+
+    def connection(state: dict) -> http.client.HTTPConnection:
+        if "conn" not in state:
+            state["conn"] = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            state["close"] = state["conn"].close
+        return state["conn"]
+
+    def admit_http(state: dict) -> bool:
+        conn = connection(state)
+        conn.request("POST", "/api/jobs", body=body, headers={
+            **auth, "Content-Type": content_type, "Idempotency-Key": str(uuid.uuid4())})
+        response = conn.getresponse()
+        payload = response.read()
+        if response.status != 202:
+            return False
+        admitted.append(payload.decode().split('"id": "')[1].split('"')[0])
+        return True
+
+    def read_http(state: dict) -> bool:
+        conn = connection(state)
+        state["n"] = state.get("n", 0) + 1
+        conn.request("GET", f"/api/jobs/{admitted[state['n'] % len(admitted)]}", headers=auth)
+        response = conn.getresponse()
+        response.read()
+        return response.status == 200
+
+    def admit_service(state: dict) -> bool:
+        if "close" not in state:
+            state["close"] = connections.close_all
+        pricesheet_admit(workspace=workspace, chunks=[CSV], original_name="bench.csv",
+                     content_type="text/csv", supplier_name="Bench Supplies",
+                     idempotency_key=str(uuid.uuid4()), user=user)
+        return True
+
+    # A short warm-up: imports, connections and caches on both sides.
+    run_clients("warm-up", 8, 40, admit_http)
+    run_clients("warm-up", 2, 10, admit_service)
+
+    results = []
+    for clients in (1, 8):
+        results.append(run_clients("admission (HTTP)", clients, args.requests, admit_http))
+    for clients in (1, 8):
+        results.append(run_clients("status read (HTTP)", clients, args.reads, read_http))
+    for clients in (1, 8):
+        results.append(run_clients("admission (service function)", clients, args.requests,
+                                   admit_service))
+    stop_gunicorn()
+
+    say("")
+    say(table(["what", "clients", "requests", "p50 ms", "p99 ms", "per s", "errors"],
+              [r.row() for r in results]))
+    http8 = next(r for r in results if r.label == "admission (HTTP)" and r.clients == 8)
+    svc8 = next(r for r in results if r.label == "admission (service function)" and r.clients == 8)
+    http1 = next(r for r in results if r.label == "admission (HTTP)" and r.clients == 1)
+    svc1 = next(r for r in results if r.label == "admission (service function)" and r.clients == 1)
+    say("")
+    say(f"HTTP / service function, admissions per second: "
+        f"{http1.per_second / svc1.per_second:.2f} at 1 client, "
+        f"{http8.per_second / svc8.per_second:.2f} at 8 clients")
+
+
+if __name__ == "__main__":
+    main()

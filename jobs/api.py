@@ -1,0 +1,282 @@
+"""The HTTP API of DESIGN.md: admission, status, items, list and cancel.
+
+Every view authenticates (bearer token or session), scopes every read and
+write to the caller's workspaces, and answers errors as problem+json.
+"""
+
+import json
+import uuid
+
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.http import urlencode
+from django.views.decorators.csrf import csrf_exempt
+
+from catalog.models import Workspace
+from catalog.services import UploadTooLarge, pricesheet_admit
+from jobs.auth import authenticate
+from jobs.models import Job, State
+from jobs.problems import Problem, api_view, not_found
+from jobs.selectors import job_items, job_status, jobs_with_live_phase
+from jobs.services import job_cancel
+
+MSG_KEY_REQUIRED = "Send an `Idempotency-Key` header (any unique string, e.g. a UUID) with each upload."
+MSG_KEY_TOO_LONG = "The Idempotency-Key is longer than 255 characters."
+MSG_FILE_REQUIRED = "Send the sheet as the multipart field `file`."
+MSG_EMPTY_FILE = "The uploaded file has no content."
+MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
+MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
+MSG_SUPPLIER_TOO_LONG = "The supplier name is longer than 200 characters."
+MSG_UNKNOWN_STATE = "Unknown state {state!r}; states are: {states}."
+MSG_BAD_NUMBER = "`{name}` must be a positive whole number."
+MSG_BAD_JSON = "The body is not a JSON object."
+MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
+MSG_BAD_LENGTH = "Content-Length is not a number."
+MSG_NO_ENDPOINT = "There is no API endpoint at this address."
+MSG_METHOD = "Use {allowed}."
+
+PAGE_SIZE = 20
+PAGE_SIZE_MAX = 100
+# Room for the multipart framing around the file (boundaries, part headers,
+# the small text fields) when comparing Content-Length with the file limit.
+MULTIPART_ALLOWANCE_BYTES = 64 * 1024
+
+
+# --- admission (shared by the API, the upload page and `seeddemo`) ---------------
+
+
+class UploadLimitHandler(FileUploadHandler):
+    """First in the chain of upload handlers: counts the bytes of the file as
+    they stream in and stops the parse once past the limit, so a missing or
+    lying Content-Length cannot make the server read more than limit + one chunk."""
+
+    chunk_size = 64 * 1024
+
+    def __init__(self, request=None, *, limit: int):
+        super().__init__(request)
+        self.limit = limit
+        self.received = 0
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        self.received += len(raw_data)
+        if self.received > self.limit:
+            raise UploadTooLarge(self.limit)
+        return raw_data
+
+    def file_complete(self, file_size: int):
+        return None  # the next handler in the chain builds the file
+
+
+def refuse_declared_oversize(request: HttpRequest, limit: int) -> None:
+    """413 before a byte of the body is read, when Content-Length says so.
+    Without a Content-Length (a chunked body) WSGI gives Django an empty body,
+    so such uploads are refused as 411 rather than misread as 'no file'."""
+    raw = request.META.get("CONTENT_LENGTH")
+    if not raw:
+        raise Problem(411, "length-required", MSG_LENGTH_REQUIRED)
+    try:
+        declared = int(raw)
+    except ValueError:
+        raise Problem(400, "invalid-request", MSG_BAD_LENGTH) from None
+    if declared > limit + MULTIPART_ALLOWANCE_BYTES:
+        raise UploadTooLarge(limit)
+
+
+def limit_upload(request: HttpRequest, limit: int) -> None:
+    """Install the streaming limit; call before anything reads request.POST."""
+    request.upload_handlers.insert(0, UploadLimitHandler(request, limit=limit))
+
+
+def member_workspace(user, slug: str | None) -> Workspace:
+    """The workspace an upload goes to: the named one (if the caller is a
+    member), else the caller's only workspace."""
+    mine = Workspace.objects.filter(memberships__user=user).order_by("slug")
+    if slug:
+        workspace = mine.filter(slug=slug).first()
+        if workspace is None:
+            raise Problem(400, "invalid-request", MSG_NOT_MEMBER.format(slug=slug))
+        return workspace
+    spaces = list(mine[:2])
+    if not spaces:
+        raise Problem(403, "no-workspace")
+    if len(spaces) > 1:
+        raise Problem(400, "workspace-required", MSG_WORKSPACE_REQUIRED,
+                      workspaces=list(mine.values_list("slug", flat=True)))
+    return spaces[0]
+
+
+def clean_supplier_name(raw: str | None) -> str:
+    name = (raw or "").strip()
+    if len(name) > 200:
+        raise Problem(400, "invalid-request", MSG_SUPPLIER_TOO_LONG)
+    return name
+
+
+# --- helpers ---------------------------------------------------------------------
+
+
+def _allow(request: HttpRequest, *methods: str) -> None:
+    if request.method not in methods:
+        allowed = ", ".join(methods)
+        raise Problem(405, "method-not-allowed", MSG_METHOD.format(allowed=allowed),
+                      headers={"Allow": allowed})
+
+
+def _positive_int(raw: str | None, *, name: str, default: int) -> int:
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise Problem(400, "invalid-request", MSG_BAD_NUMBER.format(name=name)) from None
+    if value < 1:
+        raise Problem(400, "invalid-request", MSG_BAD_NUMBER.format(name=name))
+    return value
+
+
+def _member_job(user, job_id: uuid.UUID) -> Job:
+    """The job, if the caller is a member of its workspace. Otherwise the
+    same 404 as for an id that does not exist: existence is not disclosed."""
+    job = jobs_with_live_phase(Job.objects.for_member(user)).filter(pk=job_id).first()
+    if job is None:
+        raise not_found()
+    return job
+
+
+def _admission_response(job: Job, *, created: bool) -> JsonResponse:
+    status_url = f"/api/jobs/{job.pk}"
+    response = JsonResponse({"id": str(job.pk), "state": job.state, "status_url": status_url},
+                            status=202)
+    response["Location"] = status_url
+    if not created:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+# --- views -----------------------------------------------------------------------
+
+
+def _admit(request: HttpRequest) -> HttpResponse:
+    limit = settings.UPLOAD_MAX_BYTES
+    refuse_declared_oversize(request, limit)
+    limit_upload(request, limit)
+    caller = authenticate(request)
+    key = request.headers.get("Idempotency-Key", "").strip()
+    if not key:
+        raise Problem(400, "idempotency-key-required", MSG_KEY_REQUIRED)
+    if len(key) > 255:
+        raise Problem(400, "invalid-request", MSG_KEY_TOO_LONG)
+    upload = request.FILES.get("file")  # the streaming limit applies here
+    if upload is None:
+        raise Problem(400, "invalid-request", MSG_FILE_REQUIRED)
+    if upload.size == 0:
+        raise Problem(400, "empty-file", MSG_EMPTY_FILE)
+    workspace = member_workspace(caller.user, request.POST.get("workspace"))
+    job, created = pricesheet_admit(
+        workspace=workspace, chunks=upload.chunks(), original_name=upload.name or "upload",
+        content_type=upload.content_type or "", idempotency_key=key,
+        supplier_name=clean_supplier_name(request.POST.get("supplier")), user=caller.user,
+    )
+    return _admission_response(job, created=created)
+
+
+def _list(request: HttpRequest) -> HttpResponse:
+    caller = authenticate(request)
+    states = [s for raw in request.GET.getlist("state") for s in raw.split(",") if s]
+    for state in states:
+        if state not in State.values:
+            raise Problem(400, "invalid-request",
+                          MSG_UNKNOWN_STATE.format(state=state, states=", ".join(State.values)))
+    page = _positive_int(request.GET.get("page"), name="page", default=1)
+    size = min(_positive_int(request.GET.get("page_size"), name="page_size", default=PAGE_SIZE),
+               PAGE_SIZE_MAX)
+    jobs = Job.objects.for_member(caller.user)
+    if states:
+        jobs = jobs.filter(state__in=states)
+    count = jobs.count()
+    rows = jobs_with_live_phase(jobs).order_by("-created_at", "-id")[(page - 1) * size:page * size]
+
+    def page_url(number: int) -> str:
+        query = [("state", s) for s in states] + [("page", number), ("page_size", size)]
+        return f"/api/jobs?{urlencode(query)}"
+
+    return JsonResponse({
+        "results": [job_status(job) for job in rows],
+        "count": count,
+        "next": page_url(page + 1) if page * size < count else None,
+        "previous": page_url(page - 1) if page > 1 else None,
+    })
+
+
+@csrf_exempt  # session requests are CSRF-checked in authenticate(); tokens need no check
+@api_view
+def jobs_collection(request: HttpRequest) -> HttpResponse:
+    """POST: admit an upload. GET: the caller's jobs, paginated."""
+    _allow(request, "GET", "HEAD", "POST")
+    if request.method == "POST":
+        return _admit(request)
+    return _list(request)
+
+
+@csrf_exempt
+@api_view
+def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
+    _allow(request, "GET", "HEAD")
+    caller = authenticate(request)
+    job = _member_job(caller.user, id)
+    response = JsonResponse(job_status(job))
+    # The version a versioned cancel names (If-Match, or `version` in the body).
+    response["ETag"] = f'"{job.version}"'
+    return response
+
+
+@csrf_exempt
+@api_view
+def job_items_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
+    _allow(request, "GET", "HEAD")
+    caller = authenticate(request)
+    job = _member_job(caller.user, id)
+    return JsonResponse({"items": job_items(job)})
+
+
+def _expected_version(request: HttpRequest) -> int | None:
+    """The version the caller saw: `If-Match: "N"`, or `version` in a JSON or form body."""
+    if_match = request.headers.get("If-Match", "").strip()
+    if if_match and if_match != "*":
+        return _positive_int(if_match.removeprefix("W/").strip('"'), name="If-Match", default=0)
+    raw = None
+    if request.content_type == "application/json":
+        if request.body.strip():
+            try:
+                data = json.loads(request.body)
+            except ValueError:
+                raise Problem(400, "invalid-request", MSG_BAD_JSON) from None
+            if not isinstance(data, dict):
+                raise Problem(400, "invalid-request", MSG_BAD_JSON)
+            raw = data.get("version")
+    else:
+        raw = request.POST.get("version")
+    if raw in (None, ""):
+        return None
+    return _positive_int(str(raw), name="version", default=0)
+
+
+@csrf_exempt
+@api_view
+def job_cancel_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
+    """A versioned, authorized mutation; 409 when the job cannot be cancelled
+    any more (or changed since the version the caller names)."""
+    _allow(request, "POST")
+    caller = authenticate(request)
+    _member_job(caller.user, id)
+    job_cancel(job_id=id, expected_version=_expected_version(request),
+               by_label=caller.user.get_username())
+    job = Job.objects.get(pk=id)
+    return JsonResponse({"id": str(job.pk), "state": job.state, "version": job.version})
+
+
+@csrf_exempt
+@api_view
+def unknown_endpoint(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    raise Problem(404, "not-found", MSG_NO_ENDPOINT)

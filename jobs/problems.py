@@ -1,0 +1,115 @@
+"""Errors for API clients as `application/problem+json` (RFC 9457).
+
+Every problem has a stable `type` (a path under `/problems/`) that clients
+branch on; `title` is fixed per type, `detail` explains this occurrence.
+An unexpected exception becomes a `500` problem with no stack trace in it.
+"""
+
+import functools
+import json
+import logging
+from collections.abc import Callable
+
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, TooManyFieldsSent
+from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
+
+from catalog.services import UploadTooLarge
+from jobs.models import Job
+from jobs.services import IdempotencyConflict, InvalidTransition, VersionConflict
+
+log = logging.getLogger("jobs.api")
+
+CONTENT_TYPE = "application/problem+json"
+TYPE_PREFIX = "/problems/"
+
+TITLES = {
+    "invalid-request": "The request is not valid",
+    "idempotency-key-required": "An Idempotency-Key header is required",
+    "idempotency-key-reused": "The Idempotency-Key was used for another request",
+    "not-authenticated": "Authentication is required",
+    "invalid-token": "The bearer token is not valid",
+    "csrf-failed": "The CSRF check failed",
+    "forbidden": "Not allowed",
+    "no-workspace": "You are not a member of any workspace",
+    "workspace-required": "Say which workspace the upload is for",
+    "not-found": "Not found",
+    "method-not-allowed": "Method not allowed",
+    "not-cancellable": "The job cannot be cancelled in its current state",
+    "version-conflict": "The job changed since you read it",
+    "upload-too-large": "The upload is too large",
+    "length-required": "A Content-Length is required",
+    "empty-file": "The uploaded file is empty",
+    "internal-error": "Internal server error",
+}
+
+# One body for "no such job" and "a job of a workspace you are not in": the
+# two must be indistinguishable, so the detail never names the id.
+NOT_FOUND_DETAIL = "No job with this id exists in your workspaces."
+
+
+class Problem(Exception):
+    """Raised anywhere under an API view; rendered by `problem_response`."""
+
+    def __init__(self, status: int, type_: str, detail: str = "", *,
+                 headers: dict[str, str] | None = None, **extensions):
+        super().__init__(detail or TITLES[type_])
+        self.status = status
+        self.type = type_
+        self.detail = detail
+        self.headers = headers or {}
+        self.extensions = extensions
+
+
+def problem_response(problem: Problem) -> HttpResponse:
+    body = {"type": TYPE_PREFIX + problem.type, "title": TITLES[problem.type],
+            "status": problem.status}
+    if problem.detail:
+        body["detail"] = problem.detail
+    body.update(problem.extensions)
+    response = HttpResponse(json.dumps(body), status=problem.status, content_type=CONTENT_TYPE)
+    for name, value in problem.headers.items():
+        response[name] = value
+    return response
+
+
+def not_found() -> Problem:
+    return Problem(404, "not-found", NOT_FOUND_DETAIL)
+
+
+def problem_from_exception(exc: BaseException) -> Problem:
+    """The problem an exception stands for; unknown exceptions are a 500."""
+    if isinstance(exc, Problem):
+        return exc
+    if isinstance(exc, (Http404, Job.DoesNotExist)):
+        return not_found()
+    if isinstance(exc, VersionConflict):
+        return Problem(409, "version-conflict", str(exc), state=exc.state, version=exc.actual)
+    if isinstance(exc, InvalidTransition):
+        return Problem(409, "not-cancellable" if exc.transition == "cancel" else "invalid-request",
+                       str(exc), state=exc.state)
+    if isinstance(exc, IdempotencyConflict):
+        return Problem(422, "idempotency-key-reused",
+                       "This Idempotency-Key was already used with another file or supplier; "
+                       "use a new key for a new upload.")
+    if isinstance(exc, UploadTooLarge):
+        return Problem(413, "upload-too-large", str(exc), limit_bytes=exc.limit)
+    if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, MultiPartParserError)):
+        return Problem(400, "invalid-request", f"The request body could not be read: {exc}")
+    if isinstance(exc, PermissionDenied):
+        return Problem(403, "forbidden", str(exc))
+    log.exception("unexpected error in an API view", exc_info=exc)
+    return Problem(500, "internal-error", "The error was logged; try again later.")
+
+
+def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Turn whatever a view raises into a problem response, never a traceback."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001  every error leaves as a problem
+            return problem_response(problem_from_exception(exc))
+
+    return wrapper

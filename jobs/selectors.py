@@ -1,0 +1,103 @@
+"""Reads shared by the API, the uploader's pages and the reviewer console:
+the status representation of a job, its timings and its attempts."""
+
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from jobs.models import CANCELLABLE_STATES, CLAIMABLE_STATES, FINISHED_STATES, Attempt, Job, State
+from jobs.services import SecondsSince
+
+ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
+
+
+def jobs_with_live_phase(queryset: QuerySet | None = None) -> QuerySet:
+    """Jobs annotated with `phase_seconds`: the time spent so far in the
+    current state, measured in database time like the stored totals."""
+    queryset = Job.objects.all() if queryset is None else queryset
+    return queryset.annotate(phase_seconds=SecondsSince(F("state_changed_at")))
+
+
+def _phase_seconds(job: Job) -> float:
+    seconds = getattr(job, "phase_seconds", None)
+    if seconds is None:
+        # A job read without the annotation: the web server's clock will do.
+        seconds = (timezone.now() - job.state_changed_at).total_seconds()
+    return max(seconds, 0.0)
+
+
+def job_timings(job: Job) -> dict:
+    """Seconds spent waiting, running and awaiting review, including the
+    live portion of the current state (stored totals cover only the past)."""
+    waiting, running, review = job.waiting_seconds, job.running_seconds, job.review_seconds
+    live = _phase_seconds(job)
+    if job.state in CLAIMABLE_STATES:
+        waiting += live
+    elif job.state == State.RUNNING:
+        running += live
+    elif job.state == State.AWAITING_REVIEW:
+        review += live
+    return {"waiting_seconds": round(waiting, 3), "running_seconds": round(running, 3),
+            "review_seconds": round(review, 3)}
+
+
+def job_links(job: Job) -> dict:
+    links = {
+        "self": f"/api/jobs/{job.pk}",
+        "items": f"/api/jobs/{job.pk}/items",
+        "cancel": f"/api/jobs/{job.pk}/cancel",
+        "page": f"/jobs/{job.pk}/",
+    }
+    if job.state == State.AWAITING_REVIEW:
+        links["review"] = f"/review/{job.pk}/"
+    return links
+
+
+def job_result(job: Job) -> dict | None:
+    if not job.result:
+        return None
+    return {"revision_id": job.result.get("revision_id"), "item_count": job.result.get("item_count")}
+
+
+def job_status(job: Job) -> dict:
+    """The status resource of `GET /api/jobs/<id>` (DESIGN.md, the contract)."""
+    return {
+        "id": str(job.pk),
+        "state": job.state,
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "progress": {"done": job.progress_done, "total": job.progress_total},
+        "reason": job.reason,
+        "created_at": job.created_at.isoformat(),
+        "updated_at": job.updated_at.isoformat(),
+        "timings": job_timings(job),
+        "result": job_result(job),
+        "links": job_links(job),
+    }
+
+
+def job_items(job: Job) -> list[dict]:
+    """The job's items with their flags: published for a completed job,
+    staged (as the reviewer sees and edits them) otherwise."""
+    items = (job.output or {}).get("items") or []
+    return [{**{field: item.get(field) for field in ITEM_FIELDS}, "flags": item.get("flags") or []}
+            for item in items]
+
+
+def job_attempts(job: Job) -> list[Attempt]:
+    return list(Attempt.objects.filter(job=job).order_by("number"))
+
+
+def job_is_cancellable(job: Job) -> bool:
+    return job.state in CANCELLABLE_STATES
+
+
+def job_is_finished(job: Job) -> bool:
+    return job.state in FINISHED_STATES
+
+
+def job_progress_percent(job: Job) -> int:
+    if job.state == State.COMPLETED:
+        return 100
+    if not job.progress_total:
+        return 0
+    return min(100, round(100 * job.progress_done / job.progress_total))
