@@ -65,6 +65,8 @@ def parse_sheet(ctx) -> None:
     table = _read(ctx, sheet)
     ctx.heartbeat()
     items, notes = _extract(ctx, table)
+    if not items:
+        raise PermanentError("no item rows were found in the sheet: it is not an item list")
     checked = validate_items(items, table)
     output = {"items": checked, "notes": notes, "extractor": settings.EXTRACTOR}
     ctx.accept(output, needs_review=needs_review(checked),

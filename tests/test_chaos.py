@@ -1,0 +1,20 @@
+"""The short chaos soak: real web, worker and relay processes under faults;
+every promise is checked by SQL afterwards (bench/chaos.py has the full one)."""
+
+import pytest
+
+from bench.chaos import ChaosConfig, run
+from tests.helpers import database_url
+
+pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
+
+
+def test_chaos_soak_keeps_every_promise(tmp_path):
+    config = ChaosConfig(workers=4, jobs=200, fault_seconds=45, quiesce_seconds=180)
+    report = run(config, database_url=database_url(), media_root=tmp_path / "media",
+                 log_dir=tmp_path / "logs")
+    print("\n".join(report.lines()))
+    assert report.violations == []
+    assert report.stale_rejected >= 1
+    assert report.jobs >= 150
+    assert sum(report.faults.values()) >= 5
