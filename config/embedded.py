@@ -7,6 +7,7 @@ share one server (`make stop-db` stops it).
 """
 
 import logging
+import warnings
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -16,6 +17,8 @@ DATABASE_NAME = "pricesheet"
 
 def database_url(data_dir: Path) -> str:
     """Start (or reuse) the embedded cluster and return a URL for Django."""
+    # pgserver's platformdirs warns about an unset XDG_RUNTIME_DIR; it does not use it.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
     try:
         import pgserver  # imported lazily: only the embedded default needs it
     except ImportError as exc:

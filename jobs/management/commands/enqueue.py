@@ -1,17 +1,9 @@
-import argparse
-
 from django.core.management.base import BaseCommand, CommandError
 
 from catalog.models import Workspace
 from jobs import registry
+from jobs.management.argtypes import positive_int
 from jobs.services import jobs_admit_many
-
-
-def positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
 
 
 class Command(BaseCommand):

@@ -1,15 +1,7 @@
-import argparse
-
 from django.core.management.base import BaseCommand
 
+from jobs.management.argtypes import positive_int
 from jobs.worker import Worker
-
-
-def positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
 
 
 class Command(BaseCommand):

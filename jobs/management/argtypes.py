@@ -1,0 +1,10 @@
+"""argparse `type=` validators shared by the management commands."""
+
+import argparse
+
+
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number

@@ -1,0 +1,36 @@
+import argparse
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand
+
+from jobs.retention import jobs_prune_finished
+
+
+def non_negative_days(value: str) -> float:
+    days = float(value)
+    if not days >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of days >= 0, got {value}")
+    return days
+
+
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+class Command(BaseCommand):
+    help = ("Remove finished jobs (completed, needs attention, cancelled) older than DAYS, "
+            "with their attempts and delivered outbox messages, in short batches that never "
+            "block workers. Jobs with a published catalog revision are kept.")
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--older-than", type=non_negative_days, required=True, metavar="DAYS",
+                            help="finished more than DAYS days ago (fractions allowed)")
+        parser.add_argument("--batch-size", type=positive_int, default=1000, metavar="N",
+                            help="jobs per transaction (default 1000)")
+
+    def handle(self, *args, older_than: float, batch_size: int, **options) -> None:
+        removed = jobs_prune_finished(older_than=timedelta(days=older_than), batch_size=batch_size)
+        self.stdout.write(f"{removed} finished job(s) removed")
