@@ -3,6 +3,7 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand
 
+from jobs.management.argtypes import positive_int
 from jobs.retention import jobs_prune_finished
 
 
@@ -11,13 +12,6 @@ def non_negative_days(value: str) -> float:
     if not days >= 0:
         raise argparse.ArgumentTypeError(f"must be a number of days >= 0, got {value}")
     return days
-
-
-def positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
-    return number
 
 
 class Command(BaseCommand):
