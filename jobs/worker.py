@@ -313,7 +313,6 @@ class Worker:
         wake = self._wakers[index]
         try:
             while not self._stop.is_set():
-                close_old_connections()
                 try:
                     if index == 0 and time.monotonic() >= self._next_recovery:
                         self._next_recovery = time.monotonic() + settings.JOB_RECOVERY_INTERVAL_SECONDS
@@ -330,6 +329,9 @@ class Worker:
                 wake.wait(min(settings.JOB_POLL_INTERVAL_SECONDS,
                               max(self._next_recovery - time.monotonic(), 0.01)))
                 wake.clear()
+                # Between busy turns the connection is in use and known good;
+                # an idle one is checked (and replaced if stale) before reuse.
+                close_old_connections()
         finally:
             if index != 0:
                 connection.close()
