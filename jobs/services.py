@@ -10,6 +10,7 @@ again. Lease times are database time (`clock_timestamp()`), never a worker's
 clock.
 """
 
+import functools
 import json
 import random
 import uuid
@@ -309,36 +310,54 @@ WITH accepted AS (
 closed AS (
     UPDATE jobs_attempt AS a SET outcome = 'succeeded', finished_at = clock_timestamp()
     FROM accepted WHERE a.job_id = accepted.id AND a.number = %(attempt)s
-)
+){event}
 SELECT state FROM accepted
 """
 
+# With nothing to publish, the accept's outbox event joins its statement.
+_ACCEPT_EVENT_SQL = """,
+event AS (
+    INSERT INTO jobs_outboxmessage (id, workspace_id, topic, payload, created_at, available_at,
+                                    attempts, last_error)
+    SELECT gen_random_uuid(), %(workspace)s, 'job.' || state,
+           jsonb_build_object('job_id', id::text, 'kind', %(kind)s::text, 'state', state,
+                              'attempt', %(attempt)s, 'result', NULL),
+           clock_timestamp(), clock_timestamp(), 0, ''
+    FROM accepted
+)"""
 
-def _claim_candidate(kinds: tuple[str, ...] | None) -> tuple[str, tuple]:
-    """The next claimable row, locked: SKIP LOCKED lets concurrent claimers
-    pass over a row another claimer holds instead of queueing behind it."""
+
+@functools.cache
+def _claim_sql(kinds: tuple[str, ...] | None) -> tuple[str, tuple]:
+    """The claim statement, compiled once per set of kinds.
+
+    Its first part is the next claimable row, locked: SKIP LOCKED lets
+    concurrent claimers pass over a row another claimer holds instead of
+    queueing behind it. The ORM builds that SELECT ... FOR UPDATE only inside
+    a transaction; the statement itself runs as its own transaction."""
     candidates = Job.objects.claimable()
     if kinds is not None:
         candidates = candidates.filter(kind__in=kinds)
     query = candidates.select_for_update(skip_locked=True).order_by("run_after").values("id")[:1]
-    return query.query.sql_with_params()
+    with transaction.atomic():
+        candidate, params = query.query.sql_with_params()
+    return _CLAIM_SQL.format(candidate=candidate), params
 
 
 def job_claim_next(*, worker_id: str, kinds: Iterable[str] | None = None) -> Claim | None:
     """Claim the next claimable job, or return None.
 
-    One short transaction, committed before the caller starts the slow work.
     The claim gets a fresh token, attempt + 1 and a lease measured in
     database time, and writes its Attempt row; attempt + 1 is exact because
     the row lock is held until the commit.
     """
     token = uuid.uuid4()
-    with transaction.atomic():
-        candidate, params = _claim_candidate(tuple(kinds) if kinds is not None else None)
-        with connection.cursor() as cursor:
-            cursor.execute(_CLAIM_SQL.format(candidate=candidate),
-                           [*params, token, settings.JOB_LEASE_SECONDS, worker_id, token, worker_id])
-            row = cursor.fetchone()
+    sql, params = _claim_sql(tuple(sorted(kinds)) if kinds is not None else None)
+    # One statement, one transaction: the lock, the UPDATE and the Attempt
+    # INSERT commit together, before the caller starts the slow work.
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, token, settings.JOB_LEASE_SECONDS, worker_id, token, worker_id])
+        row = cursor.fetchone()
     if row is None:
         return None
     job_id, kind, number, workspace_id, payload = row
@@ -399,18 +418,27 @@ def job_accept_output(
     one statement) takes the row lock, and the publication's writes share its
     commit. Zero rows raises LeaseLost and nothing is written.
     """
+    params = {"review": needs_review, "output": Jsonb(output), "job": claim.job_id,
+              "attempt": claim.attempt, "token": claim.token, "workspace": claim.workspace_id,
+              "kind": claim.kind}
+    if publish is None:
+        # Nothing to publish: the guarded UPDATE, the attempt and the event
+        # are one statement, hence one transaction.
+        with connection.cursor() as cursor:
+            cursor.execute(_ACCEPT_SQL.format(event=_ACCEPT_EVENT_SQL), params)
+            row = cursor.fetchone()
+        if row is None:
+            raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} may no longer publish")
+        return row[0]
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_ACCEPT_SQL, {
-                "review": needs_review, "output": Jsonb(output), "job": claim.job_id,
-                "attempt": claim.attempt, "token": claim.token,
-            })
+            cursor.execute(_ACCEPT_SQL.format(event=""), params)
             row = cursor.fetchone()
         if row is None:
             raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} may no longer publish")
         state = row[0]
         result = None
-        if state == State.COMPLETED and publish is not None:
+        if state == State.COMPLETED:
             result = publish(Job.objects.get(pk=claim.job_id))
             Job.objects.filter(pk=claim.job_id).update(result=result)
         _claim_event(claim.workspace_id, claim.job_id, claim.kind, state, claim.attempt,
