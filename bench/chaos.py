@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.helpers import kill_all  # noqa: E402  (the project root is on the path now)
+
 UNFINISHED = ("queued", "running", "retrying")
 
 
@@ -230,18 +232,7 @@ class Fleet:
         return restarted
 
     def stop(self) -> None:
-        for proc in self.all:
-            if proc.poll() is None:
-                try:
-                    proc.send_signal(signal.SIGCONT)
-                    proc.kill()
-                except ProcessLookupError:
-                    pass
-        for proc in self.all:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        kill_all(self.all)
 
 
 def _free_port() -> int:

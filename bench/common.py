@@ -24,6 +24,9 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.helpers import kill_all, wait_for  # noqa: E402  (the project root is on the path now)
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 MANAGE = ROOT / "manage.py"
@@ -279,33 +282,10 @@ class Processes:
                 pass
 
     def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                try:
-                    proc.send_signal(signal.SIGCONT)
-                    proc.kill()
-                except ProcessLookupError:
-                    pass
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
+        kill_all(self.procs)
         self.procs = [p for p in self.procs if p.poll() is None]
 
 
-def wait_for(predicate, *, timeout: float, interval: float = 0.05, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out after {timeout:.0f}s waiting for {message}")
-        time.sleep(interval)
-
-
-@dataclass
 class Drain:
     jobs: int
     seconds: float  # database time from the start barrier to the last accept

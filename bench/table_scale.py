@@ -226,8 +226,8 @@ def main() -> None:
     say(plan)
     say("")
     say(host.describe())
-    say(f"claim = job_claim_next, accept = job_accept_output (noop output), in-process, "
-        f"one connection; latencies in ms\n")
+    say("claim = job_claim_next, accept = job_accept_output (noop output), in-process, "
+        "one connection; latencies in ms\n")
     say(table(["table", "claims", "claim p50", "claim p99", "accept p50", "accept p99",
                "pair p50", "pair p99", "pair max"],
               [summary("empty history, 10k queued", empty),

@@ -79,15 +79,20 @@ class ProcessGroup:
         return Path(proc.log_path).read_text(errors="replace")  # type: ignore[attr-defined]
 
     def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                try:
-                    proc.send_signal(signal.SIGCONT)
-                    proc.kill()
-                except ProcessLookupError:
-                    pass
-        for proc in self.procs:
+        kill_all(self.procs)
+
+
+def kill_all(procs: list[subprocess.Popen]) -> None:
+    """SIGKILL every process still running (resuming paused ones first) and reap it."""
+    for proc in procs:
+        if proc.poll() is None:
             try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+            except ProcessLookupError:
                 pass
+    for proc in procs:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
