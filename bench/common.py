@@ -286,6 +286,7 @@ class Processes:
         self.procs = [p for p in self.procs if p.poll() is None]
 
 
+@dataclass
 class Drain:
     jobs: int
     seconds: float  # database time from the start barrier to the last accept
@@ -298,8 +299,8 @@ class Drain:
 
 
 def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, concurrency: int = 1,
-                       expected: int, timeout: float = 300.0, prefix: list[str] | None = None,
-                       **env: object) -> Drain:
+                       prefetch: int = 1, expected: int, timeout: float = 300.0,
+                       prefix: list[str] | None = None, **env: object) -> Drain:
     """Start `processes` x `runworker --burst --concurrency N` and time the drain.
 
     The start is synchronized: this connection holds an EXCLUSIVE lock on
@@ -316,9 +317,10 @@ def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, c
     started: list[subprocess.Popen] = []
     try:
         for i in range(processes):
-            args = ["--burst", "--concurrency", str(concurrency)]
+            args = ["--burst", "--concurrency", str(concurrency), "--prefetch", str(prefetch)]
             started.append(procs.start(db, "runworker", "--worker-id", f"w{i}", *args,
-                                       name=f"p{processes}c{concurrency}-w{i}", prefix=prefix, **env))
+                                       name=f"p{processes}c{concurrency}f{prefetch}-w{i}",
+                                       prefix=prefix, **env))
         with db.connect() as watch:
             def all_waiting() -> bool:
                 n = watch.execute(

@@ -277,20 +277,20 @@ _CLAIM_SQL = """
 WITH next AS ({candidate}),
 claimed AS (
     UPDATE jobs_job AS j
-    SET state = 'running', attempt = j.attempt + 1, lease_token = %s,
+    SET state = 'running', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
         lease_until = clock_timestamp() + make_interval(secs => %s), worker_id = %s,
         waiting_seconds = j.waiting_seconds
             + EXTRACT(EPOCH FROM (clock_timestamp() - j.state_changed_at))::double precision,
         state_changed_at = clock_timestamp(), updated_at = clock_timestamp(), version = j.version + 1
     FROM next WHERE j.id = next.id
-    RETURNING j.id, j.kind, j.attempt, j.workspace_id, j.payload
+    RETURNING j.id, j.kind, j.attempt, j.workspace_id, j.payload, j.lease_token, j.run_after
 ),
 opened AS (
     INSERT INTO jobs_attempt (job_id, number, lease_token, worker_id, started_at, outcome, error,
                               provider_request_ids)
-    SELECT id, attempt, %s, %s, clock_timestamp(), 'running', '', '[]'::jsonb FROM claimed
+    SELECT id, attempt, lease_token, %s, clock_timestamp(), 'running', '', '[]'::jsonb FROM claimed
 )
-SELECT id, kind, attempt, workspace_id, payload FROM claimed
+SELECT id, kind, attempt, workspace_id, payload, lease_token FROM claimed ORDER BY run_after
 """
 
 _ACCEPT_SQL = """
@@ -328,17 +328,17 @@ event AS (
 
 
 @functools.cache
-def _claim_sql(kinds: tuple[str, ...] | None) -> tuple[str, tuple]:
-    """The claim statement, compiled once per set of kinds.
+def _claim_sql(kinds: tuple[str, ...] | None, limit: int) -> tuple[str, tuple]:
+    """The claim statement, compiled once per set of kinds and batch size.
 
-    Its first part is the next claimable row, locked: SKIP LOCKED lets
+    Its first part is the next claimable rows, locked: SKIP LOCKED lets
     concurrent claimers pass over a row another claimer holds instead of
     queueing behind it. The ORM builds that SELECT ... FOR UPDATE only inside
     a transaction; the statement itself runs as its own transaction."""
     candidates = Job.objects.claimable()
     if kinds is not None:
         candidates = candidates.filter(kind__in=kinds)
-    query = candidates.select_for_update(skip_locked=True).order_by("run_after").values("id")[:1]
+    query = candidates.select_for_update(skip_locked=True).order_by("run_after").values("id")[:limit]
     with transaction.atomic():
         candidate, params = query.query.sql_with_params()
     return _CLAIM_SQL.format(candidate=candidate), params
@@ -347,24 +347,31 @@ def _claim_sql(kinds: tuple[str, ...] | None) -> tuple[str, tuple]:
 def job_claim_next(*, worker_id: str, kinds: Iterable[str] | None = None) -> Claim | None:
     """Claim the next claimable job, or return None.
 
-    The claim gets a fresh token, attempt + 1 and a lease measured in
+    The claim gets a fresh random token, attempt + 1 and a lease measured in
     database time, and writes its Attempt row; attempt + 1 is exact because
     the row lock is held until the commit.
     """
-    token = uuid.uuid4()
-    sql, params = _claim_sql(tuple(sorted(kinds)) if kinds is not None else None)
-    # One statement, one transaction: the lock, the UPDATE and the Attempt
-    # INSERT commit together, before the caller starts the slow work.
+    claims = jobs_claim_batch(worker_id=worker_id, limit=1, kinds=kinds)
+    return claims[0] if claims else None
+
+
+def jobs_claim_batch(*, worker_id: str, limit: int,
+                     kinds: Iterable[str] | None = None) -> list[Claim]:
+    """Claim up to `limit` claimable jobs, oldest first: each with its own
+    token, attempt and lease, exactly as `job_claim_next` claims one."""
+    sql, params = _claim_sql(tuple(sorted(kinds)) if kinds is not None else None, limit)
+    # One statement, one transaction: the locks, the UPDATE and the Attempt
+    # INSERTs commit together, before the caller starts the slow work.
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, token, settings.JOB_LEASE_SECONDS, worker_id, token, worker_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    job_id, kind, number, workspace_id, payload = row
-    if isinstance(payload, str):  # Django's connection loads jsonb as text
-        payload = json.loads(payload)
-    return Claim(job_id=job_id, kind=kind, attempt=number, token=token,
-                 worker_id=worker_id, workspace_id=workspace_id, payload=payload)
+        cursor.execute(sql, [*params, settings.JOB_LEASE_SECONDS, worker_id, worker_id])
+        rows = cursor.fetchall()
+    claims = []
+    for job_id, kind, number, workspace_id, payload, token in rows:
+        if isinstance(payload, str):  # Django's connection loads jsonb as text
+            payload = json.loads(payload)
+        claims.append(Claim(job_id=job_id, kind=kind, attempt=number, token=token,
+                            worker_id=worker_id, workspace_id=workspace_id, payload=payload))
+    return claims
 
 
 # --- heartbeat and checkpoints ------------------------------------------------

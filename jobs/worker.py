@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 import traceback
+from collections import deque
 from typing import Any
 
 import psycopg
@@ -30,11 +31,11 @@ from jobs.services import (
     attempt_record_stale,
     job_accept_output,
     job_checkpoint,
-    job_claim_next,
     job_fail,
     job_heartbeat,
     job_load_checkpoint,
     job_release,
+    jobs_claim_batch,
     jobs_expire_leases,
 )
 
@@ -183,15 +184,19 @@ class Listener(threading.Thread):
 
 class Worker:
     def __init__(self, *, worker_id: str | None = None, concurrency: int = 1,
-                 burst: bool = False, relay: bool = False):
+                 burst: bool = False, relay: bool = False, prefetch: int = 1):
         self.worker_id = worker_id or default_worker_id()
         self.concurrency = concurrency
         self.burst = burst
         self.relay = relay
+        # Claims taken per statement. Each keeps its own token, attempt and
+        # lease (renewed while it waits here); more than 1 suits short jobs.
+        self.prefetch = prefetch
         self._stop = threading.Event()
         self._wakers: list[threading.Event] = []
         self._keeper = LeaseKeeper(self._stop)
         self._next_recovery = 0.0
+        self._claimed: deque[JobContext] = deque()  # run_one's; each loop thread has its own
 
     @property
     def stopping(self) -> bool:
@@ -209,18 +214,33 @@ class Worker:
 
     def run_one(self) -> bool:
         """Claim one job and run it to an outcome. False when nothing is claimable."""
-        claim = job_claim_next(worker_id=self.worker_id)
-        if claim is None:
+        return self._run_one(self._claimed)
+
+    def _run_one(self, claimed: deque[JobContext]) -> bool:
+        if not claimed:
+            for claim in jobs_claim_batch(worker_id=self.worker_id, limit=self.prefetch):
+                ctx = JobContext(claim, self)
+                self._keeper.track(ctx)  # its lease is renewed while it waits
+                claimed.append(ctx)
+        if not claimed:
             return False
-        self.execute(claim)
+        self.execute(claimed.popleft())
         return True
 
-    def execute(self, claim: Claim) -> None:
+    def release_claimed(self, claimed: deque[JobContext]) -> None:
+        """Hand back prefetched claims that were never started."""
+        while claimed:
+            ctx = claimed.popleft()
+            self._finish_quietly(job_release, claim=ctx.claim)
+            self._keeper.untrack(ctx)
+
+    def execute(self, ctx: JobContext) -> None:
+        claim = ctx.claim
         log.info("job %s attempt %s (%s) claimed", claim.job_id, claim.attempt, claim.kind)
         handler = registry.get_handler(claim.kind)
-        ctx = JobContext(claim, self)
-        self._keeper.track(ctx)
         try:
+            if self.stopping:
+                raise WorkerStopping()
             if handler is None:
                 raise PermanentError(f"no handler is registered for job kind {claim.kind!r}")
             handler(ctx)
@@ -311,13 +331,14 @@ class Worker:
 
     def _loop(self, index: int) -> None:
         wake = self._wakers[index]
+        claimed = self._claimed if index == 0 else deque()
         try:
             while not self._stop.is_set():
                 try:
                     if index == 0 and time.monotonic() >= self._next_recovery:
                         self._next_recovery = time.monotonic() + settings.JOB_RECOVERY_INTERVAL_SECONDS
                         self.recover()
-                    if self.run_one():
+                    if self._run_one(claimed):
                         continue
                 except DatabaseError:
                     log.exception("database error; reconnecting")
@@ -333,6 +354,7 @@ class Worker:
                 # an idle one is checked (and replaced if stale) before reuse.
                 close_old_connections()
         finally:
+            self.release_claimed(claimed)
             if index != 0:
                 connection.close()
 

@@ -41,6 +41,17 @@ def browser():
 
 
 @pytest.fixture
+def screenshot_path(tmp_path):
+    """Where a test saves its page: docs/ (linked from the README) when
+    SAVE_SCREENSHOTS=1, else a temporary folder, so a test run leaves the
+    work tree as it was."""
+    from tests.helpers import ROOT
+
+    folder = ROOT / "docs" if os.environ.get("SAVE_SCREENSHOTS") == "1" else tmp_path
+    return lambda name: folder / name
+
+
+@pytest.fixture
 def new_context(browser):
     """Fresh browser contexts (no shared cookies), closed after the test."""
     contexts = []

@@ -1,7 +1,6 @@
 """A reviewer fixes a flagged extraction in real Chromium and publishes it."""
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,6 @@ from tests.review import flagged_job
 
 # Only the loopback address: the live server must not listen elsewhere.
 os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
-
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "review-page.png"
 
 
 def sign_in(context, live_server, username, password, next_path):
@@ -28,7 +25,7 @@ def sign_in(context, live_server, username, password, next_path):
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_reviewer_fixes_currency_and_unit_approves_and_sees_the_items_in_the_catalog(
-        live_server, new_context, workspace, reviewer):
+        live_server, new_context, workspace, reviewer, screenshot_path):
     job = flagged_job(workspace)
     page = sign_in(new_context(), live_server, "rey", "rey-password-1", "/review/")
 
@@ -50,8 +47,7 @@ def test_reviewer_fixes_currency_and_unit_approves_and_sees_the_items_in_the_cat
     page.select_option("#currency-override", "EUR")
     page.fill("input[name='item-2-unit']", "piece")
     page.locator("#item-2 td.num").click()
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    page.screenshot(path=str(screenshot_path("review-page.png")), full_page=True)
 
     with page.expect_request(lambda request: request.method == "POST") as posted:
         page.locator("#approve").click()

@@ -10,7 +10,6 @@ from jobs.models import Job, State
 from tests.helpers import ROOT, wait_for
 
 DEMO_SHEET = ROOT / "catalog" / "demo" / "demo-clean.csv"
-SCREENSHOT = ROOT / "docs" / "job-page.png"
 JOB_URL = re.compile(r".*/jobs/([0-9a-f-]{36})/$")
 
 
@@ -26,7 +25,7 @@ def sign_in(page, base_url: str) -> None:
 @pytest.mark.browser
 @pytest.mark.processes
 def test_job_survives_a_closed_tab_and_completes_in_another_browser(
-        live_server, processes, new_context, member, settings, tmp_path):
+        live_server, processes, new_context, member, settings, tmp_path, screenshot_path):
     media = tmp_path / "media"
     settings.MEDIA_ROOT = media  # the live server stores the upload here ...
 
@@ -57,8 +56,7 @@ def test_job_survives_a_closed_tab_and_completes_in_another_browser(
     assert "DM-1001" in rows.first.inner_text()
     assert page.locator("#cancel-form").is_hidden()
 
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    page.screenshot(path=str(screenshot_path("job-page.png")), full_page=True)
     job = wait_for(lambda: Job.objects.filter(pk=job_id, state=State.COMPLETED).first(),
                    message="the job to be completed in the database")
     assert job.result["item_count"] == 12

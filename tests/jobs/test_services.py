@@ -30,6 +30,7 @@ from jobs.services import (
     job_retry,
     job_review_edit,
     jobs_admit_many,
+    jobs_claim_batch,
     jobs_expire_leases,
 )
 
@@ -455,3 +456,16 @@ def test_scan_skips_a_row_whose_heartbeat_is_in_flight(workspace):
     thread.join()
     assert jobs_expire_leases() == []
     assert Job.objects.get(pk=claim.job_id).state == State.RUNNING
+
+
+def test_batch_claim_gives_each_job_its_own_token_attempt_and_row(workspace):
+    jobs_admit_many(workspace_id=workspace.pk, kind="noop", count=5)
+    claims = jobs_claim_batch(worker_id="w1", limit=3)
+    assert len(claims) == 3
+    assert len({c.token for c in claims}) == 3
+    assert {c.attempt for c in claims} == {1}
+    for claim in claims:
+        job = Job.objects.get(pk=claim.job_id)
+        assert (job.state, job.lease_token) == (State.RUNNING, claim.token)
+        assert Attempt.objects.get(job=job).lease_token == claim.token
+    assert Job.objects.filter(state=State.QUEUED).count() == 2

@@ -83,3 +83,27 @@ def test_stopping_worker_releases_a_cooperative_job(workspace):
     job.refresh_from_db()
     assert job.state == State.RETRYING
     assert Attempt.objects.get(job=job).outcome == "released"
+
+
+def test_prefetching_worker_runs_every_claimed_job(workspace):
+    jobs = [admit(workspace, "noop") for _ in range(7)]
+    worker = Worker(worker_id="w", prefetch=3)
+    runs = 0
+    while worker.run_one():
+        runs += 1
+    assert runs == 7
+    assert Job.objects.filter(pk__in=[j.pk for j in jobs], state=State.COMPLETED).count() == 7
+    assert set(Attempt.objects.values_list("number", "outcome")) == {(1, "succeeded")}
+
+
+def test_stopping_worker_releases_prefetched_jobs_it_never_started(workspace):
+    for _ in range(3):
+        admit(workspace, "noop")
+    worker = Worker(worker_id="w", prefetch=3)
+    assert worker.run_one() is True  # claims three, runs the first
+    worker.stop()
+    worker.release_claimed(worker._claimed)
+    states = sorted(Job.objects.values_list("state", flat=True))
+    assert states == [State.COMPLETED, State.RETRYING, State.RETRYING]
+    assert sorted(Attempt.objects.values_list("outcome", flat=True)) == [
+        "released", "released", "succeeded"]

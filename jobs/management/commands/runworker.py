@@ -14,9 +14,12 @@ class Command(BaseCommand):
                             help="exit once nothing is claimable")
         parser.add_argument("--worker-id", default=None,
                             help="name recorded on attempts (default host:pid)")
+        parser.add_argument("--prefetch", type=positive_int, default=1,
+                            help="jobs claimed per statement by each loop (short jobs)")
         parser.add_argument("--relay", action="store_true",
                             help="also deliver outbox messages in this process")
 
     def handle(self, *args, concurrency: int, burst: bool, worker_id: str | None,
-               relay: bool, **options) -> None:
-        Worker(worker_id=worker_id, concurrency=concurrency, burst=burst, relay=relay).run()
+               relay: bool, prefetch: int, **options) -> None:
+        Worker(worker_id=worker_id, concurrency=concurrency, burst=burst, relay=relay,
+               prefetch=prefetch).run()
