@@ -18,23 +18,11 @@ from catalog.models import (
     Workspace,
 )
 from catalog.services import apitoken_revoke
+from jobs.admin_mixins import ReadOnlyAdminMixin
 
 MSG_TOKENS_REVOKED = "{count} token(s) revoked."
 MSG_TOKENS_ALREADY_REVOKED = "{count} token(s) were already revoked."
 TOKEN_LIST_TITLE = "API tokens (create one with: manage.py createapitoken USERNAME)"
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """History: shown, never added, edited or deleted here."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class MembershipInline(admin.TabularInline):
@@ -61,7 +49,7 @@ class SupplierAdmin(admin.ModelAdmin):
 
 
 @admin.register(PriceSheet)
-class PriceSheetAdmin(ReadOnlyAdmin):
+class PriceSheetAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["original_name", "workspace", "supplier", "size", "short_sha256",
                     "uploaded_by", "created_at"]
     list_filter = ["workspace"]
@@ -81,7 +69,7 @@ class PriceSheetAdmin(ReadOnlyAdmin):
         return format_html('<a href="{}">jobs that read this sheet</a>', url)
 
 
-class CatalogItemInline(admin.TabularInline):
+class CatalogItemInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = CatalogItem
     extra = 0
     max_num = 0
@@ -93,18 +81,9 @@ class CatalogItemInline(admin.TabularInline):
     def has_view_permission(self, request, obj=None) -> bool:
         return request.user.has_perm("catalog.view_catalogrevision")
 
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(CatalogRevision)
-class CatalogRevisionAdmin(ReadOnlyAdmin):
+class CatalogRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["id", "workspace", "supplier", "job_link", "attempt", "item_count",
                     "published_at", "approved_by"]
     list_filter = ["workspace"]
@@ -121,7 +100,9 @@ class CatalogRevisionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """A revoked token stays on record."""
+
     list_display = ["prefix", "name", "user", "status", "created_at", "last_used_at", "revoked_at"]
     list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
     list_select_related = ["user"]
@@ -129,16 +110,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
     fields = ["user", "name", "prefix", "token_hash", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = fields
     actions = ["revoke"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        # A revoked token stays on record.
-        return False
 
     def has_revoke_permission(self, request) -> bool:
         return request.user.has_perm("catalog.change_apitoken")

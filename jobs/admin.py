@@ -27,6 +27,7 @@ from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
 from catalog.models import PriceSheet
+from jobs.admin_mixins import ReadOnlyAdminMixin
 from jobs.models import (
     CANCELLABLE_STATES,
     FINISHED_STATES,
@@ -121,7 +122,7 @@ RETRY = BulkTransition(
 )
 
 
-class AttemptInline(admin.TabularInline):
+class AttemptInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Attempt
     extra = 0
     max_num = 0
@@ -133,15 +134,6 @@ class AttemptInline(admin.TabularInline):
     def has_view_permission(self, request, obj=None) -> bool:
         # Attempts are part of the job's history: who may see the job sees them.
         return request.user.has_perm("jobs.view_job") or request.user.has_perm("jobs.change_job")
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="duration")
     def duration(self, attempt: Attempt) -> str:
@@ -406,7 +398,7 @@ def _outbox_status(message: OutboxMessage) -> str:
     return "pending"
 
 
-class WebhookDeliveryInline(admin.TabularInline):
+class WebhookDeliveryInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = WebhookDelivery
     extra = 0
     max_num = 0
@@ -418,18 +410,11 @@ class WebhookDeliveryInline(admin.TabularInline):
         return (request.user.has_perm("jobs.view_outboxmessage")
                 or request.user.has_perm("jobs.change_outboxmessage"))
 
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(OutboxMessage)
-class OutboxMessageAdmin(admin.ModelAdmin):
+class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Messages are history; the relay alone moves them."""
+
     list_display = ["id", "topic", "workspace", "status", "attempts", "created_at",
                     "available_at", "delivered_at", "short_error"]
     list_filter = [OutboxStatusFilter, "topic", "workspace"]
@@ -442,16 +427,6 @@ class OutboxMessageAdmin(admin.ModelAdmin):
     fields = ["id", "workspace", "topic", "status", "payload_display", "created_at",
               "available_at", "attempts", "delivered_at", "failed_at", "last_error"]
     readonly_fields = fields
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        # Messages are history; the relay alone moves them.
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     def has_redeliver_permission(self, request) -> bool:
         return request.user.has_perm("jobs.change_outboxmessage")

@@ -408,8 +408,8 @@ def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
 
 
 def job_load_checkpoint(*, job_id: uuid.UUID, name: str) -> Any | None:
-    row = JobCheckpoint.objects.filter(job_id=job_id, name=name).values_list("data", flat=True).first()
-    return row
+    """A checkpoint an earlier attempt of this job stored, or None."""
+    return JobCheckpoint.objects.filter(job_id=job_id, name=name).values_list("data", flat=True).first()
 
 
 # --- accept -----------------------------------------------------------------
