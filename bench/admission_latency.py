@@ -27,7 +27,6 @@ import argparse
 import atexit
 import http.client
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,12 +55,6 @@ def multipart(content: bytes, supplier: str) -> bytes:
         f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"bench.csv\"\r\n"
         f"Content-Type: text/csv\r\n\r\n"
     ).encode() + content + f"\r\n--{BOUNDARY}--\r\n".encode()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -139,14 +132,13 @@ def main() -> None:
     from django.db import connections
 
     from catalog.models import Membership, Workspace
-    from catalog.services import apitoken_create, membership_add
-    from catalog.services import pricesheet_admit
+    from catalog.services import apitoken_create, membership_add, pricesheet_admit
 
     workspace = Workspace.objects.get(pk=db.workspace_id)
     user = membership_add(workspace=workspace, username="bench", role=Membership.Role.MEMBER).user
     _, token = apitoken_create(user=user, name="bench")
 
-    port = free_port()
+    port = common.free_port()
     gunicorn = subprocess.Popen(
         [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
          "--workers", "2", "--threads", "4", "--log-level", "warning"],

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.helpers import kill_all  # noqa: E402  (the project root is on the path now)
+from tests.helpers import free_port, kill_all  # noqa: E402  (the project root is on the path now)
 
 UNFINISHED = ("queued", "running", "retrying")
 
@@ -177,7 +177,7 @@ class Fleet:
         self.database_url = database_url
         self.env = env
         self.log_dir = log_dir
-        self.port = _free_port()
+        self.port = free_port()
         self.web: subprocess.Popen | None = None
         self.relay: subprocess.Popen | None = None
         self.workers: dict[str, subprocess.Popen] = {}
@@ -233,14 +233,6 @@ class Fleet:
 
     def stop(self) -> None:
         kill_all(self.all)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- the client -------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit, urlunsplit
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.helpers import kill_all, wait_for  # noqa: E402  (the project root is on the path now)
+from tests.helpers import free_port, kill_all, wait_for  # noqa: E402, F401  (the project root is on the path now; free_port is for the scripts)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"

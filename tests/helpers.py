@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -25,6 +26,13 @@ def wait_for(predicate: Callable[[], Any], *, timeout: float = 20.0, interval: f
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
         time.sleep(interval)
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback address right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def database_url() -> str:
