@@ -34,18 +34,12 @@ def _extract(ctx, table) -> tuple[list[dict], list[str]]:
 
             config = LLMConfig(base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY,
                                model=settings.LLM_MODEL, timeout_seconds=settings.LLM_TIMEOUT_SECONDS)
-            try:
-                result = extract_items_with_model(
-                    table, config=config, progress=lambda done, total: ctx.heartbeat(done, total)
-                )
-            except ExtractionError as exc:
-                # The provider may have done (and billed) the work even when
-                # we could not use it: keep its request id on the attempt.
-                if exc.request_id:
-                    ctx.record_provider_call(exc.request_id, None)
-                raise
-            for call in result.calls:
-                ctx.record_provider_call(call["request_id"], call["usage"])
+            # Each call's request id and usage reach the attempt as the call
+            # returns; a stopping worker releases the job only before a call.
+            result = extract_items_with_model(
+                table, config=config, before_call=ctx.check, on_call=ctx.record_provider_call,
+                progress=lambda done, total: ctx.heartbeat(done, total),
+            )
             return result.items, [f"extracted by model {settings.LLM_MODEL}"]
         from catalog.extraction import extract_items
 

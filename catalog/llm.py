@@ -2,7 +2,8 @@
 
 No hidden retries (``max_retries=0``): the job's retry policy decides, using
 the error's ``transient``. Each call's provider request id and token usage
-are returned so the job can store them on its ``Attempt``.
+are handed to ``on_call`` the moment the call returns (and returned too), so
+the job keeps them on its ``Attempt`` even if a later chunk fails.
 """
 
 from __future__ import annotations
@@ -177,8 +178,19 @@ def extract_items_with_model(
     *,
     config: LLMConfig,
     progress: Callable[[int, int], None] | None = None,
+    before_call: Callable[[], None] | None = None,
+    on_call: Callable[[str | None, dict | None], None] | None = None,
 ) -> ModelExtraction:
-    """Extract items chunk by chunk; ``progress(done, total)`` after each chunk."""
+    """Extract items chunk by chunk. ``before_call()`` runs before each
+    model call (a check-in that may raise to stop before paid work);
+    ``on_call(request_id, usage)`` as soon as a call returns, failed or
+    not; ``progress(done, total)`` after each chunk."""
+
+    def record(request_id: str | None, usage: dict | None) -> None:
+        calls.append({"request_id": request_id, "usage": usage})
+        if on_call is not None:
+            on_call(request_id, usage)
+
     client = openai.OpenAI(
         base_url=config.base_url,
         api_key=config.api_key,
@@ -190,6 +202,8 @@ def extract_items_with_model(
     calls: list[dict] = []
     try:
         for done, (_sheet, prompt) in enumerate(chunks, start=1):
+            if before_call is not None:
+                before_call()
             try:
                 response = client.chat.completions.create(
                     model=config.model,
@@ -207,9 +221,12 @@ def extract_items_with_model(
                 classified = _classify(exc, config.timeout_seconds)
                 if classified is None:
                     raise ProviderRejectedError(f"the model call failed: {exc}") from exc
+                if classified.request_id:
+                    # The provider answered (and may bill) even though it failed.
+                    record(classified.request_id, None)
                 raise classified from exc
             request_id = getattr(response, "_request_id", None)
-            calls.append({"request_id": request_id, "usage": _usage(response)})
+            record(request_id, _usage(response))
             if not response.choices:
                 raise ProviderRejectedError(MSG_SCHEMA.format(detail="no choices"), request_id=request_id)
             choice = response.choices[0]

@@ -203,6 +203,20 @@ def backoff_seconds(attempt: int) -> float:
     return random.uniform(0, ceiling)
 
 
+class JitteredRetryAt(Func):
+    """`backoff_seconds(attempt)` from now, computed per row in SQL (a batch
+    of expired leases gets as many independent delays): full jitter, uniform
+    in [0, min(cap, base * 2^(attempt-1))] seconds after clock_timestamp()."""
+
+    template = ("clock_timestamp() + make_interval(secs => random() * LEAST(%(cap)s, "
+                "%(base)s * power(2, GREATEST(%(expressions)s - 1, 0))))")
+    output_field = Job._meta.get_field("run_after")
+
+    def __init__(self, attempt) -> None:
+        super().__init__(attempt, cap=float(settings.JOB_BACKOFF_MAX_SECONDS),
+                         base=float(settings.JOB_BACKOFF_BASE_SECONDS))
+
+
 # --- admit ----------------------------------------------------------------
 
 
@@ -466,14 +480,21 @@ def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:
 
 
 def attempt_record_provider_call(*, claim: Claim, request_id: str | None, usage: dict | None) -> None:
-    """Append a remote call's request id and token usage to the attempt."""
-    attempt = Attempt.objects.get(job_id=claim.job_id, number=claim.attempt)
-    ids = [*attempt.provider_request_ids, request_id]
-    total = dict(attempt.token_usage or {})
-    for key, value in (usage or {}).items():
-        if isinstance(value, int):
-            total[key] = total.get(key, 0) + value
-    Attempt.objects.filter(pk=attempt.pk).update(provider_request_ids=ids, token_usage=total or None)
+    """Append a remote call's request id and add its token usage to the
+    attempt, as soon as the call returns. Not fenced: the provider did (and
+    billed) the work whether or not this claim still owns the job."""
+    with transaction.atomic():
+        # The row lock serializes two calls of one attempt adding usage.
+        attempt = (Attempt.objects.select_for_update()
+                   .only("provider_request_ids", "token_usage")
+                   .get(job_id=claim.job_id, number=claim.attempt))
+        ids = [*attempt.provider_request_ids, request_id]
+        total = dict(attempt.token_usage or {})
+        for key, value in (usage or {}).items():
+            if isinstance(value, int):
+                total[key] = total.get(key, 0) + value
+        Attempt.objects.filter(pk=attempt.pk).update(provider_request_ids=ids,
+                                                     token_usage=total or None)
 
 
 # --- fail -------------------------------------------------------------------
@@ -542,7 +563,9 @@ def job_release(*, claim: Claim) -> None:
 
 def jobs_expire_leases(*, batch_size: int = 100, max_batches: int = 100) -> list[tuple[uuid.UUID, str]]:
     """Move running jobs whose lease has expired to `retrying` (or to
-    `needs_attention` on their last attempt), in bounded batches.
+    `needs_attention` on their last attempt), in bounded batches. A retried
+    job waits a backoff with full jitter, like a failed attempt: jobs whose
+    worker died together do not all come back in the same instant.
 
     SKIP LOCKED: a row locked by a worker's heartbeat or accept is passed over
     this time. The UPDATE re-checks `lease_until < clock_timestamp()` itself,
@@ -566,7 +589,7 @@ def jobs_expire_leases(*, batch_size: int = 100, max_batches: int = 100) -> list
                 **_leave_state(
                     state=Case(When(last, then=Value(State.NEEDS_ATTENTION)),
                                default=Value(State.RETRYING)),
-                    run_after=ClockTimestamp(),
+                    run_after=JitteredRetryAt(F("attempt")),
                     finished_at=_choose(last, ClockTimestamp(),
                                         Value(None, output_field=DateTimeField()),
                                         output_field=DateTimeField()),

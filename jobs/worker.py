@@ -3,7 +3,15 @@
 `Worker.run_one()` is one claim-run-finish cycle (tests drive it directly);
 `Worker.run()` is the loop behind `manage.py runworker`. Threads per process:
 one loop per `--concurrency`, a lease keeper that renews the leases of the
-jobs in hand, and a listener that wakes idle loops on NOTIFY.
+jobs in hand, a recovery scanner on its own clock, and a listener that wakes
+idle loops on NOTIFY.
+
+Stopping (SIGTERM) has two stages. `stop()` ends claiming at once; the jobs
+in hand go on, their leases still renewed, until each is accepted, failed or
+released. A handler releases its job only at a check-in before expensive
+work (`ctx.check()`); output already in hand is accepted. Once no job is in
+hand the helper threads stop and the process exits. A second signal exits at
+once.
 """
 
 import logging
@@ -11,7 +19,6 @@ import os
 import signal
 import socket
 import threading
-import time
 import traceback
 from collections import deque
 from typing import Any
@@ -43,7 +50,8 @@ log = logging.getLogger("jobs.worker")
 
 
 class WorkerStopping(Exception):
-    """The worker was asked to stop: hand the job back instead of finishing."""
+    """The worker was asked to stop and the handler checked in before
+    expensive work: hand the job back instead of starting it."""
 
 
 def default_worker_id() -> str:
@@ -80,15 +88,22 @@ class JobContext:
         self._lost.set()
 
     def check(self) -> None:
-        """Raise if the job should stop: lease lost (expired, cancelled,
-        taken over) or the worker is shutting down."""
-        if self._lost.is_set():
-            raise LeaseLost(f"job {self.job_id} attempt {self.attempt} lost its lease")
+        """The check-in before expensive work (the next model call, the next
+        slice of a long computation): raise LeaseLost if the lease is gone
+        (expired, cancelled, taken over), WorkerStopping if the worker is
+        stopping. Never call it with output in hand: accept that instead."""
+        self._check_lease()
         if self._worker.stopping:
             raise WorkerStopping()
 
+    def _check_lease(self) -> None:
+        if self._lost.is_set():
+            raise LeaseLost(f"job {self.job_id} attempt {self.attempt} lost its lease")
+
     def heartbeat(self, done: int | None = None, total: int | None = None) -> None:
-        self.check()
+        """Store progress and extend the lease. A stopping worker does not
+        interrupt here: progress is reported after work, not before it."""
+        self._check_lease()
         try:
             job_heartbeat(claim=self.claim, done=done, total=total)
         except LeaseLost:
@@ -96,13 +111,15 @@ class JobContext:
             raise
 
     def checkpoint(self, name: str, data: Any) -> None:
-        self.check()
+        self._check_lease()
         job_checkpoint(claim=self.claim, name=name, data=data)
 
     def load_checkpoint(self, name: str) -> Any | None:
         return job_load_checkpoint(job_id=self.job_id, name=name)
 
     def record_provider_call(self, request_id: str | None, usage: dict | None) -> None:
+        """Keep a remote call's request id and token usage on this attempt at
+        once, so a later failure (or a crash) loses no billing record."""
         attempt_record_provider_call(claim=self.claim, request_id=request_id, usage=usage)
 
     def accept(self, output: Any, *, needs_review: bool = False, publish: Publish | None = None) -> str:
@@ -120,7 +137,9 @@ class JobContext:
 
 class LeaseKeeper(threading.Thread):
     """Renews the lease of every job in hand every lease/3 seconds; a renewal
-    that affects zero rows tells that job's handler to stop."""
+    that affects zero rows tells that job's handler to stop. It runs until
+    the worker shuts down, not merely stops claiming: a stopping worker's
+    jobs in hand keep their leases until they are accepted or released."""
 
     def __init__(self, stop: threading.Event):
         super().__init__(name="lease-keeper", daemon=True)
@@ -153,6 +172,29 @@ class LeaseKeeper(threading.Thread):
                     except DatabaseError:
                         log.exception("lease renewal failed; retrying next turn")
                         connection.close()
+        finally:
+            connection.close()
+
+
+class RecoveryScanner(threading.Thread):
+    """Expires lapsed leases every JOB_RECOVERY_INTERVAL_SECONDS on its own
+    thread and connection, so a worker busy with a long job still recovers
+    the jobs of workers that died."""
+
+    def __init__(self, stop: threading.Event, worker: "Worker"):
+        super().__init__(name="recovery", daemon=True)
+        self._stop_event = stop
+        self._worker = worker
+
+    def run(self) -> None:
+        try:
+            while not self._stop_event.wait(settings.JOB_RECOVERY_INTERVAL_SECONDS):
+                try:
+                    self._worker.recover()
+                except DatabaseError:
+                    log.exception("recovery scan failed; retrying next turn")
+                    connection.close()
+                close_old_connections()
         finally:
             connection.close()
 
@@ -192,10 +234,15 @@ class Worker:
         # Claims taken per statement. Each keeps its own token, attempt and
         # lease (renewed while it waits here); more than 1 suits short jobs.
         self.prefetch = prefetch
+        # _stop ends claiming (the first signal); _shutdown ends the helper
+        # threads once no job is in hand any more.
         self._stop = threading.Event()
+        self._shutdown = threading.Event()
         self._wakers: list[threading.Event] = []
-        self._keeper = LeaseKeeper(self._stop)
-        self._next_recovery = 0.0
+        self._keeper = LeaseKeeper(self._shutdown)
+        # Only kinds this process can run are claimed: during a rolling
+        # deploy an older worker leaves a new kind to the newer workers.
+        self.kinds = registry.kinds()
         self._claimed: deque[JobContext] = deque()  # run_one's; each loop thread has its own
 
     @property
@@ -217,8 +264,9 @@ class Worker:
         return self._run_one(self._claimed)
 
     def _run_one(self, claimed: deque[JobContext]) -> bool:
-        if not claimed:
-            for claim in jobs_claim_batch(worker_id=self.worker_id, limit=self.prefetch):
+        if not claimed and not self.stopping:
+            for claim in jobs_claim_batch(worker_id=self.worker_id, limit=self.prefetch,
+                                          kinds=self.kinds):
                 ctx = JobContext(claim, self)
                 self._keeper.track(ctx)  # its lease is renewed while it waits
                 claimed.append(ctx)
@@ -239,8 +287,7 @@ class Worker:
         log.info("job %s attempt %s (%s) claimed", claim.job_id, claim.attempt, claim.kind)
         handler = registry.get_handler(claim.kind)
         try:
-            if self.stopping:
-                raise WorkerStopping()
+            ctx.check()  # a prefetched claim may wait while the worker stops
             if handler is None:
                 raise PermanentError(f"no handler is registered for job kind {claim.kind!r}")
             handler(ctx)
@@ -301,7 +348,10 @@ class Worker:
             signal.signal(signal.SIGINT, self._on_signal)
         self._wakers = [threading.Event() for _ in range(self.concurrency)]
         self._keeper.start()
-        helpers: list[threading.Thread] = [self._keeper]
+        self.recover()  # once at start (a burst run may end before the first interval)
+        recovery = RecoveryScanner(self._shutdown, self)
+        recovery.start()
+        helpers: list[threading.Thread] = [self._keeper, recovery]
         if not self.burst:
             listener = Listener(self._stop, self._wake_all)
             listener.start()
@@ -323,7 +373,9 @@ class Worker:
                 while thread.is_alive():
                     thread.join(0.5)
         finally:
+            # Every loop has finished its jobs in hand: nothing holds a lease.
             self.stop()
+            self._shutdown.set()
             for thread in helpers:
                 thread.join(5)
             connection.close()
@@ -335,9 +387,6 @@ class Worker:
         try:
             while not self._stop.is_set():
                 try:
-                    if index == 0 and time.monotonic() >= self._next_recovery:
-                        self._next_recovery = time.monotonic() + settings.JOB_RECOVERY_INTERVAL_SECONDS
-                        self.recover()
                     if self._run_one(claimed):
                         continue
                 except DatabaseError:
@@ -347,8 +396,7 @@ class Worker:
                     continue
                 if self.burst:
                     break
-                wake.wait(min(settings.JOB_POLL_INTERVAL_SECONDS,
-                              max(self._next_recovery - time.monotonic(), 0.01)))
+                wake.wait(settings.JOB_POLL_INTERVAL_SECONDS)
                 wake.clear()
                 # Between busy turns the connection is in use and known good;
                 # an idle one is checked (and replaced if stale) before reuse.
@@ -362,5 +410,6 @@ class Worker:
         if self._stop.is_set():
             log.warning("second signal: exiting now")
             os._exit(1)
-        log.info("signal %s: no more claims; finishing or releasing jobs in hand", signum)
+        log.info("signal %s: no more claims; finishing or releasing jobs in hand "
+                 "(a second signal exits at once)", signum)
         self.stop()

@@ -131,6 +131,7 @@ def test_stale_worker_completion_affects_zero_rows(workspace):
     stale = job_claim_next(worker_id="a")
     expire(stale.job_id)
     assert jobs_expire_leases() == [(stale.job_id, State.RETRYING)]
+    Job.objects.filter(pk=stale.job_id).update(run_after=Now())  # past its backoff
     current = job_claim_next(worker_id="b")
     assert current.attempt == 2
     job_accept_output(claim=current, output={"by": "b"})
@@ -469,3 +470,20 @@ def test_batch_claim_gives_each_job_its_own_token_attempt_and_row(workspace):
         assert (job.state, job.lease_token) == (State.RUNNING, claim.token)
         assert Attempt.objects.get(job=job).lease_token == claim.token
     assert Job.objects.filter(state=State.QUEUED).count() == 2
+
+
+def test_expired_lease_waits_a_jittered_backoff_before_the_next_claim(workspace, settings):
+    settings.JOB_BACKOFF_BASE_SECONDS = 100
+    settings.JOB_BACKOFF_MAX_SECONDS = 1000
+    jobs_admit_many(workspace_id=workspace.pk, kind="noop", count=20)
+    for _ in range(20):
+        job_claim_next(worker_id="w1")
+    Job.objects.update(lease_until=Now() - timedelta(seconds=1))
+
+    assert len(jobs_expire_leases()) == 20
+
+    delays = [(run_after - changed).total_seconds()
+              for run_after, changed in Job.objects.values_list("run_after", "state_changed_at")]
+    # Full jitter over [0, base * 2^(attempt - 1)] = [0, 100] for attempt 1.
+    assert all(0 <= delay <= 100.01 for delay in delays)
+    assert len({round(delay, 3) for delay in delays}) > 10

@@ -1,12 +1,15 @@
 """One claim-run-finish cycle at a time, through Worker.run_one()."""
 
+import threading
 from datetime import timedelta
 
+import pytest
 from django.db.models.functions import Now
 
 from jobs.models import Attempt, Job, State
-from jobs.services import job_admit
-from jobs.worker import Worker
+from jobs.services import job_admit, jobs_claim_batch
+from jobs.worker import JobContext, Worker, WorkerStopping
+from tests.helpers import wait_for
 
 
 def admit(workspace, kind, payload=None):
@@ -57,9 +60,23 @@ def test_permanent_error_needs_attention_without_retry(workspace):
     assert (job.state, job.reason, job.attempt) == (State.NEEDS_ATTENTION, "unreadable sheet", 1)
 
 
-def test_unknown_kind_needs_attention(workspace):
+def test_job_of_a_kind_without_handler_is_not_claimed(workspace):
+    unknown = admit(workspace, "no-such-kind")
+    known = admit(workspace, "noop")
+    worker = Worker(worker_id="w")
+    assert worker.run_one() is True
+    assert worker.run_one() is False
+    unknown.refresh_from_db()
+    assert (unknown.state, unknown.attempt) == (State.QUEUED, 0)
+    assert not Attempt.objects.filter(job=unknown).exists()
+    assert Job.objects.get(pk=known.pk).state == State.COMPLETED
+
+
+def test_claim_of_a_kind_that_lost_its_handler_needs_attention(workspace):
     job = admit(workspace, "no-such-kind")
-    Worker(worker_id="w").run_one()
+    worker = Worker(worker_id="w")
+    worker.kinds = ["no-such-kind"]  # registered when claimed, gone when run
+    worker.run_one()
     job.refresh_from_db()
     assert job.state == State.NEEDS_ATTENTION
     assert "no handler is registered for job kind 'no-such-kind'" in job.reason
@@ -75,14 +92,44 @@ def test_worker_goes_on_after_a_failing_job(workspace):
     assert Job.objects.get(pk=good.pk).state == State.COMPLETED
 
 
-def test_stopping_worker_releases_a_cooperative_job(workspace):
-    job = admit(workspace, "sleep", {"seconds": 30, "cooperative": True})
+def test_stopping_worker_claims_nothing(workspace):
+    job = admit(workspace, "noop")
     worker = Worker(worker_id="w")
     worker.stop()
-    assert worker.run_one() is True
+    assert worker.run_one() is False
+    job.refresh_from_db()
+    assert (job.state, job.attempt) == (State.QUEUED, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stopping_worker_releases_a_cooperative_job_at_its_check_in(workspace):
+    job = admit(workspace, "sleep", {"seconds": 30, "cooperative": True})
+    worker = Worker(worker_id="w")
+    runner = threading.Thread(target=worker.run_one)
+    runner.start()
+    try:
+        wait_for(lambda: Job.objects.filter(pk=job.pk, state=State.RUNNING).exists(),
+                 message="the job to start")
+        worker.stop()
+        runner.join(10)
+    finally:
+        worker.stop()
+        runner.join(10)
     job.refresh_from_db()
     assert job.state == State.RETRYING
     assert Attempt.objects.get(job=job).outcome == "released"
+
+
+def test_progress_heartbeat_of_a_stopping_worker_does_not_interrupt(workspace):
+    admit(workspace, "noop")
+    worker = Worker(worker_id="w")
+    [claim] = jobs_claim_batch(worker_id="w", limit=1)
+    ctx = JobContext(claim, worker)
+    worker.stop()
+    ctx.heartbeat(1, 1)  # output in hand: no WorkerStopping
+    assert ctx.accept({"ok": True}) == State.COMPLETED
+    with pytest.raises(WorkerStopping):
+        JobContext(claim, worker).check()
 
 
 def test_prefetching_worker_runs_every_claimed_job(workspace):

@@ -3,18 +3,20 @@ SIGTERM, and cancellation while a job runs."""
 
 import signal
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models.functions import Now
 
 from jobs.models import Attempt, Job, State
-from jobs.services import job_admit, job_cancel
+from jobs.services import job_admit, job_cancel, jobs_claim_batch
 from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 FAST = {"JOB_LEASE_SECONDS": 2, "JOB_RECOVERY_INTERVAL_SECONDS": 0.25,
-        "JOB_POLL_INTERVAL_SECONDS": 0.2}
+        "JOB_POLL_INTERVAL_SECONDS": 0.2, "JOB_BACKOFF_BASE_SECONDS": 0.5}
 
 
 def admit(workspace, kind, payload):
@@ -75,8 +77,9 @@ def test_killed_worker_job_is_recovered_and_completed_once(workspace, processes)
     outcomes = list(Attempt.objects.filter(job=job).values_list("number", "outcome", "worker_id"))
     assert outcomes == [(1, "expired", "worker-a"), (2, "succeeded", "worker-b")]
     assert job_row(job.pk).output == {"worker_id": "worker-b", "attempt": 2}
-    # The lease is 2 s; recovery must come within lease + scan interval + slack.
-    assert recovery < 2 + 0.25 + 3
+    # The lease is 2 s; recovery must come within lease + scan interval +
+    # the backoff after an expired lease (at most 0.5 s here) + slack.
+    assert recovery < 2 + 0.25 + 0.5 + 3
 
 
 def test_cancelled_job_stops_worker_at_next_heartbeat(workspace, processes):
@@ -92,7 +95,7 @@ def test_cancelled_job_stops_worker_at_next_heartbeat(workspace, processes):
     assert Attempt.objects.get(job=job).outcome == "cancelled"
 
 
-def test_sigterm_releases_the_job_in_hand(workspace, processes):
+def test_sigterm_releases_a_job_at_its_check_in(workspace, processes):
     job = admit(workspace, "sleep", {"attempt_seconds": {"1": 600}, "seconds": 0.05,
                                      "cooperative": True})
     a = processes.worker("worker-a", **FAST)
@@ -104,6 +107,39 @@ def test_sigterm_releases_the_job_in_hand(workspace, processes):
     assert Attempt.objects.get(job=job, number=1).outcome == "released"
     processes.worker("worker-b", **FAST)
     wait_for(lambda: job_row(job.pk).state == State.COMPLETED, message="B to finish the job")
+
+
+def test_sigterm_keeps_renewing_the_lease_of_a_job_that_does_not_check_in(workspace, processes):
+    # Blocks for 5 s like a remote call, with a 2 s lease: only renewals
+    # after the signal keep it.
+    job = admit(workspace, "sleep", {"seconds": 5})
+    waiting = admit(workspace, "noop", {})
+    Job.objects.filter(pk=waiting.pk).update(run_after=Now() + timedelta(seconds=1))
+    a = processes.worker("worker-a", **FAST)
+    wait_for(lambda: running_attempt(job.pk, 1), message="the worker to claim the job")
+    a.send_signal(signal.SIGTERM)
+    assert a.wait(timeout=30) == 0, processes.output(a)
+    done = job_row(job.pk)
+    assert (done.state, done.attempt, done.output["worker_id"]) == (State.COMPLETED, 1, "worker-a")
+    assert list(Attempt.objects.filter(job=job).values_list("outcome", flat=True)) == ["succeeded"]
+    # Nothing new was claimed after the signal.
+    assert (job_row(waiting.pk).state, job_row(waiting.pk).attempt) == (State.QUEUED, 0)
+
+
+def test_busy_worker_recovers_another_workers_lapsed_lease(workspace, processes):
+    long_job = admit(workspace, "sleep", {"seconds": 600})
+    processes.worker("busy", **FAST)
+    wait_for(lambda: running_attempt(long_job.pk, 1), message="the worker to start its long job")
+    # A job held by a worker that died: claimed, then its lease lapsed.
+    orphan = admit(workspace, "noop", {})
+    [claim] = jobs_claim_batch(worker_id="dead", limit=1, kinds=["noop"])
+    assert claim.job_id == orphan.pk
+    Job.objects.filter(pk=orphan.pk).update(lease_until=Now() - timedelta(seconds=1))
+
+    wait_for(lambda: job_row(orphan.pk).state != State.RUNNING, timeout=15,
+             message="the busy worker's recovery clock to expire the orphan's lease")
+    assert Attempt.objects.get(job=orphan, number=1).outcome == "expired"
+    assert running_attempt(long_job.pk, 1)  # still busy with the long job
 
 
 def test_second_signal_exits_at_once(workspace, processes):
