@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import pstats
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -35,6 +38,22 @@ import common  # noqa: E402
 from common import OUT, say, table  # noqa: E402
 
 DATABASE = "bench_queue"
+PEERS_REQUIREMENTS = Path(__file__).resolve().parent / "requirements-peers.txt"
+PEERS_VENV = OUT / "peers-venv"
+
+# (label, peer, worker processes, --concurrency, pgqueuer batch_size): each
+# peer's documented best for no-op work, at 2 and 8 processes like ours.
+PEER_CONFIGS = [
+    ("procrastinate, 2 processes x concurrency 4", "procrastinate", 2, 4, 1),
+    ("procrastinate, 8 processes", "procrastinate", 8, 1, 1),
+    ("pgqueuer, 2 processes, batch_size 1", "pgqueuer", 2, 1, 1),
+    ("pgqueuer, 8 processes, batch_size 1", "pgqueuer", 8, 1, 1),
+    ("django-tasks-db, 2 processes", "django-tasks-db", 2, 1, 1),
+    ("django-tasks-db, 8 processes", "django-tasks-db", 8, 1, 1),
+]
+# pgqueuer's default batch buffers completions (a job is recorded done with
+# the next batch_size - 1): no per-job fence, so it is shown, not compared.
+PEER_BUFFERED = ("pgqueuer, 2 processes, batch_size 10 (buffered completions)", "pgqueuer", 2, 1, 10)
 
 # The same claim and completion as jobs.services.job_claim_next and
 # job_accept_output, as the fewest statements that do the same work.
@@ -119,6 +138,47 @@ def run_workers(db: common.BenchDatabase, procs: common.Processes, *, processes:
     fill(db, jobs)
     return common.drain_with_workers(db, procs, processes=processes, concurrency=concurrency,
                                      prefetch=prefetch, expected=jobs, timeout=600)
+
+
+def peers_python() -> Path:
+    """The peers' own virtualenv, made from bench/requirements-peers.txt when it changes."""
+    python = PEERS_VENV / "bin" / "python"
+    stamp = PEERS_VENV / ".installed"
+    wanted = PEERS_REQUIREMENTS.read_text()
+    if not python.exists() or not stamp.exists() or stamp.read_text() != wanted:
+        say(f"installing the peers into {PEERS_VENV} ...")
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(PEERS_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r", str(PEERS_REQUIREMENTS)],
+                       check=True)
+        stamp.write_text(wanted)
+    return python
+
+
+def run_peer(srv: common.Server, python: Path, *, peer: str, processes: int, concurrency: int,
+             batch: int, jobs: int) -> float:
+    """jobs/s of one peer draining `jobs` no-op jobs in an empty database on the same server."""
+    name = "bench_peer_" + peer.replace("-", "_")
+    with psycopg.connect(srv.database_url("postgres"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    dsn = srv.database_url(name).replace("postgres://", "postgresql://", 1)
+    result = subprocess.run(
+        [str(python), str(Path(__file__).resolve().parent / "peer_drain.py"), peer, "--dsn", dsn,
+         "--jobs", str(jobs), "--workers", str(processes), "--concurrency", str(concurrency),
+         "--batch", str(batch)], text=True, capture_output=True, timeout=900)
+    if result.returncode != 0:
+        raise SystemExit(f"{peer} failed:\n{result.stdout}\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])["jobs_per_second"]
+
+
+def run_peers(srv: common.Server, python: Path, *, jobs: int, quick: bool) -> dict[str, float]:
+    configs = PEER_CONFIGS[::2] if quick else PEER_CONFIGS + [PEER_BUFFERED]
+    rates = {}
+    for label, peer, processes, concurrency, batch in configs:
+        say(f"peer: {label} ...")
+        rates[label] = run_peer(srv, python, peer=peer, processes=processes,
+                                concurrency=concurrency, batch=batch, jobs=jobs)
+    return rates
 
 
 def _statement_kind(sql: str) -> str:
@@ -234,6 +294,8 @@ def main() -> None:
                         help="pgbench query protocol for the limit (default prepared)")
     parser.add_argument("--profile", action="store_true",
                         help="also cProfile one burst worker and count its statements per job")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="skip the peer queues (procrastinate, pgqueuer, django-tasks-db)")
     parser.add_argument("--profile-only", action="store_true",
                         help="only the profile and the breakdown, no throughput runs")
     args = parser.parse_args()
@@ -259,6 +321,10 @@ def main() -> None:
         say(table(["part", "per job", "ms per job", "share"], parts))
         say("\n" + profile_worker(db, procs, jobs=min(jobs, 2000)))
         return
+    peers_before: dict[str, float] = {}
+    if not args.no_peers:
+        python = peers_python()
+        peers_before = run_peers(db.server, python, jobs=jobs, quick=args.quick)
     limits: dict[str, float] = {}
     say("pgbench limit, 1 client ...")
     limits["1 client"] = run_pgbench(db, clients=1, jobs=jobs, mode=args.mode)
@@ -279,8 +345,9 @@ def main() -> None:
     limit = max(limits["8 clients (before)"], limits["8 clients (after)"])
     single = limits["1 client"]
 
-    say("peers (procrastinate, django-tasks): not measured in this run (they need their own "
-        "virtualenv and schema); see /work/shared/NOTES.md for their figures on this machine.")
+    peers_after: dict[str, float] = {}
+    if not args.no_peers:
+        peers_after = run_peers(db.server, python, jobs=jobs, quick=args.quick)
 
     if args.profile:
         statements, parts, rate = breakdown(db, jobs=min(jobs, 2000))
@@ -309,6 +376,23 @@ def main() -> None:
         say(table(["part", "per job", "ms per job", "share"], parts))
         say("\ncProfile of one `runworker --burst` (cumulative; profiler overhead inflates Python):")
         say(profile_text)
+    if peers_before:
+        say("")
+        say(table(["peer (same server, same jobs)", "jobs/s before", "jobs/s after"],
+                  [[label, f"{rate:.0f}", f"{peers_after[label]:.0f}"]
+                   for label, rate in peers_before.items()]))
+        compared = [label for label in peers_before if "buffered" not in label]
+        best_label = max(compared, key=lambda label: max(peers_before[label], peers_after[label]))
+        best = max(peers_before[best_label], peers_after[best_label])
+        plain = [(label, drain) for label, drain in drains if "--" not in label]
+        own_label, own = max(plain, key=lambda item: item[1].jobs_per_second)
+        ratio = own.jobs_per_second / best
+        say(f"\nbest peer: {best_label}, {best:.0f} jobs/s")
+        say(f"runworker with no flags, best of {len(plain)} process counts ({own_label}): "
+            f"{own.jobs_per_second:.0f} jobs/s = {ratio:.2f}x the best peer; goal >= 2.00: "
+            f"{'meets' if ratio >= 2 else 'misses'}")
+        for label, drain in drains:
+            say(f"  {label}: {drain.jobs_per_second / best:.2f}x the best peer")
     say("")
     for label in ("8 processes", "8 processes, --prefetch 10"):
         eight = dict(drains).get(label)
