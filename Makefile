@@ -8,7 +8,7 @@ PORT ?= 8000
 WORKERS ?= 1
 export DJANGO_SETTINGS_MODULE := config.settings
 
-.PHONY: setup run test bench stop-db clean
+.PHONY: setup db run test stop-db reset-db clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,26 +18,38 @@ $(VENV)/.installed: requirements.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $@
 
-setup: $(VENV)/.installed
+# Start the embedded PostgreSQL (unless DATABASE_URL is set), or say plainly
+# why it cannot start (e.g. a .pgdata/ made by an older PostgreSQL).
+db: $(VENV)/.installed
+	@$(BIN)/python -m config.embedded start
+
+setup: db
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
+# `set -m` puts each process in its own process group, so Ctrl-C reaches only
+# make and this shell, which asks each process once (SIGTERM) to stop
+# gracefully and ends quietly when they have.
 run: setup
 	$(BIN)/python manage.py seeddemo --url http://$(HOST):$(PORT)/
 	@echo "Pricesheet on http://$(HOST):$(PORT)/  (Ctrl-C stops web, worker and relay)"
-	@bash -c 'trap "trap - INT TERM EXIT; kill 0 2>/dev/null; wait" INT TERM EXIT; \
+	@bash -c 'set -m; trap "kill -TERM \$$(jobs -p) 2>/dev/null; wait; exit 0" INT TERM; \
 	  $(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 2 --threads 4 \
 	    --access-logfile - --log-level warning & \
 	  for i in $$(seq $(WORKERS)); do $(BIN)/python manage.py runworker --relay & done; \
-	  wait'
+	  set +m; wait'
 
-test: $(VENV)/.installed
+test: db
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# Stop the embedded server this folder's .pgdata/ runs, or say why there is nothing to stop.
 stop-db:
-	@if [ -d .pgdata ]; then \
-	  $(BIN)/python -c "import pgserver, pathlib; pgserver.get_server(pathlib.Path('.pgdata').resolve(), cleanup_mode='stop').cleanup()"; \
-	fi
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m config.embedded stop; \
+	  else echo "No .venv: the embedded database was never set up here."; fi
+
+# Stop the embedded server and delete .pgdata/ (all its data): the next start makes a new one.
+reset-db: $(VENV)/.installed
+	@$(BIN)/python -m config.embedded reset
 
 clean: stop-db
 	rm -rf $(VENV) .pgdata media staticfiles

@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.helpers import free_port, kill_all  # noqa: E402  (the project root is on the path now)
+from config.embedded import SYSTEM_USER  # noqa: E402
 
 UNFINISHED = ("queued", "running", "retrying")
 
@@ -443,8 +444,8 @@ class Faults:
         data_dir = self.config.pg_restart_data_dir
         pg_ctl = _pg_ctl()
         command = f"{pg_ctl} -D {data_dir} restart -m immediate -w -l {data_dir}/log"
-        if os.geteuid() == 0:  # pgserver runs the cluster as its own system user
-            result = subprocess.run(["su", "pgserver", "-s", "/bin/sh", "-c", command],
+        if os.geteuid() == 0:  # as root the cluster runs as its own system user
+            result = subprocess.run(["su", SYSTEM_USER, "-s", "/bin/sh", "-c", command],
                                     capture_output=True, timeout=120)
         else:
             result = subprocess.run(command.split(), capture_output=True, timeout=120)
@@ -455,9 +456,9 @@ class Faults:
 
 
 def _pg_ctl() -> str:
-    import pgserver
+    from config.embedded import bin_dir
 
-    return str(Path(pgserver.__file__).parent / "pginstall" / "bin" / "pg_ctl")
+    return str(bin_dir() / "pg_ctl")
 
 
 # --- the run and the checks --------------------------------------------------------------

