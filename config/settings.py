@@ -120,6 +120,12 @@ JOB_BACKOFF_MAX_SECONDS = env.float("JOB_BACKOFF_MAX_SECONDS", default=300.0)
 # Idle workers wake on LISTEN/NOTIFY and poll at this interval as a fallback.
 JOB_POLL_INTERVAL_SECONDS = env.float("JOB_POLL_INTERVAL_SECONDS", default=2.0)
 JOB_NOTIFY = env.bool("JOB_NOTIFY", default=True)
+# Session limits of worker, relay and recovery connections (0: off). Far
+# above any normal statement of theirs (milliseconds; a large checkpoint
+# write takes seconds): they stop a runaway statement or a wait behind a
+# lock from hanging a worker, not ordinary work.
+JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=60_000)
+JOB_LOCK_TIMEOUT_MS = env.int("JOB_LOCK_TIMEOUT_MS", default=10_000)
 
 # Extraction
 EXTRACTOR = env.str("EXTRACTOR", default="builtin")

@@ -6,6 +6,7 @@ import threading
 from django.core.management.base import BaseCommand
 
 from jobs.relay import RelayThread
+from jobs.sessions import use_job_session_limits
 
 log = logging.getLogger("jobs.relay")
 
@@ -19,6 +20,7 @@ class Command(BaseCommand):
                             help="exit once nothing is deliverable now")
 
     def handle(self, *args, burst: bool, **options) -> None:
+        use_job_session_limits()
         stop = threading.Event()
 
         def on_signal(signum, frame) -> None:

@@ -1,11 +1,13 @@
 from django.core.management.base import BaseCommand
 
 from jobs.management.argtypes import positive_int
+from jobs.sessions import use_job_session_limits
 from jobs.worker import Worker
 
 
 class Command(BaseCommand):
-    help = "Claim and run jobs until stopped (SIGTERM: finish or release the job in hand)."
+    help = ("Claim and run jobs until stopped (SIGTERM: stop claiming; finish the jobs in hand "
+            "or release them at their next check-in).")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--concurrency", type=positive_int, default=1,
@@ -21,5 +23,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, concurrency: int, burst: bool, worker_id: str | None,
                relay: bool, prefetch: int, **options) -> None:
+        use_job_session_limits()
         Worker(worker_id=worker_id, concurrency=concurrency, burst=burst, relay=relay,
                prefetch=prefetch).run()

@@ -1,0 +1,35 @@
+"""Database session limits for the long-running processes (workers, the
+relay, recovery): a statement that runs away or waits behind a lock fails
+with an error the loop already handles, instead of hanging the process.
+
+The limits ride on the connection's startup `options`, so every connection
+the process opens from then on (each thread has its own) has them, with no
+extra round trip.
+"""
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+
+
+def session_options(*, existing: str, statement_timeout_ms: int, lock_timeout_ms: int) -> str:
+    """libpq `options` with the two limits added (0 leaves a limit off)."""
+    parts = [existing] if existing else []
+    if statement_timeout_ms > 0:
+        parts.append(f"-c statement_timeout={int(statement_timeout_ms)}")
+    if lock_timeout_ms > 0:
+        parts.append(f"-c lock_timeout={int(lock_timeout_ms)}")
+    return " ".join(parts)
+
+
+def use_job_session_limits(alias: str = DEFAULT_DB_ALIAS) -> None:
+    """Apply JOB_STATEMENT_TIMEOUT_MS and JOB_LOCK_TIMEOUT_MS to every
+    connection this process opens from now on (call once, at start)."""
+    connection_settings = connections.settings[alias]
+    options = connection_settings.setdefault("OPTIONS", {})
+    options["options"] = session_options(
+        existing=options.get("options", ""),
+        statement_timeout_ms=settings.JOB_STATEMENT_TIMEOUT_MS,
+        lock_timeout_ms=settings.JOB_LOCK_TIMEOUT_MS,
+    )
+    # A connection opened before this call (system checks) is replaced.
+    connections[alias].close()
