@@ -183,6 +183,11 @@ class JobAdmin(admin.ModelAdmin):
     ]
     computed_fields = ["sheet", "payload_display", "progress", "output_display", "result_display"]
 
+    def get_queryset(self, request):
+        # The list never shows `output` (every extracted item); the change
+        # page loads it when it renders it.
+        return super().get_queryset(request).defer("output")
+
     # --- nothing is edited by hand ------------------------------------------------
 
     def get_readonly_fields(self, request, obj=None) -> list[str]:

@@ -135,10 +135,11 @@ def _positive_int(raw: str | None, *, name: str, default: int) -> int:
     return value
 
 
-def _member_job(user, job_id: uuid.UUID) -> Job:
+def _member_job(user, job_id: uuid.UUID, *, with_output: bool = False) -> Job:
     """The job, if the caller is a member of its workspace. Otherwise the
     same 404 as for an id that does not exist: existence is not disclosed."""
-    job = jobs_with_live_phase(Job.objects.for_member(user)).filter(pk=job_id).first()
+    job = (jobs_with_live_phase(Job.objects.for_member(user), with_output=with_output)
+           .filter(pk=job_id).first())
     if job is None:
         raise not_found()
     return job
@@ -236,7 +237,7 @@ def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
 def job_items_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     _allow(request, "GET", "HEAD")
     caller = authenticate(request)
-    job = _member_job(caller.user, id)
+    job = _member_job(caller.user, id, with_output=True)
     return JsonResponse({"items": job_items(job)})
 
 

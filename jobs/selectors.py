@@ -10,10 +10,16 @@ from jobs.services import SecondsSince
 ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
 
 
-def jobs_with_live_phase(queryset: QuerySet | None = None) -> QuerySet:
+def jobs_with_live_phase(queryset: QuerySet | None = None, *, with_output: bool = False) -> QuerySet:
     """Jobs annotated with `phase_seconds`: the time spent so far in the
-    current state, measured in database time like the stored totals."""
+    current state, measured in database time like the stored totals.
+
+    The `output` column (every extracted item, megabytes for a large sheet)
+    is selected only `with_output`: lists polled every few seconds and the
+    status resource never need it."""
     queryset = Job.objects.all() if queryset is None else queryset
+    if not with_output:
+        queryset = queryset.defer("output")
     return queryset.annotate(phase_seconds=SecondsSince(F("state_changed_at")))
 
 
