@@ -1,0 +1,182 @@
+"""Real work: `parse_sheet` jobs over a realistic mix, against a plain loop.
+
+The mix: generated supplier sheets of 500 to 20,000 rows, CSV and XLSX, a
+title row above the header, section rows, and one in four without any
+currency (those end in review). The plain loop is the limit for one core:
+the same read, extract and validate calls over the same files in one
+process, no database. The job system: every sheet admitted through the
+admission service, then drained by 1, 2 and 4 `runworker --burst`
+processes. Printed: sheets per minute and rows per second for each, and the
+job system's share of the loop per core used (min(workers, cores); goal at
+least 0.90, i.e. the job system costs less than 10%).
+
+    .venv/bin/python bench/real_workload.py            # 24 sheets, about 5 minutes
+    .venv/bin/python bench/real_workload.py --quick    # 8 smaller sheets
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+from common import OUT, say, table  # noqa: E402
+
+DATABASE = "bench_workload"
+SHEETS = OUT / "workload"
+MEDIA = OUT / "workload-media"
+SIZES = [500, 1000, 2000, 5000, 10000, 20000]
+UNITS = ["each", "kg", "box", "pcs", "l", "m"]
+
+LOOP = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+from catalog.reading import read_table
+from catalog.extraction import extract_items
+from catalog.validation import validate_items
+paths = json.loads(sys.argv[1])
+t0 = time.perf_counter()
+rows = 0
+for path in paths:
+    t = read_table(path, filename=path.rsplit("/", 1)[-1])
+    rows += sum(len(s.rows) for s in t.sheets)
+    validate_items(extract_items(t).items, t)
+print(json.dumps({{"seconds": time.perf_counter() - t0, "rows": rows}}))
+"""
+
+
+def sheet_rows(n: int, *, seed: int, currency: bool) -> list[list[object]]:
+    rnd = random.Random(seed)
+    price_header = "Unit price (EUR)" if currency else "Unit price"
+    out: list[list[object]] = [["Supplier price list"], [],
+                               ["Item code", "Description", "Unit", "Pack", price_header, "Stock"]]
+    for i in range(n):
+        if i % 400 == 0:
+            out.append([f"Section {i // 400 + 1}", "", "", "", "", ""])
+        out.append([f"S{seed:03d}-{i:06d}",
+                    f"Product {i} {rnd.choice(['steel', 'brass', 'plastic'])} {rnd.randint(1, 99)} mm",
+                    rnd.choice(UNITS), rnd.choice(["", "box of 12", "6"]),
+                    round(rnd.uniform(0.1, 5000), 2), rnd.randint(0, 500)])
+    return out
+
+
+def write_sheet(path: Path, rows: list[list[object]]) -> None:
+    if path.suffix == ".csv":
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows(rows)
+        return
+    import openpyxl
+
+    book = openpyxl.Workbook(write_only=True)
+    sheet = book.create_sheet("Prices")
+    for row in rows:
+        sheet.append([None if value == "" else value for value in row])
+    book.save(path)
+
+
+def make_mix(count: int, sizes: list[int]) -> list[tuple[Path, int]]:
+    SHEETS.mkdir(parents=True, exist_ok=True)
+    mix = []
+    for i in range(count):
+        n = sizes[i % len(sizes)]
+        path = SHEETS / f"sheet-{i:02d}-{n}.{'csv' if i % 2 == 0 else 'xlsx'}"
+        rows = sheet_rows(n, seed=i, currency=i % 4 != 3)
+        if not path.exists():
+            write_sheet(path, rows)
+        mix.append((path, len(rows)))
+    return mix
+
+
+def plain_loop(paths: list[Path]) -> dict:
+    result = subprocess.run([sys.executable, "-c", LOOP.format(root=str(common.ROOT)),
+                             json.dumps([str(p) for p in paths])],
+                            check=True, capture_output=True, text=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def admit_all(db: common.BenchDatabase, paths: list[Path]) -> None:
+    """Admit every sheet through the admission service, as an upload would."""
+    result = db.manage("shell", "-c", ADMIT, env={"MEDIA_ROOT": str(MEDIA),
+                                                  "BENCH_PATHS": json.dumps([str(p) for p in paths])},
+                       check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"admission failed:\n{result.stdout}\n{result.stderr}")
+
+
+ADMIT = """
+import json, os, uuid
+from pathlib import Path
+from django.contrib.auth import get_user_model
+from catalog.services import pricesheet_admit
+try:
+    from accounts.models import Workspace
+except ImportError:
+    from catalog.models import Workspace
+user, _ = get_user_model().objects.get_or_create(username="bench")
+workspace = Workspace.objects.get(slug="bench")
+for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):
+    pricesheet_admit(workspace=workspace, chunks=[path.read_bytes()], original_name=path.name,
+                     content_type="application/octet-stream", supplier_name=path.stem,
+                     idempotency_key=str(uuid.uuid4()), user=user)
+"""
+
+
+def outcomes(db: common.BenchDatabase) -> dict[str, int]:
+    with db.connect() as conn:
+        return dict(conn.execute("SELECT state, count(*) FROM jobs_job GROUP BY state").fetchall())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="8 sheets of 500 to 5,000 rows")
+    args = parser.parse_args()
+    count, sizes = (8, SIZES[:4]) if args.quick else (24, SIZES)
+    mix = make_mix(count, sizes)
+    paths = [path for path, _ in mix]
+    total_rows = sum(rows for _, rows in mix)
+    cores = os.cpu_count() or 1
+
+    db = common.fresh_database(DATABASE)
+    host = common.machine(db)
+    say(host.describe())
+    say(f"{count} sheets, {total_rows} rows ({sum(p.suffix == '.xlsx' for p in paths)} XLSX)\n")
+
+    say("plain loop (read, extract, validate; one process, no database) ...")
+    loop = plain_loop(paths)
+    loop_rate = total_rows / loop["seconds"]
+
+    procs = common.Processes("workload")
+    rows = [["plain loop, 1 process", f"{count / loop['seconds'] * 60:.1f}", f"{loop_rate:.0f}",
+             f"{loop['seconds']:.1f}", "1", "1.00", ""]]
+    for workers in (1, 2, 4):
+        db = common.fresh_database(DATABASE)
+        admit_all(db, paths)
+        say(f"runworker --burst x {workers} ...")
+        drain = common.drain_with_workers(db, procs, processes=workers, expected=count, timeout=1800,
+                                          MEDIA_ROOT=str(MEDIA))
+        used = min(workers, cores)
+        share = total_rows / drain.seconds / (loop_rate * used)
+        states = ", ".join(f"{k} {v}" for k, v in sorted(outcomes(db).items()))
+        rows.append([f"job system, {workers} worker{'s' if workers > 1 else ''}",
+                     f"{count / drain.seconds * 60:.1f}", f"{total_rows / drain.seconds:.0f}",
+                     f"{drain.seconds:.1f}", str(used), f"{share:.2f}", states])
+    procs.stop_all()
+    say("")
+    say(host.describe())
+    say(table(["run", "sheets/min", "rows/s", "seconds", "cores used", "share of loop per core",
+               "outcomes"], rows))
+    worst = min(float(r[5]) for r in rows[1:])
+    say(f"\nworst share of the plain loop per core used: {worst:.2f}; goal >= 0.90: "
+        f"{'meets' if worst >= 0.9 else 'misses'}")
+
+
+if __name__ == "__main__":
+    main()
