@@ -4,6 +4,7 @@ import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models.functions import Now
 
 from jobs.models import Attempt, Job, State
@@ -105,7 +106,14 @@ def test_stopping_worker_claims_nothing(workspace):
 def test_stopping_worker_releases_a_cooperative_job_at_its_check_in(workspace):
     job = admit(workspace, "sleep", {"seconds": 30, "cooperative": True})
     worker = Worker(worker_id="w")
-    runner = threading.Thread(target=worker.run_one)
+
+    def run_one_in_thread():
+        try:
+            worker.run_one()
+        finally:
+            connection.close()
+
+    runner = threading.Thread(target=run_one_in_thread)
     runner.start()
     try:
         wait_for(lambda: Job.objects.filter(pk=job.pk, state=State.RUNNING).exists(),
