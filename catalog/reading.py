@@ -41,6 +41,21 @@ MSG_ZIP_RATIO = (
     "XLSX rejected: member {name!r} expands {ratio:.0f}x (limit {limit:.0f}x); "
     "this looks like a zip bomb"
 )
+MSG_ZIP_TOTAL_RATIO = (
+    "XLSX rejected: its parts expand {ratio:.0f}x in all (limit {limit:.0f}x); "
+    "this looks like a zip bomb"
+)
+MSG_TOO_MANY_SHEETS = (
+    "the workbook has {count} sheets (limit {limit}); split it or remove empty sheets"
+)
+MSG_WORKBOOK_ROWS = (
+    "the workbook spans more than {limit} rows over all its sheets (sheet {sheet!r} "
+    "reaches row {row}); split it or remove empty sheets"
+)
+MSG_CELL_TOO_LONG = (
+    "row {row} has a cell longer than {limit} characters; a spreadsheet cell holds "
+    "at most 32,767: check that the file is really a CSV"
+)
 MSG_DTD = (
     "XLSX rejected: {name!r} declares a DTD/entities; spreadsheets never need "
     "one and entity expansion is refused"
@@ -68,9 +83,20 @@ DELIMITERS = (",", ";", "\t", "|")
 class ReadLimits:
     max_rows: int = 150_000
     max_columns: int = 1_000
+    # Sheets read from one workbook (`MAX_SHEETS`); more is refused, not cut.
+    max_sheets: int = 50
+    # Rows held over all sheets, blank rows below the last value of each
+    # sheet not counted but blank rows between values counted: a lone cell at
+    # row 150,000 of many sheets must not materialize millions of rows.
+    max_workbook_rows: int = 300_000
+    # Excel's own limit; longer text is cut at read time, before any pattern.
+    max_cell_chars: int = 32_767
     max_zip_members: int = 10_000
     max_uncompressed_bytes: int = 256 * 1024 * 1024
     max_compression_ratio: float = 200.0
+    # Parts below this size are judged together (the archive's overall ratio),
+    # so many small high-ratio parts cannot slip under the per-part check.
+    ratio_min_part_bytes: int = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -145,11 +171,14 @@ class Table:
 
 def read_table(path, *, filename: str, limits: ReadLimits | None = None) -> Table:
     """Read the file at ``path``; ``filename`` is the name the user gave it."""
+    return read_bytes(Path(path).read_bytes(), filename=filename, limits=limits)
+
+
+def read_bytes(data: bytes, *, filename: str, limits: ReadLimits | None = None) -> Table:
+    """Read an uploaded sheet's bytes; ``filename`` is the name the user gave it."""
     limits = limits or ReadLimits()
-    path = Path(path)
     ext = Path(filename).suffix.lower()
-    with open(path, "rb") as f:
-        head = f.read(8)
+    head = data[:8]
     if not head:
         raise UnreadableSheet(MSG_EMPTY)
     claimed = "XLSX" if ext in _XLSX_EXTENSIONS else "CSV" if ext in _TEXT_EXTENSIONS else None
@@ -158,7 +187,7 @@ def read_table(path, *, filename: str, limits: ReadLimits | None = None) -> Tabl
         raise UnreadableSheet(MSG_XLS)
     if head.startswith(MAGIC_ZIP) or head.startswith(MAGIC_ZIP_EMPTY):
         # Content wins over a wrong ".csv" name: a ZIP workbook is unambiguous.
-        return _read_xlsx(path, limits)
+        return _read_xlsx(data, limits)
     for magic, kind in _BINARY_KINDS:
         if head.startswith(magic):
             raise UnreadableSheet(
@@ -177,7 +206,7 @@ def read_table(path, *, filename: str, limits: ReadLimits | None = None) -> Tabl
             "the name says XLSX but the bytes are not a ZIP workbook "
             "(they look like text); upload the real workbook or rename it to .csv"
         )
-    return _read_csv(path, limits, tab_hint=ext in (".tsv", ".tab"))
+    return _read_csv(data, limits, tab_hint=ext in (".tsv", ".tab"))
 
 
 # --------------------------------------------------------------------- CSV
@@ -229,37 +258,51 @@ def _sniff_delimiter(text: str, tab_hint: bool) -> str:
     return best
 
 
-def _read_csv(path: Path, limits: ReadLimits, *, tab_hint: bool) -> Table:
-    text = _decode(path.read_bytes())
+def _read_csv(data: bytes, limits: ReadLimits, *, tab_hint: bool) -> Table:
+    # Trailing blank lines cost nothing (stripped at C speed); blank lines
+    # between values are counted while streaming, never stored.
+    text = _decode(data).rstrip()
+    del data
     delim = _sniff_delimiter(text, tab_hint)
     rows: list[list[str]] = []
-    last_nonempty = 0
-    max_rows, max_cols = limits.max_rows, limits.max_columns
-    for i, raw in enumerate(csv.reader(io.StringIO(text, newline=""), delimiter=delim), start=1):
-        row = [c.strip() for c in raw]
-        while row and not row[-1]:
-            row.pop()
-        if row:
+    max_rows, max_cols, max_chars = limits.max_rows, limits.max_columns, limits.max_cell_chars
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim)
+    i = 0
+    try:
+        for i, raw in enumerate(reader, start=1):
+            # Blank lines are counted, not stored: they become rows only when
+            # a value follows them, so trailing blank lines cost nothing.
+            if not raw or not any(raw):
+                continue
+            row = [c.strip() if len(c) <= max_chars else c[:max_chars].strip() for c in raw]
+            while row and not row[-1]:
+                row.pop()
+            if not row:
+                continue
             if i > max_rows:
                 raise UnreadableSheet(MSG_TOO_MANY_ROWS.format(sheet=CSV_SHEET_NAME, limit=max_rows))
             if len(row) > max_cols:
                 raise UnreadableSheet(
                     MSG_TOO_MANY_COLUMNS.format(sheet=CSV_SHEET_NAME, row=i, col=len(row), limit=max_cols)
                 )
-            last_nonempty = i
-        rows.append(row)
-    del rows[last_nonempty:]
+            if i > len(rows) + 1:
+                rows.extend([] for _ in range(i - 1 - len(rows)))
+            rows.append(row)
+    except csv.Error as exc:
+        # The csv module refuses fields over its own limit (131,072 characters).
+        raise UnreadableSheet(MSG_CELL_TOO_LONG.format(row=i + 1, limit=csv.field_size_limit())) from exc
     return Table(sheets=[Sheet(name=CSV_SHEET_NAME, rows=rows)])
 
 
 # -------------------------------------------------------------------- XLSX
 
 
-def _check_zip(path: Path, limits: ReadLimits) -> None:
+def _check_zip(data: bytes, limits: ReadLimits) -> None:
     try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise UnreadableSheet(f"the file starts like a ZIP/XLSX but is damaged: {exc}") from exc
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise UnreadableSheet("the file starts like a ZIP/XLSX but is damaged "
+                              "(its table of contents cannot be read)") from exc
     with zf:
         infos = zf.infolist()
         if len(infos) > limits.max_zip_members:
@@ -268,13 +311,20 @@ def _check_zip(path: Path, limits: ReadLimits) -> None:
         if total > limits.max_uncompressed_bytes:
             raise UnreadableSheet(MSG_ZIP_SIZE.format(size=total, limit=limits.max_uncompressed_bytes))
         for info in infos:
-            # Small members may legitimately compress very well; judge ratio on
-            # members big enough to matter (1 MiB).
+            # A tiny part may legitimately compress very well (a few hundred
+            # bytes of boilerplate); any part big enough to matter is judged.
             ratio = info.file_size / max(1, info.compress_size)
-            if info.file_size > 1024 * 1024 and ratio > limits.max_compression_ratio:
+            if info.file_size > limits.ratio_min_part_bytes and ratio > limits.max_compression_ratio:
                 raise UnreadableSheet(
                     MSG_ZIP_RATIO.format(name=info.filename, ratio=ratio, limit=limits.max_compression_ratio)
                 )
+        # Small parts are judged together, so many of them cannot add up to a
+        # bomb one part at a time.
+        compressed = sum(i.compress_size for i in infos)
+        total_ratio = total / max(1, compressed)
+        if total > limits.ratio_min_part_bytes and total_ratio > limits.max_compression_ratio:
+            raise UnreadableSheet(
+                MSG_ZIP_TOTAL_RATIO.format(ratio=total_ratio, limit=limits.max_compression_ratio))
         names = {i.filename for i in infos}
         if "xl/workbook.bin" in names:
             raise UnreadableSheet("XLSB (binary Excel workbook) is not supported: save it as XLSX or CSV")
@@ -285,8 +335,13 @@ def _check_zip(path: Path, limits: ReadLimits) -> None:
         # expand entities inside that size: refuse any XML part declaring one.
         for info in infos:
             if info.filename.endswith((".xml", ".rels", ".vml")):
-                with zf.open(info) as member:
-                    prolog = member.read(2048)
+                try:
+                    with zf.open(info) as member:
+                        prolog = member.read(2048)
+                except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, EOFError) as exc:
+                    raise UnreadableSheet(
+                        f"the XLSX part {info.filename!r} is damaged or uses an unsupported compression"
+                    ) from exc
                 if b"<!DOCTYPE" in prolog or b"<!ENTITY" in prolog:
                     raise UnreadableSheet(MSG_DTD.format(name=info.filename))
 
@@ -365,21 +420,30 @@ def currency_from_number_format(fmt: str | None) -> str | None:
     return result
 
 
-def _read_xlsx(path: Path, limits: ReadLimits) -> Table:
-    _check_zip(path, limits)
+def _read_xlsx(data: bytes, limits: ReadLimits) -> Table:
+    _check_zip(data, limits)
     import openpyxl
 
-    # A file object, not the path: openpyxl judges a path by its extension,
-    # and stored uploads are named by their sha256.
-    with open(path, "rb") as stream:
-        try:
-            wb = openpyxl.load_workbook(stream, read_only=True, data_only=True, keep_links=False)
-        except UnreadableSheet:
-            raise
-        except Exception as exc:  # openpyxl raises many types for broken parts
-            raise UnreadableSheet(
-                f"the XLSX workbook cannot be opened: {type(exc).__name__}: {exc}") from exc
-        return _read_workbook(wb, limits)
+    # A file object, not a path: openpyxl judges a path by its extension.
+    stream = io.BytesIO(data)
+    try:
+        wb = openpyxl.load_workbook(stream, read_only=True, data_only=True, keep_links=False)
+    except UnreadableSheet:
+        raise
+    except MemoryError:
+        raise
+    except Exception as exc:  # openpyxl raises many types for broken parts
+        raise UnreadableSheet(
+            f"the XLSX workbook cannot be opened: {_plain(exc)}") from exc
+    return _read_workbook(wb, limits)
+
+
+def _plain(exc: Exception) -> str:
+    """An exception as a short reason: its type and first line, never a path
+    (the bytes are read from memory, so none should appear anyway)."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    text = re.sub(r"(?<![\w.])/(?:[^\s/'\"]+/)+[^\s'\"]*", "<path>", text)[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _read_workbook(wb, limits: ReadLimits) -> Table:
@@ -398,7 +462,11 @@ def _read_workbook(wb, limits: ReadLimits) -> Table:
     n_styles = len(style_currency)
 
     sheets: list[Sheet] = []
-    max_rows, max_cols = limits.max_rows, limits.max_columns
+    max_rows, max_cols, max_chars = limits.max_rows, limits.max_columns, limits.max_cell_chars
+    held_rows = 0
+    if len(wb.worksheets) > limits.max_sheets:
+        wb.close()
+        raise UnreadableSheet(MSG_TOO_MANY_SHEETS.format(count=len(wb.worksheets), limit=limits.max_sheets))
     try:
         for ws in wb.worksheets:
             if not hasattr(ws, "_worksheet_path"):
@@ -440,6 +508,8 @@ def _read_workbook(wb, limits: ReadLimits) -> Table:
                                 col_runs.append([idx, idx, code])
                         last_valued[col] = idx
                         text = value.strip() if type(value) is str else _cell_text(value)
+                        if len(text) > max_chars:
+                            text = text[:max_chars].strip()
                         if not text:
                             continue
                         if col >= max_cols:
@@ -456,6 +526,13 @@ def _read_workbook(wb, limits: ReadLimits) -> Table:
                         continue
                     if idx > max_rows:
                         raise UnreadableSheet(MSG_TOO_MANY_ROWS.format(sheet=ws.title, limit=max_rows))
+                    if idx > len(rows):
+                        # Rows are held up to the last valued one: bound them
+                        # over the workbook before the gap is filled.
+                        held_rows += idx - len(rows)
+                        if held_rows > limits.max_workbook_rows:
+                            raise UnreadableSheet(MSG_WORKBOOK_ROWS.format(
+                                limit=limits.max_workbook_rows, sheet=ws.title, row=idx))
                     if idx > len(rows) + 1:
                         rows.extend([] for _ in range(idx - 1 - len(rows)))
                     if idx == len(rows) + 1:
@@ -469,11 +546,16 @@ def _read_workbook(wb, limits: ReadLimits) -> Table:
                     currency_formats={c: [tuple(r) for r in rs] for c, rs in runs.items()},
                 )
             )
-    except UnreadableSheet:
+    except (UnreadableSheet, MemoryError):
         raise
+    except RecursionError as exc:
+        raise UnreadableSheet("the XLSX workbook cannot be read: its XML is nested too deeply") from exc
+    except (IndexError, KeyError) as exc:
+        raise UnreadableSheet("the XLSX workbook cannot be read: a cell refers to a shared "
+                              "string or style the workbook does not contain") from exc
     except Exception as exc:
         # defusedxml raises EntitiesForbidden/DTDForbidden here; XML errors too.
-        raise UnreadableSheet(f"the XLSX workbook cannot be read: {type(exc).__name__}: {exc}") from exc
+        raise UnreadableSheet(f"the XLSX workbook cannot be read: {_plain(exc)}") from exc
     finally:
         wb.close()
     if not sheets:

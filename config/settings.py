@@ -135,6 +135,11 @@ LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
+# Reading (and built-in extraction) runs in a child process with these
+# limits; a sheet that breaks one needs attention at once, with the reason.
+PARSE_MAX_MEMORY_MB = env.int("PARSE_MAX_MEMORY_MB", default=512)
+PARSE_MAX_SECONDS = env.float("PARSE_MAX_SECONDS", default=120.0)
+MAX_SHEETS = env.int("MAX_SHEETS", default=50)
 
 # Outbox relay and operations
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)

@@ -500,13 +500,17 @@ def attempt_record_provider_call(*, claim: Claim, request_id: str | None, usage:
 # --- fail -------------------------------------------------------------------
 
 
-def job_fail(*, claim: Claim, error: str, transient: bool) -> str:
+def job_fail(*, claim: Claim, error: str, transient: bool, reason: str | None = None) -> str:
     """Record a failed attempt: transient failures retry after a jittered
     backoff while attempts remain; permanent ones, and the last attempt, go
-    to `needs_attention` with the reason."""
+    to `needs_attention` with the reason.
+
+    ``error`` is kept on the attempt (staff); ``reason``, when given, is what
+    the job shows its workspace's members instead (no internals)."""
     delay = backoff_seconds(claim.attempt)
     give_up: Q | bool = Q(attempt__gte=F("max_attempts")) if transient else True
-    final_reason = f"gave up after {claim.attempt} attempts: {error}" if transient else error
+    shown = error if reason is None else reason
+    final_reason = f"gave up after {claim.attempt} attempts: {shown}" if transient else shown
     with transaction.atomic():
         updated = _fenced(claim).update(
             **_leave_state(
@@ -518,7 +522,7 @@ def job_fail(*, claim: Claim, error: str, transient: bool) -> str:
                 lease_token=None,
                 lease_until=None,
                 reason=_choose(give_up, Value(final_reason),
-                               Value(f"attempt {claim.attempt} failed, retrying: {error}")),
+                               Value(f"attempt {claim.attempt} failed, retrying: {shown}")),
             )
         )
         if not updated:
@@ -530,7 +534,7 @@ def job_fail(*, claim: Claim, error: str, transient: bool) -> str:
             finished_at=ClockTimestamp(),
         )
         if state == State.NEEDS_ATTENTION:
-            _job_event(claim.job_id, "job.needs_attention", reason=error)
+            _job_event(claim.job_id, "job.needs_attention", reason=shown)
     return state
 
 

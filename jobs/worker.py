@@ -16,6 +16,7 @@ once.
 
 import logging
 import os
+import secrets
 import signal
 import socket
 import threading
@@ -47,6 +48,8 @@ from jobs.services import (
 )
 
 log = logging.getLogger("jobs.worker")
+
+MSG_INTERNAL_ERROR = "internal error, reference {reference}"
 
 
 class WorkerStopping(Exception):
@@ -311,11 +314,17 @@ class Worker:
             self._finish_quietly(job_fail, claim=claim, error=str(exc), transient=True,
                                  stale={"rejected": "fail", "error": str(exc)})
         except Exception as exc:  # noqa: BLE001  anything unexpected may succeed next time
-            log.warning("job %s attempt %s failed: %s", claim.job_id, claim.attempt, exc)
-            error = f"{type(exc).__name__}: {exc}"
+            # Members read the job's reason: they get a reference, never the
+            # exception (it may hold paths or SQL); staff see the detail on
+            # the attempt and in the log under the same reference.
+            reference = secrets.token_hex(4)
+            log.warning("job %s attempt %s failed (reference %s): %s",
+                        claim.job_id, claim.attempt, reference, exc, exc_info=True)
+            error = f"reference {reference}: {type(exc).__name__}: {exc}"
             if isinstance(exc, DatabaseError):
                 connection.close()
             self._finish_quietly(job_fail, claim=claim, error=error, transient=True,
+                                 reason=MSG_INTERNAL_ERROR.format(reference=reference),
                                  stale={"rejected": "fail", "error": error,
                                         "traceback": traceback.format_exc(limit=5)})
         finally:

@@ -1,5 +1,6 @@
 """One claim-run-finish cycle at a time, through Worker.run_one()."""
 
+import re
 import threading
 from datetime import timedelta
 
@@ -49,7 +50,11 @@ def test_poison_job_needs_attention_after_max_attempts(workspace, settings):
             assert worker.run_one() is False  # not due yet
             make_due(job)
     assert job.state == State.NEEDS_ATTENTION
-    assert job.reason == "gave up after 3 attempts: RuntimeError: provider returned 503"
+    # Members read a reference; staff read the exception on the attempt.
+    assert re.fullmatch(r"gave up after 3 attempts: internal error, reference [0-9a-f]{8}", job.reason)
+    reference = job.reason.rsplit(" ", 1)[1]
+    last = Attempt.objects.get(job=job, number=3)
+    assert last.error == f"reference {reference}: RuntimeError: provider returned 503"
     assert list(Attempt.objects.filter(job=job).values_list("outcome", flat=True)) == [
         "retry", "retry", "failed"]
 

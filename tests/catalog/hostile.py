@@ -1,0 +1,185 @@
+"""A hostile corpus, generated in memory: files an attacker with an ordinary
+member account could upload to make a worker slow, big or confused. Used by
+the tests and by `bench/hostile_input.py`; nothing here is stored on disk.
+
+Each entry is ``name -> (filename, bytes builder, expectation)`` where the
+expectation is ``"refused"`` (the job needs attention with a reason) or
+``"read"`` (the file is legitimately small and reads correctly).
+"""
+
+import io
+import random
+import zipfile
+
+NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+NS_R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+NS_PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
+HEADER = "SKU,Description,Unit,Price,Currency\n"
+
+
+def xlsx_bytes(sheets: dict[str, bytes], *, shared_strings: bytes | None = None,
+               extra: dict[str, bytes] | None = None, level: int = 9) -> bytes:
+    """A minimal workbook: sheet name -> worksheet XML."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
+        overrides = "".join(
+            f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="application/'
+            f'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+            for i in range(1, len(sheets) + 1))
+        zf.writestr("[Content_Types].xml", (
+            '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+            + overrides
+            + ('<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
+               'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>'
+               if shared_strings is not None else "")
+            + "</Types>"))
+        zf.writestr("_rels/.rels", (
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{NS_PKG}">'
+            f'<Relationship Id="rId1" Type="{NS_R}/officeDocument" Target="xl/workbook.xml"/>'
+            "</Relationships>"))
+        entries = "".join(f'<sheet name="{name}" sheetId="{i}" r:id="rId{i}"/>'
+                          for i, name in enumerate(sheets, start=1))
+        zf.writestr("xl/workbook.xml", (
+            f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{NS}" xmlns:r="{NS_R}">'
+            f"<sheets>{entries}</sheets></workbook>"))
+        rels = "".join(f'<Relationship Id="rId{i}" Type="{NS_R}/worksheet" Target="worksheets/sheet{i}.xml"/>'
+                       for i in range(1, len(sheets) + 1))
+        if shared_strings is not None:
+            rels += (f'<Relationship Id="rId{len(sheets) + 1}" Type="{NS_R}/sharedStrings" '
+                     'Target="sharedStrings.xml"/>')
+            zf.writestr("xl/sharedStrings.xml", shared_strings)
+        zf.writestr("xl/_rels/workbook.xml.rels",
+                    f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{NS_PKG}">{rels}</Relationships>')
+        for i, xml in enumerate(sheets.values(), start=1):
+            zf.writestr(f"xl/worksheets/sheet{i}.xml", xml)
+        for name, data in (extra or {}).items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def worksheet(rows_xml: str) -> bytes:
+    return f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{NS}"><sheetData>{rows_xml}</sheetData></worksheet>'.encode()
+
+
+def inline_row(r: int, values: list[str]) -> str:
+    cells = "".join(f'<c r="{chr(65 + i)}{r}" t="inlineStr"><is><t>{v}</t></is></c>' for i, v in enumerate(values))
+    return f'<row r="{r}">{cells}</row>'
+
+
+ITEM_ROWS = (inline_row(1, ["SKU", "Description", "Unit", "Price", "Currency"])
+             + inline_row(2, ["A-1", "Apples", "kg", "1.50", "EUR"]))
+
+
+# --- the files ---------------------------------------------------------------------
+
+
+def digits_description_csv() -> bytes:
+    """A description of 16,000 digits then a letter: quadratic for a
+    backtracking pattern that looks for a number."""
+    return (HEADER + f"A-1,{'1' * 16_000}x,kg,1.50,EUR\n").encode()
+
+
+def digits_price_csv() -> bytes:
+    """A price of 16,000 digits: beyond Python's int() digit limit."""
+    return (HEADER + f"A-1,Apples,kg,{'9' * 16_000},EUR\n").encode()
+
+
+def million_char_cell_xlsx() -> bytes:
+    """A million letters in one cell (random, so no ratio check catches it)."""
+    rnd = random.Random(3)
+    text = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(1_000_000))
+    return xlsx_bytes({"S": worksheet(ITEM_ROWS + inline_row(3, ["B-2", text, "kg", "2", "EUR"]))})
+
+
+def million_char_cell_csv() -> bytes:
+    return (HEADER + f"A-1,{'x' * 1_000_000},kg,1.50,EUR\n").encode()
+
+
+def sparse_sheets_xlsx(count: int = 100, row: int = 150_000) -> bytes:
+    sheet = worksheet(f'<row r="{row}"><c r="A{row}" t="inlineStr"><is><t>x</t></is></c></row>')
+    return xlsx_bytes({f"S{i}": sheet for i in range(1, count + 1)})
+
+
+def blank_lines_then_item_csv(megabytes: int = 19) -> bytes:
+    return (HEADER + "\n" * (megabytes * 1024 * 1024) + "A-1,Apples,kg,1.50,EUR\n").encode()
+
+
+def trailing_blank_lines_csv(megabytes: int = 19) -> bytes:
+    return (HEADER + "A-1,Apples,kg,1.50,EUR\n" + "\r\n" * (megabytes * 512 * 1024)).encode()
+
+
+def zip_bomb_xlsx() -> bytes:
+    """One worksheet part of 200 MB of padding, a few hundred KB compressed."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("xl/workbook.xml", f'<workbook xmlns="{NS}"/>')
+        with zf.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as part:
+            part.write(f'<worksheet xmlns="{NS}"><sheetData>'.encode())
+            block = b" " * (1024 * 1024)
+            for _ in range(200):
+                part.write(block)
+            part.write(b"</sheetData></worksheet>")
+    return buf.getvalue()
+
+
+def many_small_parts_xlsx(parts: int = 400, size: int = 60 * 1024) -> bytes:
+    """Many parts, each under the per-part threshold, each expanding ~1000x."""
+    filler = worksheet(ITEM_ROWS).replace(b"</sheetData>", b"</sheetData>" + b" " * size)
+    return xlsx_bytes({f"S{i}": filler for i in range(1, 41)},
+                      extra={f"xl/media/pad{i}.xml": b"<x>" + b" " * size + b"</x>" for i in range(parts)})
+
+
+def deep_nesting_xlsx(depth: int = 100_000) -> bytes:
+    rnd = random.Random(7)
+    names = ["n%05x" % rnd.randrange(16 ** 5) for _ in range(depth)]
+    inner = "".join(f"<{n}>" for n in names) + "".join(f"</{n}>" for n in reversed(names))
+    xml = worksheet(ITEM_ROWS.replace("<t>Apples</t>", f"<t>Apples</t>{inner}"))
+    return xlsx_bytes({"S": xml}, level=1)
+
+
+def huge_shared_strings_xlsx(count: int = 400_000) -> bytes:
+    rnd = random.Random(11)
+    items = "".join(f"<si><t>{rnd.getrandbits(64):016x}{i}</t></si>" for i in range(count))
+    sst = f'<?xml version="1.0" encoding="UTF-8"?><sst xmlns="{NS}" count="{count}" uniqueCount="{count}">{items}</sst>'
+    rows = ('<row r="1"><c r="A1" t="s"><v>0</v></c></row>')
+    return xlsx_bytes({"S": worksheet(rows)}, shared_strings=sst.encode())
+
+
+def many_columns_xlsx() -> bytes:
+    return xlsx_bytes({"S": worksheet(
+        ITEM_ROWS + '<row r="3"><c r="XFD3" t="inlineStr"><is><t>far</t></is></c></row>')})
+
+
+def wide_sparse_sheet_xlsx() -> bytes:
+    """One cell at the last row Excel allows."""
+    return xlsx_bytes({"S": worksheet(
+        ITEM_ROWS + '<row r="1048576"><c r="A1048576" t="inlineStr"><is><t>far</t></is></c></row>')})
+
+
+def legit_sparse_xlsx() -> bytes:
+    """Legitimately small: items, then one note far below (row 5,000)."""
+    return xlsx_bytes({"S": worksheet(ITEM_ROWS + inline_row(5000, ["end of list"]))})
+
+
+# name -> (upload file name, builder, expectation)
+CORPUS = {
+    "digits-description.csv": ("digits.csv", digits_description_csv, "any"),
+    "digits-price.csv": ("digits-price.csv", digits_price_csv, "any"),
+    "million-char-cell.xlsx": ("long.xlsx", million_char_cell_xlsx, "any"),
+    "million-char-cell.csv": ("long.csv", million_char_cell_csv, "refused"),
+    "100-sparse-sheets.xlsx": ("sparse.xlsx", sparse_sheets_xlsx, "refused"),
+    "50-sparse-sheets.xlsx": ("sparse50.xlsx", lambda: sparse_sheets_xlsx(50), "refused"),
+    "blank-lines-then-item.csv": ("blank.csv", blank_lines_then_item_csv, "refused"),
+    "trailing-blank-lines.csv": ("trailing.csv", trailing_blank_lines_csv, "read"),
+    "zip-bomb.xlsx": ("bomb.xlsx", zip_bomb_xlsx, "refused"),
+    "many-small-parts.xlsx": ("parts.xlsx", many_small_parts_xlsx, "refused"),
+    "deep-nesting.xlsx": ("deep.xlsx", deep_nesting_xlsx, "any"),
+    "huge-shared-strings.xlsx": ("sst.xlsx", huge_shared_strings_xlsx, "any"),
+    "far-column.xlsx": ("wide.xlsx", many_columns_xlsx, "refused"),
+    "last-excel-row.xlsx": ("far.xlsx", wide_sparse_sheet_xlsx, "refused"),
+    "legit-sparse.xlsx": ("note.xlsx", legit_sparse_xlsx, "read"),
+}
