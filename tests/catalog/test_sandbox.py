@@ -1,0 +1,90 @@
+"""The parse child: a pure call in another process, stopped by its memory,
+CPU and wall-clock limits or by the caller, with a reason an uploader reads."""
+
+import os
+
+import pytest
+
+from catalog.errors import UnreadableSheet
+from catalog.reading import ReadLimits
+from catalog import sandbox
+from catalog.sandbox import ParseLimitExceeded, ParseLimits, run_parse
+
+CLEAN_CSV = b"SKU,Description,Unit,Price,Currency\nA-1,Apples,kg,1.50,EUR\n"
+
+
+def request(data: bytes, filename: str = "sheet.csv", extract: bool = True) -> dict:
+    return {"data": data, "filename": filename, "table": None, "extract": extract,
+            "read_limits": ReadLimits()}
+
+
+def big_csv(rows: int, cols: int) -> bytes:
+    header = ",".join(["SKU", "Description", "Unit", "Price", "Currency"]
+                      + [f"Note {i}" for i in range(cols - 5)])
+    lines = [header] + [",".join([f"S-{r}", f"Item {r}", "kg", f"{r}.50", "EUR"]
+                                 + [f"n{r}x{c}" for c in range(cols - 5)]) for r in range(rows)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie counts as gone.
+    with open(f"/proc/{pid}/status") as f:
+        return "zombie" not in f.read()
+
+
+def test_the_child_reads_extracts_and_validates_in_another_process():
+    result = run_parse(request(CLEAN_CSV), limits=ParseLimits())
+    assert sandbox.last_report.pid not in (None, os.getpid())
+    assert result["table"]["sheets"][0]["rows"][1] == ["A-1", "Apples", "kg", "1.50", "EUR"]
+    assert [(i["sku"], i["flags"]) for i in result["items"]] == [("A-1", [])]
+
+
+def test_a_checkpointed_table_is_extracted_without_the_bytes():
+    table = run_parse(request(CLEAN_CSV, extract=False), limits=ParseLimits())["table"]
+    result = run_parse({"data": None, "filename": "sheet.csv", "table": table, "extract": True,
+                        "read_limits": ReadLimits()}, limits=ParseLimits())
+    assert result["table"] is None
+    assert [i["sku"] for i in result["items"]] == ["A-1"]
+
+
+def test_unreadable_input_is_a_sheet_error_with_its_reason():
+    with pytest.raises(UnreadableSheet, match="the file is a PDF document"):
+        run_parse(request(b"%PDF-1.4 not a sheet"), limits=ParseLimits())
+
+
+def test_a_child_over_its_memory_limit_is_stopped_with_a_memory_reason():
+    with pytest.raises(ParseLimitExceeded) as caught:
+        run_parse(request(big_csv(60_000, 40)), limits=ParseLimits(max_memory_mb=160))
+    assert caught.value.reason == (
+        "this sheet needs more than 160 MB to read; split it into smaller files "
+        "or remove empty sheets, rows and columns")
+    assert not alive(sandbox.last_report.pid)
+
+
+def test_a_child_over_its_time_limit_is_stopped_with_a_time_reason():
+    with pytest.raises(ParseLimitExceeded) as caught:
+        run_parse(request(big_csv(100_000, 8)), limits=ParseLimits(max_seconds=0.5))
+    assert caught.value.reason.startswith("this sheet takes longer than 0.5 s to read")
+    assert not alive(sandbox.last_report.pid)
+
+
+class Cancelled(Exception):
+    pass
+
+
+def test_the_caller_stopping_kills_the_child_at_once():
+    polls = []
+
+    def should_stop():
+        polls.append(sandbox.last_report)
+        if len(polls) >= 2:
+            raise Cancelled()
+
+    with pytest.raises(Cancelled):
+        run_parse(request(big_csv(150_000, 8)), limits=ParseLimits(), should_stop=should_stop)
+    assert not alive(sandbox.last_report.pid)
+    assert sandbox.last_report.seconds < 60  # well before the child could have finished
