@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from catalog.currencies import is_active_currency
 from catalog.extraction import AMBIGUOUS_UNITS, fold, normalize_unit, parse_decimal
 from catalog.reading import Table
 
@@ -17,7 +18,7 @@ MSG_MISSING_CURRENCY = (
     "No currency was found for this price (not in the cell, its number format, "
     "the price header, the other headers or the sheet's title rows); set the currency."
 )
-MSG_BAD_CURRENCY = "Currency {value!r} is not an ISO 4217 code; set the currency."
+MSG_BAD_CURRENCY = "Currency {value!r} is not an active ISO 4217 code; set the currency."
 MSG_UNKNOWN_UNIT = "Unit {unit!r} is not a known unit of sale; check what one price buys."
 MSG_AMBIGUOUS_UNIT = "Unit {unit!r} does not say what is counted (piece, kg, box...); check it."
 MSG_INVALID_PRICE = "Price {price!r} is not a positive decimal number."
@@ -29,7 +30,6 @@ MSG_PRICE_NOT_IN_ROW = "Row {row} of sheet {sheet!r} does not contain the price 
 MSG_DUPLICATE_SKU = "SKU {sku!r} appears {count} times with different prices ({prices})."
 MSG_EMPTY_DESCRIPTION = "The description is empty."
 
-_ISO_RE = re.compile(r"^[A-Z]{3}$")
 _PLAIN_DECIMAL = re.compile(r"^-?\d+(?:\.\d+)?$")
 _HAS_DIGIT = re.compile(r"\d")
 
@@ -116,7 +116,7 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
         currency = item.get("currency")
         if not currency:
             flags.append(_flag("missing_currency", "currency", MSG_MISSING_CURRENCY))
-        elif not _ISO_RE.match(str(currency)):
+        elif not is_active_currency(currency):
             flags.append(_flag("missing_currency", "currency", MSG_BAD_CURRENCY.format(value=currency)))
 
         unit = item.get("unit")

@@ -41,6 +41,9 @@ TITLES = {
     "length-required": "A Content-Length is required",
     "empty-file": "The uploaded file is empty",
     "internal-error": "Internal server error",
+    "approval-blocked": "Flags still block approval",
+    "invalid-value": "A value is not valid for its field",
+    "source-missing": "The source table of this job was not kept",
 }
 
 # One body for "no such job" and "a job of a workspace you are not in": the

@@ -3,17 +3,20 @@ and everything the detail page shows. No writes here."""
 
 from __future__ import annotations
 
+import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from catalog.currencies import currency_choices
 from catalog.models import CatalogRevision, Membership, PriceSheet, Supplier
-from jobs.models import Job, State
+from jobs.models import Job, JobCheckpoint, State
 from jobs.services import job_load_checkpoint
 from review.models import ReviewDecision
 
@@ -27,13 +30,9 @@ EDITABLE_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "cur
 # code is a doubt only the extractor could see, which the reviewer answers.
 CHECKED_CODES = frozenset({"missing_currency", "ambiguous_unit", "invalid_price",
                            "unsupported_source", "duplicate_sku", "empty_description"})
-COMMON_CURRENCIES = ("EUR", "USD", "GBP", "CHF", "PLN", "CZK", "SEK", "NOK", "DKK", "HUF",
-                     "RON", "TRY", "UAH", "RUB", "CNY", "JPY", "INR", "CAD", "AUD")
 COMMON_UNITS = ("piece", "set", "pair", "pack", "box", "kg", "g", "l", "ml", "m", "m2", "m3")
-# Sheets longer than this show only the cited rows and a little context, so
-# the page stays light for sheets of many thousand rows.
-SOURCE_FULL_ROWS = 2000
-SOURCE_CONTEXT_ROWS = 2
+DECISIONS_SHOWN = 50
+NOTES_SHOWN = 20
 
 _ITEMS_SQL = ("CASE WHEN jsonb_typeof(\"jobs_job\".\"output\"->'items') = 'array' "
               "THEN \"jobs_job\".\"output\"->'items' ELSE '[]'::jsonb END")
@@ -161,149 +160,133 @@ def job_history_sentence(*, job: Job, since_version: int | None = None) -> str:
 
 FIELD_LABELS = {"sku": "SKU", "description": "Description", "unit": "Unit", "pack_size": "Pack",
                 "unit_price": "Unit price", "currency": "Currency"}
+ITEM_KEYS = EDITABLE_FIELDS + ("source", "flags", "provenance", "omitted")
+
+_JOB_TABLE = Job._meta.db_table
+_CHECKPOINT_TABLE = JobCheckpoint._meta.db_table
+# Slices are cut in the database: a page of a 50,000-item output moves a few
+# hundred items, never the whole document, to Python and the browser.
+_ITEM_PAGE_SQL = (
+    f"SELECT jsonb_path_query_array({_ITEMS_SQL}, '$[$a to $b]', jsonb_build_object('a', %s, 'b', %s)), "
+    f"jsonb_array_length({_ITEMS_SQL}) FROM {_JOB_TABLE} jobs_job WHERE id = %s"
+)
+_FLAGGED_SQL = (
+    f"SELECT (t.n - 1)::int, (SELECT array_agg(f->>'code') FROM jsonb_array_elements("
+    f"CASE WHEN jsonb_typeof(t.e->'flags') = 'array' THEN t.e->'flags' ELSE '[]'::jsonb END) f), "
+    f"coalesce((t.e->>'omitted')::boolean, false), t.e ? 'provenance' "
+    f"FROM {_JOB_TABLE} jobs_job, jsonb_array_elements({_ITEMS_SQL}) WITH ORDINALITY t(e, n) "
+    f"WHERE jobs_job.id = %s AND (jsonb_array_length(CASE WHEN jsonb_typeof(t.e->'flags') = 'array' "
+    f"THEN t.e->'flags' ELSE '[]'::jsonb END) > 0 OR t.e ? 'omitted' OR t.e ? 'provenance') "
+    f"ORDER BY t.n"
+)
+_SOURCE_SQL = (
+    f"SELECT (t.n - 1)::int, jsonb_array_length(t.s->'rows'), "
+    f"jsonb_path_query_array(t.s->'rows', '$[$a to $b]', jsonb_build_object('a', %s, 'b', %s)) "
+    f"FROM {_CHECKPOINT_TABLE} c, jsonb_array_elements(c.data->'sheets') WITH ORDINALITY t(s, n) "
+    f"WHERE c.job_id = %s AND c.name = 'table' AND t.s->>'name' = %s"
+)
+_SHEET_NAMES_SQL = (
+    f"SELECT coalesce(jsonb_agg(s->>'name'), '[]'::jsonb) FROM {_CHECKPOINT_TABLE} c, "
+    f"jsonb_array_elements(c.data->'sheets') s WHERE c.job_id = %s AND c.name = 'table'"
+)
+
+
+def _loaded(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def review_item_page(*, job: Job, start: int, count: int) -> dict:
+    """Items `start` to `start + count - 1`, each with its index, as the grid shows them."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ITEM_PAGE_SQL, [start, start + count - 1, job.pk])
+        row = cursor.fetchone()
+    items, total = (_loaded(row[0]) or [], row[1] or 0) if row else ([], 0)
+    return {
+        "start": start, "total": total, "version": job.version,
+        "items": [{"index": start + n, **{k: item.get(k) for k in ITEM_KEYS if k in item}}
+                  for n, item in enumerate(items) if isinstance(item, dict)],
+    }
+
+
+def review_source_rows(*, job: Job, sheet: str, row: int, around: int) -> dict:
+    """The rows of `sheet` from `row - around` to `row + around` (1-based)."""
+    first = max(1, row - around)
+    with connection.cursor() as cursor:
+        cursor.execute(_SOURCE_SQL, [first - 1, row + around - 1, job.pk, sheet])
+        found = cursor.fetchone()
+    if found is None:
+        return {"sheet": sheet, "found": False, "first": first, "total": 0, "rows": []}
+    _, total, rows = found
+    return {"sheet": sheet, "found": True, "first": first, "total": total or 0,
+            "rows": [[str(c) for c in r] if isinstance(r, list) else [] for r in _loaded(rows) or []]}
 
 
 @dataclass
-class Cell:
-    name: str
-    text: str
-    flags: list[dict] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return FIELD_LABELS[self.name]
-
-    @property
-    def blocking(self) -> bool:
-        return any(f.get("code") in CHECKED_CODES for f in self.flags)
-
-    @property
-    def reason(self) -> str:
-        return " ".join(f.get("message", "") for f in self.flags)
-
-
-@dataclass
-class GridRow:
-    index: int
-    cells: list[Cell]
-    row_flags: list[dict]
-    sheet: str
-    row: int | None
-    anchor: str
-    flagged: bool
-
-
-@dataclass
-class SourceRow:
-    number: int
-    cells: list[str]
-    cited: bool = False
-    cited_flagged: bool = False
-    anchor: str = ""
-    gap_before: bool = False
-
-
-@dataclass
-class SourceSheet:
-    index: int
-    name: str
-    rows: list[SourceRow]
-    width: int
-    total_rows: int
-    abridged: bool
+class FlagReason:
+    code: str
+    count: int
+    first_index: int
 
 
 @dataclass
 class ReviewPage:
     job: Job
-    grid: list[GridRow]
-    sheets: list[SourceSheet]
-    currencies: list[str]
+    total: int
+    flagged: list[int]
+    reasons: list[FlagReason]
+    flag_count: int
+    omitted: int
+    changed_by_hand: int
+    sheets: list[str]
+    currencies: list[tuple[str, str]]
     units: tuple[str, ...]
     decisions: list[ReviewDecision]
     source: dict[str, str]
-    flag_count: int
-    flagged_items: int
     notes: list[str]
-    has_table: bool
     revision: CatalogRevision | None
     history: str
 
 
-def _anchor(sheet_index: int | None, row: int | None) -> str:
-    return f"src-{sheet_index}-{row}" if sheet_index is not None and row else ""
+def review_flag_summary(*, job: Job) -> dict:
+    """Flagged item indexes, flag counts per reason (with the first item that
+    has each), omitted and hand-changed counts, read in one query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FLAGGED_SQL, [job.pk])
+        rows = cursor.fetchall()
+    flagged, reasons, omitted, changed, flags = [], {}, 0, 0, 0
+    for index, codes, is_omitted, has_provenance in rows:
+        if is_omitted:
+            omitted += 1
+            continue
+        changed += bool(has_provenance)
+        if codes:
+            flagged.append(index)
+            flags += len(codes)
+            for code in codes:
+                reason = reasons.setdefault(code, FlagReason(code or "?", 0, index))
+                reason.count += 1
+    return {"flagged": flagged, "reasons": sorted(reasons.values(), key=lambda r: -r.count),
+            "flag_count": flags, "omitted": omitted, "changed_by_hand": changed}
 
 
 def review_page(*, job: Job) -> ReviewPage:
-    """Everything the detail page shows: the grid with flags per cell, the
-    source table with the cited rows marked, choices for the overrides."""
+    """What the detail page renders itself: the facts, the flag summary and
+    the choices. The items and source rows are fetched by the grid in pages."""
     output = job.output if isinstance(job.output, dict) else {}
-    items = [i for i in output.get("items") or [] if isinstance(i, dict)]
-    table = job_load_checkpoint(job_id=job.pk, name="table") or {}
-    raw_sheets = [s for s in table.get("sheets") or [] if isinstance(s, dict)]
-    sheet_index = {s.get("name"): n for n, s in enumerate(raw_sheets)}
-
-    grid: list[GridRow] = []
-    cited: dict[tuple[int, int], bool] = {}
-    for index, item in enumerate(items):
-        flags = [f for f in item.get("flags") or [] if isinstance(f, dict)]
-        by_field: dict[str, list[dict]] = {}
-        row_flags = []
-        for flag in flags:
-            if flag.get("field") in EDITABLE_FIELDS:
-                by_field.setdefault(flag["field"], []).append(flag)
-            else:
-                row_flags.append(flag)
-        source = item.get("source") if isinstance(item.get("source"), dict) else {}
-        sheet_name, row = source.get("sheet"), source.get("row")
-        row = row if isinstance(row, int) else None
-        n = sheet_index.get(sheet_name)
-        if n is not None and row:
-            cited[(n, row)] = cited.get((n, row), False) or bool(flags)
-        grid.append(GridRow(
-            index=index,
-            cells=[Cell(name, field_text(item.get(name)), by_field.get(name, []))
-                   for name in EDITABLE_FIELDS],
-            row_flags=row_flags, sheet=str(sheet_name or ""), row=row,
-            anchor=_anchor(n, row), flagged=bool(flags),
-        ))
-
-    sheets = []
-    for n, raw in enumerate(raw_sheets):
-        rows = [list(r) for r in raw.get("rows") or []]
-        numbers = range(1, len(rows) + 1)
-        abridged = len(rows) > SOURCE_FULL_ROWS
-        if abridged:
-            keep = set()
-            for (sn, row) in cited:
-                if sn == n:
-                    keep.update(range(max(1, row - SOURCE_CONTEXT_ROWS),
-                                      min(len(rows), row + SOURCE_CONTEXT_ROWS) + 1))
-            numbers = sorted(keep)
-        shown, previous = [], 0
-        for number in numbers:
-            shown.append(SourceRow(
-                number=number, cells=[str(c) for c in rows[number - 1]],
-                cited=(n, number) in cited, cited_flagged=cited.get((n, number), False),
-                anchor=_anchor(n, number), gap_before=number != previous + 1,
-            ))
-            previous = number
-        width = max((len(r.cells) for r in shown), default=0)
-        for r in shown:
-            r.cells += [""] * (width - len(r.cells))
-        sheets.append(SourceSheet(index=n, name=str(raw.get("name", "")), rows=shown, width=width,
-                                  total_rows=len(rows), abridged=abridged))
-
-    seen = sorted({str(i["currency"]).upper() for i in items if i.get("currency")})
-    currencies = seen + [c for c in COMMON_CURRENCIES if c not in seen]
+    summary = review_flag_summary(job=job)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {ITEM_COUNT_SQL} FROM {_JOB_TABLE} jobs_job WHERE id = %s", [job.pk])
+        total = cursor.fetchone()[0]
+        cursor.execute(_SHEET_NAMES_SQL, [job.pk])
+        names = _loaded(cursor.fetchone()[0]) or []
     revision = CatalogRevision.objects.filter(job_id=job.pk).select_related("supplier").first()
     return ReviewPage(
-        job=job, grid=grid, sheets=sheets, currencies=currencies, units=COMMON_UNITS,
-        decisions=list(ReviewDecision.objects.filter(job_id=job.pk).order_by("-pk")),
+        job=job, total=total, flagged=summary["flagged"], reasons=summary["reasons"],
+        flag_count=summary["flag_count"], omitted=summary["omitted"],
+        changed_by_hand=summary["changed_by_hand"], sheets=[str(n) for n in names],
+        currencies=currency_choices(), units=COMMON_UNITS,
+        decisions=list(ReviewDecision.objects.filter(job_id=job.pk).order_by("-pk")[:DECISIONS_SHOWN]),
         source=job_sources(jobs=[job])[job.pk],
-        flag_count=sum(len(r.row_flags) + sum(len(c.flags) for c in r.cells) for r in grid),
-        flagged_items=sum(1 for r in grid if r.flagged),
-        notes=[str(n) for n in output.get("notes") or []],
-        has_table=bool(raw_sheets), revision=revision,
-        history=job_history_sentence(job=job),
+        notes=[str(n) for n in (output.get("notes") or [])][:NOTES_SHOWN],
+        revision=revision, history=job_history_sentence(job=job),
     )

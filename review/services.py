@@ -18,7 +18,9 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
+from catalog.currencies import currency_error
 from catalog.reading import Table
 from catalog.services import revision_publish
 from catalog.validation import validate_items
@@ -35,7 +37,6 @@ from review.models import ReviewDecision
 from review.selectors import (
     CHECKED_CODES,
     EDITABLE_FIELDS,
-    field_text,
     job_history_sentence,
     review_job_get,
 )
@@ -48,16 +49,24 @@ MSG_BLOCKED = "{count} problem(s) still block approval: {problems}"
 MSG_REASON_REQUIRED = "Say why the extraction is rejected: the uploader reads the reason."
 MSG_NO_TABLE = ("The source table of this job was not kept, so the edits cannot be checked "
                 "against it; reject the job and run it again.")
-MSG_BAD_CURRENCY = "The sheet-wide currency {value!r} is not an ISO 4217 code (three letters)."
-MSG_BAD_SCOPE = "The currency can be applied to items without one or to all items, not {value!r}."
+MSG_BAD_CURRENCY = "Item {row}: {error}"
+MSG_BAD_SHEET_CURRENCY = "The currency for the sheet: {error}"
+MSG_BAD_SCOPE = "A value for the sheet applies to {scopes} items, not {value!r}."
 MSG_BAD_PACK = "Item {row}: the pack size {value!r} is not a positive number."
+MSG_BAD_PRICE = "Item {row}: the price {value!r} is not a positive decimal number (for example 1.10)."
 MSG_BAD_ROW = "Item {row} does not exist in this job."
+MSG_BAD_FIELD = "{field!r} is not a field a reviewer sets; fields are: {fields}."
+MSG_BAD_VALUE = "Item {row}: {message}"
+MSG_BAD_REPLACE = "Find and replace needs the text to find in {field}."
 
-_ISO_RE = re.compile(r"^[A-Z]{3}$")
-CURRENCY_SCOPES = ("missing", "all")
+SCOPES = ("all", "missing", "flagged")
+CURRENCY_SCOPES = SCOPES
 BLOCKING_SHOWN = 10
-
-
+_PRICE_RE = re.compile(r"^\d+(?:\.\d+)?$")
+# A value a reviewer set is checked for what it is by these codes of validation:
+# the same rules the extractors' output meets (a known unit, a positive price,
+# an active currency), never against the source row.
+VALUE_CODES = frozenset({"missing_currency", "ambiguous_unit", "invalid_price"})
 class ReviewStale(Exception):
     """The decision was made on a version of the job that is gone."""
 
@@ -105,20 +114,53 @@ class SourceTableMissing(Exception):
 
 
 @dataclass(frozen=True)
+class SheetSet:
+    """One value for a field of many items: every item (`all`), the items
+    where the field is empty or flagged (`missing`), or every flagged item."""
+
+    field: str
+    value: Any
+    scope: str = "all"
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Find and replace within one column. `whole`: only cells whose whole
+    value is `find` (case and surrounding space ignored), as when a unit word
+    is mapped once for the sheet ("Stk" to "pc"); else every occurrence."""
+
+    field: str
+    find: str
+    replace: str
+    whole: bool = False
+
+
+@dataclass(frozen=True)
 class ReviewEdits:
-    """What a reviewer changed on the page.
+    """What a reviewer changed.
 
-    `rows`: item index -> {field: text as typed}; fields whose text equals
-    the current value are not changes. `currency` is applied to the items
-    without a valid currency (`currency_scope="missing"`) or to every item
-    ("all"); `unit` to the items whose unit is missing or ambiguous. A row's
-    own edit wins over a sheet-wide override."""
+    Applied in this order, a later step winning: `sets` (and the page's
+    sheet-wide `currency` for `currency_scope`, `unit` for the items whose
+    unit is missing or flagged), `replace`, then each row's own values in
+    `rows` (item index -> {field: value}), then `remove` (omit) and
+    `restore`. A row value equal to the current one is not a change."""
 
-    rows: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    rows: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
     remove: frozenset[int] = frozenset()
+    restore: frozenset[int] = frozenset()
     currency: str = ""
     currency_scope: str = "missing"
     unit: str = ""
+    sets: tuple[SheetSet, ...] = ()
+    replace: tuple[Replace, ...] = ()
+
+    def all_sets(self) -> list[SheetSet]:
+        out = list(self.sets)
+        if (self.currency or "").strip():
+            out.insert(0, SheetSet("currency", self.currency, self.currency_scope))
+        if (self.unit or "").strip():
+            out.insert(0, SheetSet("unit", self.unit, "missing"))
+        return out
 
 
 def _strip_flags(item: dict) -> dict:
@@ -127,109 +169,242 @@ def _strip_flags(item: dict) -> dict:
     return copy
 
 
-def _has_currency(item: dict) -> bool:
-    return bool(item.get("currency")) and bool(_ISO_RE.match(str(item["currency"])))
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
 
 
-def _parse(name: str, text: str, row: int, errors: list[str]) -> Any:
-    text = (text or "").strip()
-    if name in ("sku", "description", "unit_price"):
+def _parse(name: str, value: Any, row: int | None, errors: list[str]) -> Any:
+    """A reviewer's value as the item stores it; what is not a value of its
+    field's kind adds a sentence to `errors`."""
+    text = _text(value)
+    where = "for the sheet" if row is None else f"{row + 1}"
+    if name in ("sku", "description"):
         return text
     if name == "unit":
         return text or None
     if name == "currency":
-        return text.upper() or None
+        code = text.upper()
+        if not code:
+            return None
+        error = currency_error(code)
+        if error:
+            errors.append(MSG_BAD_SHEET_CURRENCY.format(error=error) if row is None
+                          else MSG_BAD_CURRENCY.format(row=where, error=error))
+            return None
+        return code
+    if name == "unit_price":
+        # A decimal comma is read as a point; the digits typed are kept as typed.
+        plain = text.replace(",", ".") if text.count(",") == 1 and "." not in text else text
+        if not _PRICE_RE.match(plain) or Decimal(plain) <= 0:
+            errors.append(MSG_BAD_PRICE.format(row=where, value=text))
+            return text
+        return plain
     if name == "pack_size":
         if not text:
             return None
         try:
-            value = Decimal(text.replace(",", "."))
+            number = Decimal(text.replace(",", "."))
         except InvalidOperation:
-            value = None
-        if value is None or not value.is_finite() or value <= 0:
-            errors.append(MSG_BAD_PACK.format(row=row + 1, value=text))
+            number = None
+        if number is None or not number.is_finite() or number <= 0:
+            errors.append(MSG_BAD_PACK.format(row=where, value=text))
             return None
-        return int(value) if value == value.to_integral_value() else float(value)
+        return int(number) if number == number.to_integral_value() else float(number)
     raise ValueError(name)
 
 
+def _same(name: str, a: Any, b: Any) -> bool:
+    if name == "pack_size" and a is not None and b is not None:
+        try:
+            return Decimal(str(a)) == Decimal(str(b))
+        except InvalidOperation:
+            return False
+    if name in ("sku", "description"):
+        return _text(a) == _text(b)
+    return a == b
+
+
+def _field_flagged(item: dict, name: str) -> bool:
+    return any(f.get("field") == name for f in item.get("flags") or [])
+
+
+def _in_scope(item: dict, baseline: dict, name: str, scope: str) -> bool:
+    if scope == "all":
+        return True
+    if scope == "flagged":
+        return bool(item.get("flags"))
+    return item.get(name) in (None, "") or _field_flagged(baseline, name)
+
+
+def _replaced(value: Any, rule: Replace) -> Any:
+    text = _text(value)
+    if rule.whole or rule.field not in ("sku", "description"):
+        return rule.replace if text.casefold() == rule.find.strip().casefold() else value
+    return text.replace(rule.find, rule.replace) if rule.find in text else value
+
+
+def _validate_fresh(items: list[dict], table: Table) -> list[dict]:
+    """Validation's own verdict on the items (flags from earlier checks
+    dropped). A value the reviewer set is the reviewer's, not the source
+    row's: its `unsupported_source` flag is dropped, while it is still checked
+    for what it is (currency, unit, price) like any value. Omitted items are
+    not checked: they come back unchanged."""
+    active = [n for n, item in enumerate(items) if not item.get("omitted")]
+    checked = validate_items([_strip_flags(items[n]) for n in active], table)
+    out = [dict(item) for item in items]
+    for n, new in zip(active, checked):
+        own = set(items[n].get("provenance") or {})
+        new["flags"] = [f for f in new["flags"]
+                        if not (f.get("code") == "unsupported_source" and f.get("field") in own)]
+        out[n] = new
+    return out
+
+
 def items_recheck(*, items: list[dict], before: list[dict], table: Table) -> list[dict]:
-    """Validate edited items afresh (their old flags dropped, so a fixed field
-    loses its flag), then keep the extractor's doubts that validation cannot
-    check, unless the reviewer changed the field they are about."""
-    checked = validate_items([_strip_flags(i) for i in items], table)
+    """Validate edited items afresh (so a fixed field loses its flag), then
+    keep the extractor's doubts that validation cannot check, unless the
+    reviewer set the field they are about."""
+    checked = _validate_fresh(items, table)
     for item, old, new in zip(items, before, checked):
+        if item.get("omitted"):
+            continue
+        own = set(item.get("provenance") or {})
         for flag in old.get("flags") or []:
             if flag.get("code") in CHECKED_CODES:
                 continue
             name = flag.get("field")
-            if name in EDITABLE_FIELDS and item.get(name) != old.get(name):
+            if name in EDITABLE_FIELDS and (name in own or item.get(name) != old.get(name)):
                 continue
             new["flags"].append(dict(flag))
     return checked
 
 
-def edits_apply(*, items: list[dict], edits: ReviewEdits,
-                table: Table) -> tuple[list[dict], list[dict], dict]:
+def blocking_problems(fresh: list[dict]) -> list[dict]:
+    """What stops publication: every flag validation raises on an item to
+    publish (`fresh`: from `_validate_fresh`). An extractor's doubt that
+    validation cannot check is answered by approving."""
+    return [{"index": n, "sku": item.get("sku") or "", **flag}
+            for n, item in enumerate(fresh) if not item.get("omitted")
+            for flag in item.get("flags") or []]
+
+
+def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str = "",
+                at: str = "") -> tuple[list[dict], list[dict], dict]:
     """Apply `edits` to `items` (pure).
 
     Returns (edited items, the originals they came from, changes): changes
-    hold field-level before/after per row, removed rows and the overrides."""
+    hold field-level before/after per row, omitted and restored rows and the
+    values set for the sheet. Each field the reviewer set records who set it
+    and when, and the value the extractor gave (`provenance`)."""
     errors: list[str] = []
-    currency = (edits.currency or "").strip().upper()
-    unit = (edits.unit or "").strip()
-    if currency and not _ISO_RE.match(currency):
-        errors.append(MSG_BAD_CURRENCY.format(value=edits.currency))
-    if edits.currency_scope not in CURRENCY_SCOPES:
-        errors.append(MSG_BAD_SCOPE.format(value=edits.currency_scope))
-    for index in set(edits.rows) | set(edits.remove):
+    sets = []
+    for rule in edits.all_sets():
+        if rule.field not in EDITABLE_FIELDS:
+            errors.append(MSG_BAD_FIELD.format(field=rule.field, fields=", ".join(EDITABLE_FIELDS)))
+            continue
+        if rule.scope not in SCOPES:
+            errors.append(MSG_BAD_SCOPE.format(value=rule.scope, scopes=", ".join(SCOPES)))
+            continue
+        sets.append((rule, _parse(rule.field, rule.value, None, errors)))
+    for rule in edits.replace:
+        if rule.field not in EDITABLE_FIELDS:
+            errors.append(MSG_BAD_FIELD.format(field=rule.field, fields=", ".join(EDITABLE_FIELDS)))
+        elif not rule.find.strip():
+            errors.append(MSG_BAD_REPLACE.format(field=rule.field))
+    for index in set(edits.rows) | set(edits.remove) | set(edits.restore):
         if not 0 <= index < len(items):
             errors.append(MSG_BAD_ROW.format(row=index + 1))
-    ambiguous = set()
-    if unit:
-        baseline = validate_items([_strip_flags(i) for i in items], table)
-        ambiguous = {n for n, item in enumerate(baseline)
-                     if any(f["code"] == "ambiguous_unit" for f in item["flags"])}
+    for values in edits.rows.values():
+        for name in values:
+            if name not in EDITABLE_FIELDS:
+                errors.append(MSG_BAD_FIELD.format(field=name, fields=", ".join(EDITABLE_FIELDS)))
+    if errors:
+        raise EditRejected(sorted(set(errors), key=errors.index))
+    needs_baseline = any(rule.scope == "missing" for rule, _ in sets)
+    baseline = (validate_items([_strip_flags(i) for i in items], table) if needs_baseline else items)
 
-    edited, before, rows, removed = [], [], [], []
-    currency_rows, unit_rows = [], []
+    edited, rows, omitted, restored = [], [], [], []
+    applied: dict[tuple[str, str], list[int]] = {}
     for index, item in enumerate(items):
-        if index in edits.remove:
-            removed.append({"index": index, "sku": item.get("sku"), "source": item.get("source")})
-            continue
         new = dict(item)
         new["source"] = dict(item.get("source") or {})
-        if currency and (edits.currency_scope == "all" or not _has_currency(item)):
-            new["currency"] = currency
-            currency_rows.append(index)
-        if unit and (not item.get("unit") or index in ambiguous):
-            new["unit"] = unit
-            unit_rows.append(index)
-        for name, text in (edits.rows.get(index) or {}).items():
-            # An input posted back unchanged is not an edit (it would undo an override).
-            if name not in EDITABLE_FIELDS or (text or "").strip() == field_text(item.get(name)):
-                continue
-            new[name] = _parse(name, text, index, errors)
+        for rule, value in sets:
+            if _in_scope(item, baseline[index], rule.field, rule.scope):
+                if not _same(rule.field, new.get(rule.field), value):
+                    applied.setdefault(("set", rule.field), []).append(index)
+                new[rule.field] = value
+        for rule in edits.replace:
+            value = _replaced(new.get(rule.field), rule)
+            if value is not new.get(rule.field) and not _same(rule.field, value, new.get(rule.field)):
+                new[rule.field] = _parse(rule.field, value, index, errors)
+                applied.setdefault(("replace", rule.field), []).append(index)
+        for name, value in (edits.rows.get(index) or {}).items():
+            parsed = _parse(name, value, index, errors)
+            if not _same(name, parsed, new.get(name)):
+                new[name] = parsed  # a row's own value wins over the sheet's
+        if index in edits.remove and not item.get("omitted"):
+            new["omitted"] = True
+            omitted.append({"index": index, "sku": item.get("sku"), "source": item.get("source")})
+        elif index in edits.restore and item.get("omitted"):
+            new.pop("omitted", None)
+            restored.append({"index": index, "sku": item.get("sku"), "source": item.get("source")})
         changed = {name: {"before": item.get(name), "after": new.get(name)}
-                   for name in EDITABLE_FIELDS if new.get(name) != item.get(name)}
+                   for name in EDITABLE_FIELDS if not _same(name, new.get(name), item.get(name))}
         if changed:
+            provenance = {k: dict(v) for k, v in (item.get("provenance") or {}).items()}
+            for name, values in changed.items():
+                extracted = provenance.get(name, {}).get("extracted", values["before"])
+                if _same(name, values["after"], extracted):
+                    provenance.pop(name, None)  # back to what the extractor read
+                else:
+                    provenance[name] = {"by": by, "at": at, "extracted": extracted}
+            if provenance:
+                new["provenance"] = provenance
+            else:
+                new.pop("provenance", None)
             rows.append({"index": index, "sku": item.get("sku"), "source": item.get("source"),
                          "fields": changed})
         edited.append(new)
-        before.append(item)
     if errors:
-        raise EditRejected(errors)
-    changes: dict[str, Any] = {"rows": rows, "removed": removed, "overrides": {}}
-    if currency:
-        changes["overrides"]["currency"] = {"value": currency, "scope": edits.currency_scope,
-                                            "rows": currency_rows}
-    if unit:
-        changes["overrides"]["unit"] = {"value": unit, "rows": unit_rows}
-    return edited, before, changes
+        raise EditRejected(sorted(set(errors), key=errors.index))
+    changes: dict[str, Any] = {"rows": rows, "removed": omitted, "restored": restored,
+                               "overrides": {}}
+    for rule, value in sets:
+        changes["overrides"][rule.field] = {"value": value, "scope": rule.scope,
+                                            "rows": applied.get(("set", rule.field), [])}
+    if edits.replace:
+        changes["replaced"] = [{"field": r.field, "find": r.find, "replace": r.replace,
+                                "whole": r.whole, "rows": applied.get(("replace", r.field), [])}
+                               for r in edits.replace]
+    return edited, list(items), changes
+
+
+def values_refused(*, checked: list[dict], changes: dict) -> list[str]:
+    """Sentences for the values the reviewer set in this edit that are not
+    values of their kind (an unknown unit, a price that is no price...)."""
+    errors = []
+    for row in changes["rows"]:
+        item = checked[row["index"]]
+        if item.get("omitted"):
+            continue
+        for flag in item.get("flags") or []:
+            if (flag.get("code") in VALUE_CODES and flag.get("field") in row["fields"]
+                    and row["fields"][flag["field"]]["after"] not in (None, "")):
+                errors.append(MSG_BAD_VALUE.format(row=row["index"] + 1, message=flag["message"]))
+    return errors
+
+
+def _recheck_or_refuse(*, edited: list[dict], before: list[dict], changes: dict,
+                       table: Table) -> list[dict]:
+    checked = items_recheck(items=edited, before=before, table=table)
+    refused = values_refused(checked=checked, changes=changes)
+    if refused:
+        raise EditRejected(refused)
+    return checked
 
 
 def _has_changes(changes: dict) -> bool:
-    return bool(changes["rows"] or changes["removed"])
+    return bool(changes["rows"] or changes["removed"] or changes["restored"])
 
 
 def _stale(job_id: uuid.UUID, seen_version: int) -> ReviewStale:
@@ -271,16 +446,23 @@ def _record(*, job_id: uuid.UUID, user: AbstractBaseUser, decision: str, version
     )
 
 
+def _apply(*, user: AbstractBaseUser, job: Job, table: Table,
+           edits: ReviewEdits) -> tuple[list[dict], list[dict], dict]:
+    return edits_apply(items=_items(job), edits=edits, table=table, by=user.get_username(),
+                       at=timezone.now().isoformat(timespec="seconds"))
+
+
 def review_save_edits(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int,
                       edits: ReviewEdits) -> int:
     """Store the reviewer's edits on the staged output (re-validated, so the
     page shows what still blocks approval); returns the job's new version.
     Saving nothing changes nothing and returns the version unchanged."""
     job, table = _open_for_review(user=user, job_id=job_id, expected_version=expected_version)
-    edited, before, changes = edits_apply(items=_items(job), edits=edits, table=table)
+    edited, before, changes = _apply(user=user, job=job, table=table, edits=edits)
     if not _has_changes(changes):
         return expected_version
-    output = {**job.output, "items": items_recheck(items=edited, before=before, table=table)}
+    checked = _recheck_or_refuse(edited=edited, before=before, changes=changes, table=table)
+    output = {**job.output, "items": checked}
     try:
         with transaction.atomic():
             # Guarded on (awaiting_review, version): a concurrent decision wins.
@@ -292,6 +474,23 @@ def review_save_edits(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_ver
     return version
 
 
+def review_preview(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int,
+                   edits: ReviewEdits) -> dict:
+    """What approving with `edits` would publish, without writing anything:
+    items to publish, omitted, changed by hand, and what still blocks."""
+    job, table = _open_for_review(user=user, job_id=job_id, expected_version=expected_version)
+    edited, before, changes = _apply(user=user, job=job, table=table, edits=edits)
+    _recheck_or_refuse(edited=edited, before=before, changes=changes, table=table)
+    problems = blocking_problems(_validate_fresh(edited, table))
+    return {
+        "publish": sum(1 for i in edited if not i.get("omitted")),
+        "omitted": sum(1 for i in edited if i.get("omitted")),
+        "changed_by_hand": sum(1 for i in edited if i.get("provenance") and not i.get("omitted")),
+        "blocking": len(problems),
+        "problems": problems[:BLOCKING_SHOWN],
+    }
+
+
 def review_approve(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int,
                    edits: ReviewEdits | None = None) -> dict | None:
     """Apply the edits, validate again, and publish: the guarded approve, the
@@ -300,21 +499,20 @@ def review_approve(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_versio
     Raises ApprovalBlocked (nothing written) while validation still flags
     anything, ReviewStale when the job moved on since `expected_version`."""
     job, table = _open_for_review(user=user, job_id=job_id, expected_version=expected_version)
-    edited, _, changes = edits_apply(items=_items(job), edits=edits or ReviewEdits(), table=table)
+    edited, before, changes = _apply(user=user, job=job, table=table, edits=edits or ReviewEdits())
+    _recheck_or_refuse(edited=edited, before=before, changes=changes, table=table)
     # Old flags are dropped: validation decides afresh what still blocks;
     # the extractor's doubts it cannot check are answered by this approval.
-    checked = validate_items([_strip_flags(i) for i in edited], table)
-    problems = [
-        {"index": n, "sku": item.get("sku") or "", **flag}
-        for n, item in enumerate(checked) for flag in item["flags"]
-    ]
+    fresh = _validate_fresh(edited, table)
+    problems = blocking_problems(fresh)
     if problems:
         raise ApprovalBlocked(problems)
     changes["answered_doubts"] = [
-        {"index": n, **flag} for n, item in enumerate(edited)
+        {"index": n, **flag} for n, item in enumerate(edited) if not item.get("omitted")
         for flag in item.get("flags") or [] if flag.get("code") not in CHECKED_CODES
     ]
-    output = {**job.output, "items": checked}
+    # The omitted items stay in the decision's history, not in the publication.
+    output = {**job.output, "items": [i for i in fresh if not i.get("omitted")]}
     try:
         with transaction.atomic():
             # One transaction: the guarded UPDATE takes the job's row lock, so

@@ -1,13 +1,17 @@
 from django.urls import path
 
-from review import views
+from review import api, views
 
 app_name = "review"
 
 urlpatterns = [
     path("", views.queue, name="queue"),
     path("<uuid:job_id>/", views.detail, name="detail"),
-    path("<uuid:job_id>/save/", views.save, name="save"),
-    path("<uuid:job_id>/approve/", views.approve, name="approve"),
+    path("<uuid:job_id>/next/", views.next_job, name="next"),
     path("<uuid:job_id>/reject/", views.reject, name="reject"),
+    # JSON for the page's grid (session and CSRF, like the API).
+    path("<uuid:id>/items", api.grid_items_view, name="items"),
+    path("<uuid:id>/source", api.grid_source_view, name="source"),
+    path("<uuid:id>/save/", api.grid_save_view, name="save"),
+    path("<uuid:id>/preview", api.grid_preview_view, name="preview"),
 ]

@@ -1,9 +1,7 @@
 """Reviewer pages. Only reviewers and admins of a job's workspace see them:
 a member without the role gets 403, anyone else a 404 like an unknown id."""
 
-import re
 import uuid
-from collections import defaultdict
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -15,40 +13,26 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs.models import Job, State
+from catalog.models import CatalogRevision
 from review.selectors import (
     CHECKED_CODES,
+    EDITABLE_FIELDS,
+    FIELD_LABELS,
     NotAReviewer,
-    flag_counts,
     job_sources,
     review_job_get,
     review_page,
     review_queue,
     user_is_reviewer_anywhere,
 )
-from review.services import (
-    ApprovalBlocked,
-    EditRejected,
-    ReasonRequired,
-    ReviewEdits,
-    ReviewStale,
-    SourceTableMissing,
-    review_approve,
-    review_reject,
-    review_save_edits,
-)
+from review.services import ReasonRequired, ReviewStale, review_reject
 
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of a workspace review its extractions."
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."
-MSG_SAVED = "Edits saved (version {version}). {remaining}"
-MSG_REMAINING = "{flags} flag(s) remain on {items} item(s)."
-MSG_CLEAN = "No flags remain: the items can be approved."
-MSG_NOTHING_SAVED = "There were no edits to save."
 MSG_APPROVED = "Approved: revision {revision_id} published with {item_count} items."
+MSG_QUEUE_EMPTY = "Nothing else waits for review."
 MSG_REJECTED = "Rejected: nothing was published; the job needs attention."
-MSG_BLOCKED_SAVED = "Your edits were saved so far (version {version})."
 QUEUE_PAGE_SIZE = 50
-
-_FIELD_RE = re.compile(r"^item-(\d{1,7})-(sku|description|unit|pack_size|unit_price|currency|remove)$")
 
 
 def _job_or_deny(request: HttpRequest, job_id: uuid.UUID) -> Job:
@@ -66,28 +50,6 @@ def _version(request: HttpRequest) -> int | None:
         return int(request.POST.get("version", ""))
     except ValueError:
         return None
-
-
-def _edits(request: HttpRequest) -> ReviewEdits:
-    """The grid as posted. The page's script posts only the inputs the
-    reviewer changed; without it every input comes back, which is the same."""
-    rows: dict[int, dict[str, str]] = defaultdict(dict)
-    remove: set[int] = set()
-    for key, value in request.POST.items():
-        match = _FIELD_RE.match(key)
-        if match is None:
-            continue
-        index, name = int(match.group(1)), match.group(2)
-        if name == "remove":
-            remove.add(index)
-        else:
-            rows[index][name] = value
-    return ReviewEdits(
-        rows=dict(rows), remove=frozenset(remove),
-        currency=request.POST.get("currency_override", ""),
-        currency_scope=request.POST.get("currency_scope", "missing") or "missing",
-        unit=request.POST.get("unit_override", ""),
-    )
 
 
 def _back(job_id: uuid.UUID) -> HttpResponse:
@@ -110,65 +72,42 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     job = _job_or_deny(request, job_id)
+    page = review_page(job=job)
     return render(request, "review/detail.html", {
-        "page": review_page(job=job),
+        "page": page,
         "job": job,
         "awaiting": job.state == State.AWAITING_REVIEW,
-        "checked_codes": CHECKED_CODES,
+        "fields": [(name, FIELD_LABELS[name]) for name in EDITABLE_FIELDS],
+        "grid_config": {
+            "job": str(job.pk), "version": job.version, "total": page.total,
+            "flagged": page.flagged, "editable": job.state == State.AWAITING_REVIEW,
+            "fields": list(EDITABLE_FIELDS), "labels": FIELD_LABELS,
+            "checked": sorted(CHECKED_CODES),
+            "urls": {"items": reverse("review:items", args=[job.pk]),
+                     "source": reverse("review:source", args=[job.pk]),
+                     "save": reverse("review:save", args=[job.pk]),
+                     "preview": reverse("review:preview", args=[job.pk]),
+                     "approve": f"/api/jobs/{job.pk}/approve",
+                     "next": reverse("review:next", args=[job.pk])},
+        },
     })
 
 
 @login_required
-@require_POST
-def save(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
-    _job_or_deny(request, job_id)
-    version = _version(request)
-    if version is None:
-        return HttpResponseBadRequest(MSG_BAD_VERSION)
-    try:
-        new_version = review_save_edits(user=request.user, job_id=job_id,
-                                        expected_version=version, edits=_edits(request))
-    except (ReviewStale, EditRejected, SourceTableMissing) as exc:
-        messages.error(request, exc.message)
-        return _back(job_id)
-    if new_version == version:
-        messages.info(request, MSG_NOTHING_SAVED)
-    else:
-        flags, flagged = flag_counts(job=review_job_get(user=request.user, job_id=job_id))
-        remaining = (MSG_REMAINING.format(flags=flags, items=flagged) if flags else MSG_CLEAN)
-        messages.success(request, MSG_SAVED.format(version=new_version, remaining=remaining))
-    return _back(job_id)
-
-
-@login_required
-@require_POST
-def approve(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
-    _job_or_deny(request, job_id)
-    version = _version(request)
-    if version is None:
-        return HttpResponseBadRequest(MSG_BAD_VERSION)
-    edits = _edits(request)
-    try:
-        result = review_approve(user=request.user, job_id=job_id, expected_version=version,
-                                edits=edits)
-    except ApprovalBlocked as blocked:
-        # Keep the reviewer's work: the edits are saved, so the page they
-        # return to shows them with the flags that are left.
-        try:
-            saved = review_save_edits(user=request.user, job_id=job_id,
-                                      expected_version=version, edits=edits)
-        except (ReviewStale, EditRejected, SourceTableMissing) as exc:
-            messages.error(request, exc.message)
-            return _back(job_id)
-        messages.error(request, blocked.message)
-        if saved != version:
-            messages.info(request, MSG_BLOCKED_SAVED.format(version=saved))
-        return _back(job_id)
-    except (ReviewStale, EditRejected, SourceTableMissing) as exc:
-        messages.error(request, exc.message)
-        return _back(job_id)
-    messages.success(request, MSG_APPROVED.format(**(result or {"revision_id": "?", "item_count": 0})))
-    return _back(job_id)
+@require_GET
+def next_job(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
+    """Where a reviewer lands after approving: the next job waiting in the
+    queue (oldest first), or the queue when none is left."""
+    job = _job_or_deny(request, job_id)
+    revision = CatalogRevision.objects.filter(job_id=job.pk).first()
+    if revision is not None:
+        messages.success(request, MSG_APPROVED.format(revision_id=revision.pk,
+                                                      item_count=revision.item_count))
+    following = review_queue(user=request.user).exclude(pk=job.pk).first()
+    if following is None:
+        messages.info(request, MSG_QUEUE_EMPTY)
+        return redirect(reverse("review:queue"))
+    return redirect(reverse("review:detail", args=[following.pk]))
 
 
 @login_required

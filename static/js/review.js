@@ -1,79 +1,732 @@
-// The reviewer console: show an item's source row, filter flagged items,
-// and post only the inputs the reviewer changed.
+// The reviewer's grid: rows fetched in pages and drawn only where they are
+// visible, keyboard navigation and editing, bulk fixes, undo/redo of unsaved
+// edits, the source rows near the current item, and approval with a summary.
+// No inline script: the page's data comes from the JSON block #grid-config.
 (function () {
   "use strict";
+  var configNode = document.getElementById("grid-config");
   var grid = document.getElementById("review-grid");
-  var pane = document.getElementById("source-pane");
-  var form = document.getElementById("review-form");
-  if (!grid) { return; }
+  if (!configNode || !grid) { return; }
+  var config = JSON.parse(configNode.textContent);
 
-  function showSource(row) {
-    var previous = grid.querySelector("tr.item-current");
-    if (previous) { previous.classList.remove("item-current"); }
-    row.classList.add("item-current");
-    var current = pane && pane.querySelector("tr.row-current");
-    if (current) { current.classList.remove("row-current"); }
-    var id = row.getAttribute("data-source");
-    var target = id && document.getElementById(id);
-    if (!target) { return; }
-    target.classList.add("row-current");
-    // Scroll the source pane only, so the grid stays where the reviewer is.
-    if (pane) {
-      var top = target.offsetTop - pane.clientHeight / 2 + target.offsetHeight / 2;
-      pane.scrollTo({ top: Math.max(0, top), behavior: "smooth" });
+  var ROW_HEIGHT = 34;
+  var PAGE = 200;
+  var OVERSCAN = 10;
+  var COLUMNS = ["num"].concat(config.fields, ["source", "state"]);
+  var EDITABLE = {};
+  config.fields.forEach(function (name) { EDITABLE[name] = true; });
+
+  var viewport = document.getElementById("grid-viewport");
+  var spacer = document.getElementById("grid-spacer");
+  var body = document.getElementById("grid-body");
+  var details = document.getElementById("row-details");
+  var message = document.getElementById("grid-message");
+  var sourceRows = document.getElementById("source-rows");
+  var sourceTitle = document.getElementById("source-title");
+
+  var pages = {};          // page number -> items (as the server has them)
+  var loading = {};        // page number -> true while fetched
+  var active = { row: 0, col: 1 };
+  var editing = null;      // {row, col, input}
+  var selected = {};       // index -> true
+  var anchor = null;
+  // Unsaved edits, in the body format of the approve endpoint.
+  var pending = emptyPending();
+  var undoStack = [];
+  var redoStack = [];
+  var flagged = config.flagged.slice();
+
+  function emptyPending() { return { rows: {}, omit: {}, sets: [], replace: [] }; }
+  function isDirty() {
+    return Object.keys(pending.rows).length > 0 || Object.keys(pending.omit).length > 0 ||
+      pending.sets.length > 0 || pending.replace.length > 0;
+  }
+
+  // --- data --------------------------------------------------------------
+  function itemAt(index) {
+    var page = pages[Math.floor(index / PAGE)];
+    return page ? page[index % PAGE] : null;
+  }
+
+  function fetchPage(number) {
+    if (pages[number] || loading[number] || number * PAGE >= config.total) { return; }
+    loading[number] = true;
+    fetch(config.urls.items + "?start=" + number * PAGE + "&count=" + PAGE, { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); })
+      .then(function (data) {
+        pages[number] = data.items;
+        delete loading[number];
+        render();
+        grid.setAttribute("data-loaded", "true");
+        if (Math.floor(active.row / PAGE) === number) { showDetails(); }
+      })
+      .catch(function (error) {
+        delete loading[number];
+        say("The items could not be loaded (" + error.message + "); reload the page.");
+      });
+  }
+
+  function inScope(item, name, scope) {
+    if (scope === "all") { return true; }
+    if (scope === "flagged") { return (item.flags || []).length > 0; }
+    var value = item[name];
+    return value === null || value === undefined || value === "" ||
+      (item.flags || []).some(function (f) { return f.field === name; });
+  }
+
+  // The value the grid shows: the server's, with the unsaved edits applied
+  // in the order the server applies them (sheet values, replace, row values).
+  function shown(index, name) {
+    var item = itemAt(index);
+    if (!item) { return ""; }
+    var value = item[name];
+    pending.sets.forEach(function (rule) {
+      if (rule.field === name && inScope(item, name, rule.scope)) { value = rule.value; }
+    });
+    pending.replace.forEach(function (rule) {
+      if (rule.field !== name) { return; }
+      var text = value === null || value === undefined ? "" : String(value).trim();
+      if (rule.whole || (name !== "sku" && name !== "description")) {
+        if (text.toLowerCase() === rule.find.trim().toLowerCase()) { value = rule.replace; }
+      } else if (text.indexOf(rule.find) !== -1) {
+        value = text.split(rule.find).join(rule.replace);
+      }
+    });
+    var own = pending.rows[index];
+    if (own && Object.prototype.hasOwnProperty.call(own, name)) { value = own[name]; }
+    return value === null || value === undefined ? "" : String(value);
+  }
+
+  function isOmitted(index) {
+    if (Object.prototype.hasOwnProperty.call(pending.omit, index)) { return pending.omit[index]; }
+    var item = itemAt(index);
+    return !!(item && item.omitted);
+  }
+
+  function isEdited(index, name) {
+    var own = pending.rows[index];
+    return !!(own && Object.prototype.hasOwnProperty.call(own, name));
+  }
+
+  // --- changes, undo and redo -------------------------------------------
+  function change(mutate) {
+    undoStack.push(JSON.stringify(pending));
+    redoStack = [];
+    mutate();
+    changed();
+  }
+  function changed() {
+    setDisabled("undo", undoStack.length === 0);
+    setDisabled("redo", redoStack.length === 0);
+    render();
+    showDetails();
+  }
+  function undo() {
+    if (!undoStack.length) { return; }
+    redoStack.push(JSON.stringify(pending));
+    pending = JSON.parse(undoStack.pop());
+    changed();
+    say("Undone.");
+  }
+  function redo() {
+    if (!redoStack.length) { return; }
+    undoStack.push(JSON.stringify(pending));
+    pending = JSON.parse(redoStack.pop());
+    changed();
+    say("Redone.");
+  }
+  function setValue(index, name, value) {
+    if (!pending.rows[index]) { pending.rows[index] = {}; }
+    pending.rows[index][name] = value;
+  }
+
+  // --- drawing -----------------------------------------------------------
+  function visibleRange() {
+    var first = Math.max(0, Math.floor(viewport.scrollTop / ROW_HEIGHT) - OVERSCAN);
+    var count = Math.ceil(viewport.clientHeight / ROW_HEIGHT) + 2 * OVERSCAN;
+    return { first: first, last: Math.min(config.total - 1, first + count) };
+  }
+
+  function cellFlags(item, name) {
+    return (item && item.flags || []).filter(function (f) {
+      if (name === "source") { return config.fields.indexOf(f.field) === -1; }
+      return f.field === name;
+    });
+  }
+
+  function render() {
+    spacer.style.height = (config.total * ROW_HEIGHT) + "px";
+    var range = visibleRange();
+    for (var p = Math.floor(range.first / PAGE); p <= Math.floor(range.last / PAGE); p++) { fetchPage(p); }
+    var focused = document.activeElement && body.contains(document.activeElement);
+    var fragment = document.createDocumentFragment();
+    for (var index = range.first; index <= range.last; index++) {
+      fragment.appendChild(drawRow(index));
+    }
+    body.style.transform = "translateY(" + range.first * ROW_HEIGHT + "px)";
+    if (editing && editing.row >= range.first && editing.row <= range.last) {
+      // Keep the open editor (and what is typed in it) across redraws.
+      body.textContent = "";
+      body.appendChild(fragment);
+      var holder = cellNode(editing.row, editing.col);
+      if (holder) { holder.textContent = ""; holder.appendChild(editing.input); editing.input.focus(); }
+      return;
+    }
+    body.textContent = "";
+    body.appendChild(fragment);
+    if (focused) { focusActive(); }
+  }
+
+  function drawRow(index) {
+    var item = itemAt(index);
+    var row = document.createElement("div");
+    row.setAttribute("role", "row");
+    row.className = "grid-row";
+    row.setAttribute("aria-rowindex", String(index + 2));
+    row.setAttribute("aria-selected", selected[index] ? "true" : "false");
+    row.dataset.index = index;
+    if (isOmitted(index)) { row.classList.add("omitted"); }
+    if (item && (item.flags || []).length) { row.classList.add("flagged"); }
+    if (index === active.row) { row.classList.add("current"); }
+    COLUMNS.forEach(function (name, col) {
+      var cell = document.createElement("div");
+      cell.setAttribute("role", "gridcell");
+      cell.className = "c-" + name;
+      cell.dataset.col = col;
+      cell.tabIndex = (index === active.row && col === active.col) ? 0 : -1;
+      var text;
+      if (!item) {
+        text = name === "num" ? String(index + 1) : "…";
+      } else if (name === "num") {
+        text = String(index + 1);
+      } else if (name === "source") {
+        var source = item.source || {};
+        text = (source.sheet || "?") + ":" + (source.row || "?");
+      } else if (name === "state") {
+        text = isOmitted(index) ? "omitted" : (isDirty() && rowDirty(index) ? "edited" : "");
+      } else {
+        text = shown(index, name);
+      }
+      cell.textContent = text;
+      if (item && name !== "num" && name !== "state") {
+        var flags = cellFlags(item, name);
+        if (flags.length) {
+          cell.classList.add("cell-flagged");
+          cell.title = flags.map(function (f) { return f.message; }).join(" ");
+          var hidden = document.createElement("span");
+          hidden.className = "visually-hidden";
+          hidden.textContent = " (flagged)";
+          cell.appendChild(hidden);
+        }
+        if (EDITABLE[name] && (isEdited(index, name) || (item.provenance && item.provenance[name]))) {
+          cell.classList.add("by-hand");
+        }
+      }
+      if (EDITABLE[name] && !config.editable) { cell.setAttribute("aria-readonly", "true"); }
+      row.appendChild(cell);
+    });
+    return row;
+  }
+
+  function rowDirty(index) {
+    return !!pending.rows[index] || Object.prototype.hasOwnProperty.call(pending.omit, index);
+  }
+
+  function cellNode(row, col) {
+    return body.querySelector('[data-index="' + row + '"] [data-col="' + col + '"]');
+  }
+
+  function focusActive() {
+    var node = cellNode(active.row, active.col);
+    if (node) { node.focus({ preventScroll: true }); }
+  }
+
+  function scrollToActive() {
+    var top = active.row * ROW_HEIGHT;
+    if (top < viewport.scrollTop) {
+      viewport.scrollTop = top;
+    } else if (top + ROW_HEIGHT > viewport.scrollTop + viewport.clientHeight) {
+      viewport.scrollTop = top + ROW_HEIGHT - viewport.clientHeight;
     }
   }
 
-  function itemRow(node) {
-    var flags = node.closest("tr.item-flags");
-    if (flags) { return document.getElementById("item-" + flags.getAttribute("data-item")); }
-    return node.closest("tr.item-row");
+  function moveTo(row, col, options) {
+    if (config.total === 0) { return; }
+    var previous = active.row;
+    active = { row: Math.max(0, Math.min(config.total - 1, row)),
+               col: Math.max(0, Math.min(COLUMNS.length - 1, col)) };
+    if (options && options.center) {
+      viewport.scrollTop = Math.max(0, active.row * ROW_HEIGHT - viewport.clientHeight / 2);
+    } else {
+      scrollToActive();
+    }
+    render();
+    focusActive();
+    if (previous !== active.row || (options && options.force)) { showDetails(); }
   }
+
+  // --- the current row's details and source rows ------------------------
+  var sourceTimer = null;
+  function showDetails() {
+    var index = active.row;
+    var item = itemAt(index);
+    details.textContent = "";
+    if (!item) { return; }
+    var title = document.createElement("strong");
+    title.textContent = "Item " + (index + 1) + (isOmitted(index) ? " (omitted)" : "");
+    details.appendChild(title);
+    var list = document.createElement("ul");
+    (item.flags || []).forEach(function (flag) {
+      var li = document.createElement("li");
+      li.className = "flag";
+      var label = config.labels[flag.field] || flag.field || "row";
+      li.textContent = label + ": " + flag.message +
+        (config.checked.indexOf(flag.code) === -1 ? " (a doubt of the extractor: approving answers it)" : "");
+      list.appendChild(li);
+    });
+    config.fields.forEach(function (name) {
+      var provenance = item.provenance && item.provenance[name];
+      var unsaved = isEdited(index, name);
+      if (!provenance && !unsaved) { return; }
+      var li = document.createElement("li");
+      li.className = "provenance";
+      var extracted = provenance ? provenance.extracted : item[name];
+      var text = config.labels[name] + ": " + (shown(index, name) || "—") + " (extracted: " +
+        (extracted === null || extracted === undefined || extracted === "" ? "—" : extracted) + "; ";
+      text += unsaved ? "not saved yet)" : "set by " + provenance.by + " at " + provenance.at + ")";
+      li.textContent = text;
+      list.appendChild(li);
+    });
+    if (list.childNodes.length) { details.appendChild(list); }
+    clearTimeout(sourceTimer);
+    sourceTimer = setTimeout(function () { loadSource(item); }, 120);
+  }
+
+  var sourceCache = {};
+  function loadSource(item) {
+    var source = item.source || {};
+    if (!source.sheet || !source.row || !sourceRows) { return; }
+    var key = source.sheet + "\u0000" + source.row;
+    var done = function (data) { drawSource(data, source.row); };
+    if (sourceCache[key]) { done(sourceCache[key]); return; }
+    var url = config.urls.source + "?sheet=" + encodeURIComponent(source.sheet) + "&row=" + source.row + "&around=12";
+    fetch(url, { credentials: "same-origin" })
+      .then(function (r) { return r.json(); })
+      .then(function (data) { sourceCache[key] = data; done(data); })
+      .catch(function () { sourceRows.textContent = "The source rows could not be loaded."; });
+  }
+
+  function drawSource(data, cited) {
+    sourceTitle.textContent = "Source · " + data.sheet + (data.total ? " (" + data.total + " rows)" : "");
+    sourceRows.textContent = "";
+    if (!data.found) {
+      var missing = document.createElement("p");
+      missing.className = "muted";
+      missing.textContent = "The sheet " + data.sheet + " is not in the file.";
+      sourceRows.appendChild(missing);
+      return;
+    }
+    var table = document.createElement("table");
+    table.className = "source-table";
+    var tbody = document.createElement("tbody");
+    data.rows.forEach(function (cells, n) {
+      var number = data.first + n;
+      var tr = document.createElement("tr");
+      if (number === cited) { tr.className = "row-current"; tr.id = "source-current"; }
+      var th = document.createElement("th");
+      th.scope = "row";
+      th.textContent = String(number);
+      tr.appendChild(th);
+      cells.forEach(function (text) {
+        var td = document.createElement("td");
+        td.textContent = text;
+        tr.appendChild(td);
+      });
+      tbody.appendChild(tr);
+    });
+    table.appendChild(tbody);
+    sourceRows.appendChild(table);
+    var current = document.getElementById("source-current");
+    var pane = document.getElementById("source-pane");
+    if (current && pane) { pane.scrollTop = Math.max(0, current.offsetTop - pane.clientHeight / 2); }
+  }
+
+  // --- editing -------------------------------------------------------------
+  function startEdit(initial) {
+    var name = COLUMNS[active.col];
+    if (!config.editable || !EDITABLE[name] || !itemAt(active.row)) { return false; }
+    var node = cellNode(active.row, active.col);
+    if (!node) { return false; }
+    var input = document.createElement("input");
+    input.className = "cell-editor";
+    input.value = initial !== undefined ? initial : shown(active.row, name);
+    input.setAttribute("aria-label", config.labels[name] + " of item " + (active.row + 1));
+    if (name === "currency") { input.setAttribute("list", "currency-list"); }
+    if (name === "unit") { input.setAttribute("list", "unit-list"); }
+    input.autocomplete = "off";
+    editing = { row: active.row, col: active.col, input: input };
+    node.textContent = "";
+    node.appendChild(input);
+    input.focus();
+    if (initial === undefined) { input.select(); }
+    return true;
+  }
+
+  function finishEdit(keep) {
+    if (!editing) { return; }
+    var edit = editing;
+    editing = null;
+    var name = COLUMNS[edit.col];
+    var value = edit.input.value;
+    if (keep && value !== shown(edit.row, name)) {
+      change(function () { setValue(edit.row, name, value); });
+    } else {
+      render();
+    }
+    focusActive();
+  }
+
+  function editorKey(event) {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      finishEdit(true);
+      moveTo(active.row + 1, active.col);
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      finishEdit(false);
+    } else if (event.key === "Tab") {
+      event.preventDefault();
+      finishEdit(true);
+      moveTo(active.row, active.col + (event.shiftKey ? -1 : 1));
+    }
+  }
+
+  // --- commands ------------------------------------------------------------
+  function targets() {
+    var chosen = Object.keys(selected).map(Number).sort(function (a, b) { return a - b; });
+    return chosen.length ? chosen : [active.row];
+  }
+
+  function toggleSelect(index, extend) {
+    if (extend && anchor !== null) {
+      var low = Math.min(anchor, index), high = Math.max(anchor, index);
+      for (var i = low; i <= high; i++) { selected[i] = true; }
+    } else {
+      if (selected[index]) { delete selected[index]; } else { selected[index] = true; }
+      anchor = index;
+    }
+    var count = Object.keys(selected).length;
+    document.getElementById("selection-count").textContent = count ? count + " selected" : "";
+    render();
+    focusActive();
+  }
+
+  function fillDown() {
+    var name = COLUMNS[active.col];
+    if (!config.editable || !EDITABLE[name]) { return; }
+    var rows = targets();
+    if (rows.length > 1) {
+      var value = shown(rows[0], name);
+      change(function () { rows.slice(1).forEach(function (i) { setValue(i, name, value); }); });
+      say("Filled " + config.labels[name] + " down into " + (rows.length - 1) + " items.");
+    } else if (active.row > 0) {
+      var above = shown(active.row - 1, name);
+      change(function () { setValue(active.row, name, above); });
+    }
+  }
+
+  function toggleOmit() {
+    if (!config.editable) { return; }
+    var rows = targets();
+    var omit = !isOmitted(rows[0]);
+    change(function () {
+      rows.forEach(function (i) {
+        var item = itemAt(i);
+        if (item && !!item.omitted === omit) { delete pending.omit[i]; } else { pending.omit[i] = omit; }
+      });
+    });
+    say((omit ? "Omitted " : "Restored ") + rows.length + " item" + (rows.length === 1 ? "" : "s") + ".");
+  }
+
+  function nextFlagged(step) {
+    if (!flagged.length) { say("No item is flagged."); return; }
+    var target = null;
+    if (step > 0) {
+      for (var i = 0; i < flagged.length; i++) { if (flagged[i] > active.row) { target = flagged[i]; break; } }
+      if (target === null) { target = flagged[0]; }
+    } else {
+      for (var j = flagged.length - 1; j >= 0; j--) { if (flagged[j] < active.row) { target = flagged[j]; break; } }
+      if (target === null) { target = flagged[flagged.length - 1]; }
+    }
+    goToFlaggedCell(target);
+  }
+
+  function goToFlaggedCell(index) {
+    var col = 1;
+    var item = itemAt(index);
+    if (item) {
+      for (var c = 1; c < COLUMNS.length; c++) {
+        if (cellFlags(item, COLUMNS[c]).length) { col = c; break; }
+      }
+    }
+    moveTo(index, col, { center: true, force: true });
+    if (!item) {
+      // The page is being fetched: land on the flagged cell once it is here.
+      var wait = setInterval(function () {
+        if (itemAt(index)) { clearInterval(wait); if (active.row === index) { goToFlaggedCell(index); } }
+      }, 50);
+      setTimeout(function () { clearInterval(wait); }, 5000);
+    }
+  }
+
+  grid.addEventListener("keydown", function (event) {
+    if (editing) { editorKey(event); return; }
+    var key = event.key;
+    var ctrl = event.ctrlKey || event.metaKey;
+    var pageRows = Math.max(1, Math.floor(viewport.clientHeight / ROW_HEIGHT) - 1);
+    var handled = true;
+    if (key === "ArrowDown") { moveTo(active.row + 1, active.col); }
+    else if (key === "ArrowUp") { moveTo(active.row - 1, active.col); }
+    else if (key === "ArrowRight") { moveTo(active.row, active.col + 1); }
+    else if (key === "ArrowLeft") { moveTo(active.row, active.col - 1); }
+    else if (key === "PageDown") { moveTo(active.row + pageRows, active.col); }
+    else if (key === "PageUp") { moveTo(active.row - pageRows, active.col); }
+    else if (key === "Home") { moveTo(ctrl ? 0 : active.row, 0); }
+    else if (key === "End") { moveTo(ctrl ? config.total - 1 : active.row, COLUMNS.length - 1); }
+    else if (key === "Tab") {
+      var col = active.col + (event.shiftKey ? -1 : 1);
+      if (col < 0 || col >= COLUMNS.length) { handled = false; } else { moveTo(active.row, col); }
+    }
+    else if (key === "Enter" || key === "F2") { handled = startEdit(); }
+    else if (key === "F8") { nextFlagged(event.shiftKey ? -1 : 1); }
+    else if (key === " " ) { toggleSelect(active.row, event.shiftKey); }
+    else if (ctrl && (key === "d" || key === "D")) { fillDown(); }
+    else if (ctrl && !event.shiftKey && (key === "z" || key === "Z")) { undo(); }
+    else if (ctrl && (key === "y" || key === "Y" || (event.shiftKey && (key === "z" || key === "Z")))) { redo(); }
+    else if (key === "Delete" && event.shiftKey) { toggleOmit(); }
+    else if (key === "Delete" || key === "Backspace") {
+      var name = COLUMNS[active.col];
+      if (config.editable && EDITABLE[name] && shown(active.row, name) !== "") {
+        change(function () { setValue(active.row, name, ""); });
+      }
+    }
+    else if (key.length === 1 && !ctrl && !event.altKey) { handled = startEdit(key); }
+    else { handled = false; }
+    if (handled) { event.preventDefault(); }
+  });
 
   grid.addEventListener("click", function (event) {
-    var row = itemRow(event.target);
-    if (!row) { return; }
-    if (event.target.closest("a")) { event.preventDefault(); }
-    showSource(row);
+    var cell = event.target.closest('[role="gridcell"]');
+    if (!cell || cell.querySelector("input")) { return; }
+    var row = Number(cell.parentNode.dataset.index);
+    var col = Number(cell.dataset.col);
+    if (col === 0) { toggleSelect(row, event.shiftKey); }
+    moveTo(row, col, { force: true });
   });
-  grid.addEventListener("focusin", function (event) {
-    var row = itemRow(event.target);
-    if (row && !row.classList.contains("item-current")) { showSource(row); }
+  grid.addEventListener("dblclick", function (event) {
+    if (event.target.closest('[role="gridcell"]')) { startEdit(); }
+  });
+  grid.addEventListener("focusout", function (event) {
+    if (editing && event.target === editing.input && !grid.contains(event.relatedTarget)) { finishEdit(true); }
   });
 
-  var onlyFlagged = document.getElementById("only-flagged");
-  if (onlyFlagged) {
-    onlyFlagged.addEventListener("change", function () {
-      grid.classList.toggle("only-flagged", onlyFlagged.checked);
-    });
+  var ticking = false;
+  viewport.addEventListener("scroll", function () {
+    if (ticking) { return; }
+    ticking = true;
+    window.requestAnimationFrame(function () { ticking = false; render(); });
+  });
+
+  // --- toolbar and bulk fixes ------------------------------------------
+  function on(id, type, handler) {
+    var node = document.getElementById(id);
+    if (node) { node.addEventListener(type, handler); }
+  }
+  function setDisabled(id, value) {
+    var node = document.getElementById(id);
+    if (node) { node.disabled = value; }
+  }
+  function say(text, kind) {
+    message.textContent = text;
+    message.className = "messages-inline" + (kind ? " " + kind : "");
   }
 
-  // Preview the sheet-wide currency in the empty currency cells it will fill.
-  var currency = document.getElementById("currency-override");
-  if (currency) {
-    currency.addEventListener("change", function () {
-      grid.querySelectorAll("td.field-currency input").forEach(function (input) {
-        input.placeholder = currency.value;
+  on("next-flagged", "click", function () { nextFlagged(1); });
+  on("prev-flagged", "click", function () { nextFlagged(-1); });
+  on("fill-down", "click", fillDown);
+  on("toggle-omit", "click", toggleOmit);
+  on("undo", "click", undo);
+  on("redo", "click", redo);
+
+  var setField = document.getElementById("set-field");
+  if (setField) {
+    setField.addEventListener("change", function () {
+      var input = document.getElementById("set-value");
+      var lists = { currency: "currency-list", unit: "unit-list" };
+      if (lists[setField.value]) { input.setAttribute("list", lists[setField.value]); } else { input.removeAttribute("list"); }
+    });
+  }
+  on("set-form", "submit", function (event) {
+    event.preventDefault();
+    var name = setField.value;
+    var value = document.getElementById("set-value").value.trim();
+    var scope = document.getElementById("set-scope").value;
+    if (name === "currency") { value = value.toUpperCase(); }
+    if (scope === "selected") {
+      var rows = targets();
+      change(function () { rows.forEach(function (i) { setValue(i, name, value); }); });
+      say(config.labels[name] + " set to " + (value || "nothing") + " on " + rows.length + " item(s); not saved yet.");
+    } else {
+      change(function () { pending.sets.push({ field: name, value: value, scope: scope }); });
+      say(config.labels[name] + " set to " + (value || "nothing") + " for " + scope + " items; not saved yet.");
+    }
+  });
+  on("map-form", "submit", function (event) {
+    event.preventDefault();
+    var from = document.getElementById("map-from").value.trim();
+    var to = document.getElementById("map-to").value.trim();
+    if (!from) { say("Say which unit word to map."); return; }
+    change(function () { pending.replace.push({ field: "unit", find: from, replace: to, whole: true }); });
+    say("Unit “" + from + "” means “" + to + "” for the whole sheet; not saved yet.");
+  });
+  on("replace-form", "submit", function (event) {
+    event.preventDefault();
+    var name = document.getElementById("replace-field").value;
+    var find = document.getElementById("replace-find").value;
+    var replacement = document.getElementById("replace-with").value;
+    if (!find) { say("Say what to find."); return; }
+    change(function () { pending.replace.push({ field: name, find: find, replace: replacement, whole: false }); });
+    say("“" + find + "” replaced with “" + replacement + "” in " + config.labels[name] + "; not saved yet.");
+  });
+
+  document.querySelectorAll("a.goto-item").forEach(function (link) {
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      goToFlaggedCell(Number(link.dataset.item));
+    });
+  });
+
+  // --- save, approve ---------------------------------------------------
+  function csrfToken() {
+    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (match) { return decodeURIComponent(match[1]); }
+    var field = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  function requestBody() {
+    var items = [];
+    var indexes = {};
+    Object.keys(pending.rows).forEach(function (i) { indexes[i] = true; });
+    Object.keys(pending.omit).forEach(function (i) { indexes[i] = true; });
+    Object.keys(indexes).map(Number).sort(function (a, b) { return a - b; }).forEach(function (i) {
+      var entry = { index: i };
+      if (pending.rows[i]) { entry.set = pending.rows[i]; }
+      if (Object.prototype.hasOwnProperty.call(pending.omit, i)) { entry.omit = pending.omit[i]; }
+      items.push(entry);
+    });
+    var sets = pending.sets.map(function (rule) {
+      return { field: rule.field, value: rule.value === "" ? null : rule.value, scope: rule.scope };
+    }).filter(function (rule) { return rule.value !== null; });
+    return { version: config.version, items: items, sets: sets, replace: pending.replace };
+  }
+
+  function post(url, body) {
+    return fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+      body: JSON.stringify(body)
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (data) {
+        return { status: response.status, data: data };
       });
     });
   }
 
-  if (form) {
-    // Unchanged cells are not posted: a sheet of thousands of items stays a
-    // small request, and the server treats a missing cell as unchanged.
-    form.addEventListener("submit", function () {
-      grid.querySelectorAll("input:not([type=checkbox])").forEach(function (input) {
-        if (input.value === input.defaultValue) { input.disabled = true; }
-      });
+  var leaving = false;
+  function reloadClean() {
+    leaving = true;
+    window.location.reload();
+  }
+
+  function problemText(data) {
+    var text = data.detail || data.title || "The request failed.";
+    return text;
+  }
+
+  on("save", "click", function () {
+    if (!isDirty()) { say("There are no unsaved edits."); return; }
+    setDisabled("save", true);
+    post(config.urls.save, requestBody()).then(function (result) {
+      setDisabled("save", false);
+      if (result.status === 200) { reloadClean(); return; }
+      say(problemText(result.data), "error");
     });
-    window.addEventListener("pageshow", function () {
-      grid.querySelectorAll("input[disabled]").forEach(function (input) { input.disabled = false; });
+  });
+
+  var dialog = document.getElementById("approve-dialog");
+  on("approve", "click", function () {
+    post(config.urls.preview, requestBody()).then(function (result) {
+      if (result.status !== 200) { say(problemText(result.data), "error"); return; }
+      var s = result.data;
+      var box = document.getElementById("approve-summary");
+      box.textContent = "";
+      [["To publish", s.publish], ["Omitted", s.omitted], ["Changed by hand", s.changed_by_hand],
+       ["Flags still blocking", s.blocking]].forEach(function (pair) {
+        var p = document.createElement("p");
+        p.textContent = pair[0] + ": " + pair[1];
+        box.appendChild(p);
+      });
+      if (s.blocking) {
+        var list = document.createElement("ul");
+        s.problems.forEach(function (problem) {
+          var li = document.createElement("li");
+          li.textContent = "item " + (problem.index + 1) + " " + (problem.field || "row") + ": " + problem.message;
+          list.appendChild(li);
+        });
+        box.appendChild(list);
+      }
+      document.getElementById("approve-confirm").disabled = s.blocking > 0;
+      dialog.showModal();
+      document.getElementById(s.blocking ? "approve-cancel" : "approve-confirm").focus();
+    });
+  });
+  on("approve-cancel", "click", function () { dialog.close(); focusActive(); });
+  on("approve-confirm", "click", function () {
+    setDisabled("approve-confirm", true);
+    post(config.urls.approve, requestBody()).then(function (result) {
+      if (result.status === 200) {
+        leaving = true;
+        window.location.assign(config.urls.next);
+        return;
+      }
+      dialog.close();
+      setDisabled("approve-confirm", false);
+      say(problemText(result.data), "error");
+      if (result.status === 422 && result.data.version) { pending = emptyPending(); reloadClean(); }
+    });
+  });
+
+  window.addEventListener("beforeunload", function (event) {
+    if (!leaving && isDirty()) { event.preventDefault(); event.returnValue = ""; }
+  });
+  var reject = document.getElementById("reject-form");
+  if (reject) {
+    reject.addEventListener("submit", function (event) {
+      if (isDirty() && !window.confirm("Reject and drop the unsaved edits?")) { event.preventDefault(); return; }
+      leaving = true;
     });
   }
 
-  var first = grid.querySelector("tr.item-flagged");
-  if (first && first.getAttribute("data-source")) {
-    var target = document.getElementById(first.getAttribute("data-source"));
-    if (target && pane) { target.classList.add("row-current"); pane.scrollTop = Math.max(0, target.offsetTop - 80); }
+  // --- start -------------------------------------------------------------
+  render();
+  var wanted = Number(new URLSearchParams(window.location.search).get("item"));
+  if (wanted > 0 || (wanted === 0 && window.location.search.indexOf("item=") !== -1)) {
+    goToFlaggedCell(Math.min(wanted, config.total - 1));
+  } else if (flagged.length) {
+    active = { row: flagged[0], col: 1 };
+    viewport.scrollTop = Math.max(0, flagged[0] * ROW_HEIGHT - viewport.clientHeight / 2);
+    render();
   }
+  fetchPage(Math.floor(active.row / PAGE));
 }());

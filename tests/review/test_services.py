@@ -101,12 +101,20 @@ def test_approval_without_edits_lists_every_problem(workspace, reviewer):
         ("A-3", "ambiguous_unit"), ("A-3", "missing_currency")]
 
 
-def test_a_new_problem_introduced_by_an_edit_blocks_approval(workspace, reviewer):
+def test_a_price_that_is_not_a_positive_decimal_is_refused_and_publishes_nothing(workspace, reviewer):
     job = flagged_job(workspace)
-    with pytest.raises(ApprovalBlocked) as blocked:
+    with pytest.raises(EditRejected) as rejected:
         approve(reviewer, job, ReviewEdits(currency="EUR", unit="piece",
                                            rows={0: {"unit_price": "twelve"}}))
-    assert {p["code"] for p in blocked.value.problems} == {"invalid_price", "unsupported_source"}
+    assert "'twelve' is not a positive decimal number" in rejected.value.message
+    assert not CatalogRevision.objects.exists()
+
+
+def test_a_duplicate_sku_introduced_by_an_edit_blocks_approval(workspace, reviewer):
+    job = flagged_job(workspace)
+    with pytest.raises(ApprovalBlocked) as blocked:
+        approve(reviewer, job, ReviewEdits(currency="EUR", unit="piece", rows={1: {"sku": "A-1"}}))
+    assert {p["code"] for p in blocked.value.problems} == {"duplicate_sku"}
 
 
 def test_a_rows_own_currency_wins_over_the_sheet_wide_one(workspace, reviewer):

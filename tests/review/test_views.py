@@ -24,6 +24,10 @@ def post(client, name, job, **data):
     return client.post(reverse(f"review:{name}", args=[job.pk]), data, follow=True)
 
 
+def post_json(client, url, body):
+    return client.post(url, body, content_type="application/json")
+
+
 def messages_of(response):
     return [str(m) for m in response.context["messages"]]
 
@@ -46,28 +50,23 @@ def test_anonymous_user_is_sent_to_sign_in(client, job):
         assert response["Location"].startswith("/accounts/login/")
 
 
-def test_anonymous_approval_is_sent_to_sign_in_and_publishes_nothing(client, job):
-    response = client.post(reverse("review:approve", args=[job.pk]),
-                           {"version": job.version, "currency_override": "EUR"})
-    assert response.status_code == 302
-    assert not CatalogRevision.objects.exists()
-
-
 def test_member_without_reviewer_role_gets_403(client, member, job):
     client.force_login(member)
     assert client.get(reverse("review:queue")).status_code == 403
     assert client.get(detail_url(job.pk)).status_code == 403
+    assert client.get(reverse("review:items", args=[job.pk])).status_code == 403
 
 
 def test_member_without_reviewer_role_cannot_act(client, member, job):
     client.force_login(member)
-    for name, data in (("approve", {"currency_override": "EUR", "unit_override": "piece"}),
-                       ("reject", {"reason": "no"}), ("save", {"currency_override": "EUR"})):
-        response = client.post(reverse(f"review:{name}", args=[job.pk]), {"version": job.version, **data})
+    assert client.post(reverse("review:reject", args=[job.pk]),
+                       {"version": job.version, "reason": "no"}).status_code == 403
+    for name in ("save", "preview"):
+        response = post_json(client, reverse(f"review:{name}", args=[job.pk]),
+                             {"version": job.version, "set": {"currency": "EUR"}})
         assert response.status_code == 403
     after = Job.objects.get(pk=job.pk)
     assert (after.state, after.version) == (State.AWAITING_REVIEW, job.version)
-    assert not CatalogRevision.objects.exists()
 
 
 def test_member_of_another_workspace_gets_the_same_404_as_an_unknown_id(client, outsider, job):
@@ -76,16 +75,17 @@ def test_member_of_another_workspace_gets_the_same_404_as_an_unknown_id(client, 
     unknown = client.get(detail_url(uuid.uuid4()))
     assert theirs.status_code == unknown.status_code == 404
     assert theirs.content == unknown.content
+    assert client.get(reverse("review:items", args=[job.pk])).status_code == 404
 
 
 def test_member_of_another_workspace_cannot_act(client, outsider, job):
     client.force_login(outsider)
-    for name, data in (("approve", {"currency_override": "EUR", "unit_override": "piece"}),
-                       ("reject", {"reason": "no"}), ("save", {"currency_override": "EUR"})):
-        response = client.post(reverse(f"review:{name}", args=[job.pk]), {"version": job.version, **data})
-        assert response.status_code == 404
+    assert client.post(reverse("review:reject", args=[job.pk]),
+                       {"version": job.version, "reason": "no"}).status_code == 404
+    response = post_json(client, reverse("review:save", args=[job.pk]),
+                         {"version": job.version, "set": {"currency": "EUR"}})
+    assert response.status_code == 404
     assert Job.objects.get(pk=job.pk).state == State.AWAITING_REVIEW
-    assert not CatalogRevision.objects.exists()
 
 
 def test_queue_lists_waiting_jobs_oldest_first_with_flag_counts(reviewer_client, workspace):
@@ -109,95 +109,79 @@ def test_queue_leaves_out_other_workspaces_and_finished_jobs(reviewer_client, wo
     assert [job.pk for job, _ in response.context["rows"]] == [mine.pk]
 
 
-def test_detail_marks_flagged_cells_with_their_reason(reviewer_client, job):
-    html = reviewer_client.get(detail_url(job.pk)).content.decode()
-    assert html.count('class="field field-currency cell-flagged"') == 3
-    assert html.count('class="field field-unit cell-flagged"') == 1
-    assert "does not say what is counted" in html
-    assert "No currency was found" in html
-
-
-def test_detail_shows_the_source_rows_with_the_cited_rows_highlighted(reviewer_client, job):
+def test_detail_counts_flags_per_reason_with_a_link_to_the_first_item(reviewer_client, job):
     response = reviewer_client.get(detail_url(job.pk))
-    sheet = response.context["page"].sheets[0]
-    assert [(r.number, r.cited) for r in sheet.rows] == [
-        (1, False), (2, False), (3, False), (4, True), (5, True), (6, True)]
+    reasons = {(r.code, r.count, r.first_index) for r in response.context["page"].reasons}
+    assert reasons == {("missing_currency", 3, 0), ("ambiguous_unit", 1, 2)}
     html = response.content.decode()
-    assert 'id="src-0-6" class="row-cited row-cited-flagged"' in html
-    assert 'data-source="src-0-6"' in html
-    assert "Hex bolt M8" in html
+    assert 'href="?item=2"' in html and "first: item 3" in html
+
+
+def test_detail_page_carries_no_items_and_no_inline_script(reviewer_client, job):
+    html = reviewer_client.get(detail_url(job.pk)).content.decode()
+    assert "Hex bolt M8" not in html
+    assert "<script>" not in html and " onclick=" not in html
+    assert '<script id="grid-config" type="application/json">' in html
 
 
 def test_detail_carries_the_version_state_and_attempt(reviewer_client, job):
-    html = reviewer_client.get(detail_url(job.pk)).content.decode()
-    assert f'name="version" value="{job.version}"' in html
+    response = reviewer_client.get(detail_url(job.pk))
+    html = response.content.decode()
+    assert response.context["grid_config"]["version"] == job.version
     assert 'id="job-state">Awaiting Review<' in html
     assert f'id="job-attempt">{job.attempt}<' in html
 
 
-def test_currency_choices_offer_seen_codes_first(reviewer_client, workspace):
-    from tests.review import sheet_items
-
-    items = sheet_items()
-    items[0]["currency"] = "SEK"
-    job = flagged_job(workspace, items=items)
-    currencies = reviewer_client.get(detail_url(job.pk)).context["page"].currencies
-    assert currencies[0] == "SEK"
-    assert {"EUR", "USD", "GBP"} <= set(currencies)
+def test_currency_picker_offers_every_active_code_with_its_name(reviewer_client, job):
+    html = reviewer_client.get(detail_url(job.pk)).content.decode()
+    for code, name in (("IDR", "Rupiah"), ("KZT", "Tenge"), ("ZAR", "Rand"), ("VND", "Dong")):
+        assert f'<option value="{code}" label="{code} · {name}">' in html
+    assert 'value="EUT"' not in html
 
 
-def test_approving_with_overrides_publishes_and_says_so(reviewer_client, job):
-    response = post(reviewer_client, "approve", job, currency_override="EUR",
-                    currency_scope="missing", unit_override="piece")
-    revision = CatalogRevision.objects.get(job=job)
-    assert any(f"revision {revision.pk} published with 3 items" in m for m in messages_of(response))
-    assert Job.objects.get(pk=job.pk).state == State.COMPLETED
-    assert response.context["awaiting"] is False
-    assert reverse("catalog:revision", args=[revision.pk]) in response.content.decode()
+def test_items_come_in_pages_with_flags_and_index(reviewer_client, job):
+    data = reviewer_client.get(reverse("review:items", args=[job.pk]) + "?start=1&count=1").json()
+    assert data["total"] == 3 and data["start"] == 1
+    assert [(i["index"], i["sku"]) for i in data["items"]] == [(1, "A-2")]
+    assert data["items"][0]["flags"][0]["code"] == "missing_currency"
 
 
-def test_approving_with_a_row_edit_publishes_the_edit(reviewer_client, job):
-    post(reviewer_client, "approve", job, currency_override="EUR",
-         **{"item-2-unit": "kg", "item-0-description": "Hex bolt M8 zinc"})
-    items = {i.sku: i for i in CatalogRevision.objects.get(job=job).items.all()}
-    assert items["A-3"].unit == "kg"
-    assert items["A-1"].description == "Hex bolt M8 zinc"
+def test_source_rows_come_around_the_cited_row(reviewer_client, job):
+    data = reviewer_client.get(reverse("review:source", args=[job.pk]) + "?sheet=Prices&row=5&around=1").json()
+    assert (data["first"], data["total"]) == (4, 6)
+    assert [r[0] for r in data["rows"]] == ["A-1", "A-2", "A-3"]
 
 
-def test_unchanged_inputs_posted_back_are_not_edits(reviewer_client, job):
-    response = post(reviewer_client, "save", job,
-                    **{"item-0-sku": "A-1", "item-0-unit": "pcs", "item-2-currency": ""})
-    assert "There were no edits to save." in messages_of(response)
-    assert not ReviewDecision.objects.exists()
+def test_saving_json_edits_records_the_change(reviewer_client, job):
+    response = post_json(reviewer_client, reverse("review:save", args=[job.pk]),
+                         {"version": job.version, "set": {"currency": "EUR"}})
+    assert response.json() == {"version": job.version + 1, "changed": True}
+    html = reviewer_client.get(detail_url(job.pk)).content.decode()
+    assert "currency set to <strong>EUR</strong> on 3 items" in html
 
 
-def test_blocked_approval_keeps_the_edits_and_lists_what_blocks(reviewer_client, job):
-    response = post(reviewer_client, "approve", job, currency_override="EUR")
-    messages = messages_of(response)
-    assert any("1 problem(s) still block approval" in m and "A-3" in m for m in messages)
-    after = Job.objects.get(pk=job.pk)
-    assert after.state == State.AWAITING_REVIEW
-    assert {i["currency"] for i in after.output["items"]} == {"EUR"}
-    assert not CatalogRevision.objects.exists()
+def test_preview_summarises_without_writing(reviewer_client, job):
+    response = post_json(reviewer_client, reverse("review:preview", args=[job.pk]),
+                         {"version": job.version, "set": {"currency": "EUR"},
+                          "items": [{"index": 2, "omit": True}]})
+    assert response.json()["publish"] == 2 and response.json()["omitted"] == 1
+    assert Job.objects.get(pk=job.pk).version == job.version
 
 
-def test_stale_approval_after_cancel_tells_the_reviewer_and_publishes_nothing(reviewer_client, job):
-    job_cancel(job_id=job.pk, by_label="ops@acme")
-    response = post(reviewer_client, "approve", job, currency_override="EUR", unit_override="piece")
-    messages = messages_of(response)
-    assert any("Nothing was changed" in m and "cancelled by ops@acme" in m for m in messages)
-    assert not CatalogRevision.objects.exists()
+def test_after_approving_the_reviewer_lands_on_the_next_job(reviewer_client, workspace, job):
+    following = flagged_job(workspace)
+    response = post_json(reviewer_client, f"/api/jobs/{job.pk}/approve",
+                         {"version": job.version, "set": {"currency": "EUR"},
+                          "items": [{"index": 2, "set": {"unit": "piece"}}]})
+    assert response.status_code == 200
+    response = reviewer_client.get(reverse("review:next", args=[job.pk]))
+    assert response["Location"] == detail_url(following.pk)
 
 
-def test_second_reviewer_is_told_the_job_was_already_approved(client, reviewer, workspace, job):
-    other = membership_add(workspace=workspace, username="ria", role=Membership.Role.REVIEWER).user
-    client.force_login(reviewer)
-    post(client, "approve", job, currency_override="EUR", unit_override="piece")
-    client.force_login(other)
-    response = post(client, "approve", job, currency_override="USD", unit_override="kg")
-    assert any("approved by rey" in m for m in messages_of(response))
-    assert CatalogRevision.objects.count() == 1
-    assert {i.currency for i in CatalogRevision.objects.get().items.all()} == {"EUR"}
+def test_after_the_last_job_the_reviewer_lands_on_the_queue(reviewer_client, job):
+    response = reviewer_client.get(reverse("review:next", args=[job.pk]), follow=True)
+    assert response.redirect_chain[-1][0] == reverse("review:queue")
+    assert "Nothing else waits for review." in messages_of(response)
 
 
 def test_reject_without_reason_changes_nothing(reviewer_client, job):
@@ -212,28 +196,7 @@ def test_reject_with_reason_needs_attention(reviewer_client, job):
     assert "rejected by rey" in response.content.decode()
 
 
-def test_a_post_without_version_is_refused(reviewer_client, job):
-    response = reviewer_client.post(reverse("review:approve", args=[job.pk]),
-                                    {"currency_override": "EUR", "unit_override": "piece"})
+def test_a_reject_without_version_is_refused(reviewer_client, job):
+    response = reviewer_client.post(reverse("review:reject", args=[job.pk]), {"reason": "x"})
     assert response.status_code == 400
-    assert not CatalogRevision.objects.exists()
-
-
-def test_decision_history_is_shown(reviewer_client, job):
-    post(reviewer_client, "save", job, currency_override="EUR")
-    html = reviewer_client.get(detail_url(job.pk)).content.decode()
-    assert "currency set to <strong>EUR</strong> on 3 items" in html
-
-
-def test_a_long_source_sheet_shows_only_the_cited_rows_with_context(reviewer_client, workspace,
-                                                                     monkeypatch):
-    from tests.review import SHEET, sheet_items
-
-    rows = SHEET["sheets"][0]["rows"] + [[f"X-{n}", "filler", "pcs", "1.00"] for n in range(20)]
-    table = {"sheets": [{"name": "Prices", "rows": rows}]}
-    items = sheet_items()[:1]
-    monkeypatch.setattr("review.selectors.SOURCE_FULL_ROWS", 10)
-    job = flagged_job(workspace, items=items, table=table)
-    sheet = reviewer_client.get(detail_url(job.pk)).context["page"].sheets[0]
-    assert [r.number for r in sheet.rows] == [2, 3, 4, 5, 6]
-    assert (sheet.abridged, sheet.total_rows) == (True, 26)
+    assert Job.objects.get(pk=job.pk).state == State.AWAITING_REVIEW
