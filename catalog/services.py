@@ -24,6 +24,7 @@ from catalog.models import (
     Supplier,
     Workspace,
 )
+from catalog.units import unit_normalize
 from jobs.models import Job
 from jobs.services import job_admit, outbox_write
 
@@ -197,6 +198,7 @@ def revision_publish(*, job, approved_by=None) -> dict:
                 sku=item["sku"] or "",
                 description=item.get("description") or "",
                 unit=item.get("unit"),
+                unit_code=unit_normalize(item.get("unit"))[0] or "",
                 pack_size=None if item.get("pack_size") is None else Decimal(str(item["pack_size"])),
                 unit_price=Decimal(item["unit_price"]),
                 currency=item["currency"],

@@ -11,8 +11,9 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from catalog.currencies import is_active_currency
-from catalog.extraction import AMBIGUOUS_UNITS, fold, normalize_unit, parse_decimal
+from catalog.extraction import AMBIGUOUS_UNITS, fold, parse_decimal
 from catalog.reading import Table
+from catalog.units import unit_is_ambiguous, unit_label, unit_normalize
 
 MSG_MISSING_CURRENCY = (
     "No currency was found for this price (not in the cell, its number format, "
@@ -20,6 +21,7 @@ MSG_MISSING_CURRENCY = (
 )
 MSG_BAD_CURRENCY = "Currency {value!r} is not an active ISO 4217 code; set the currency."
 MSG_UNKNOWN_UNIT = "Unit {unit!r} is not a known unit of sale; check what one price buys."
+MSG_NEAREST_UNITS = " Nearest known units: {units}."
 MSG_AMBIGUOUS_UNIT = "Unit {unit!r} does not say what is counted (piece, kg, box...); check it."
 MSG_INVALID_PRICE = "Price {price!r} is not a positive decimal number."
 MSG_NO_SHEET = "The cited sheet {sheet!r} does not exist in the file."
@@ -123,10 +125,15 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
         if unit:
             got = unit_cache.get(unit)
             if got is None:
-                if fold(unit).strip() in AMBIGUOUS_UNITS:
+                code, nearest = unit_normalize(unit)
+                if fold(unit).strip() in AMBIGUOUS_UNITS or unit_is_ambiguous(unit):
                     got = [_flag("ambiguous_unit", "unit", MSG_AMBIGUOUS_UNIT.format(unit=unit))]
-                elif normalize_unit(unit) is None:
-                    got = [_flag("ambiguous_unit", "unit", MSG_UNKNOWN_UNIT.format(unit=unit))]
+                elif code is None:
+                    message = MSG_UNKNOWN_UNIT.format(unit=unit)
+                    if nearest:
+                        message += MSG_NEAREST_UNITS.format(
+                            units=", ".join(unit_label(c) for c in nearest))
+                    got = [_flag("ambiguous_unit", "unit", message)]
                 else:
                     got = []
                 unit_cache[unit] = got

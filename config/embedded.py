@@ -91,9 +91,10 @@ of Pricesheet runs PostgreSQL {wanted}, which cannot open it.
   Data to keep? Dump it with the old server, then restore it into the new one:
 {start_old}      $OLD/pg_dump -h {data_dir} -U postgres -Fc {DATABASE_NAME} > {DATABASE_NAME}.dump
       make reset-db          # stops the old server and deletes {rel}/
-      make setup             # starts PostgreSQL {wanted} in a new {rel}/ and migrates
+      make db                # starts PostgreSQL {wanted} in a new {rel}/, with an empty database
       NEW=$(.venv/bin/python -m config.embedded bindir)
-      $NEW/pg_restore -h {data_dir} -U postgres -d {DATABASE_NAME} --clean --if-exists --no-owner {DATABASE_NAME}.dump
+      $NEW/pg_restore -h {data_dir} -U postgres -d {DATABASE_NAME} --no-owner {DATABASE_NAME}.dump
+      make run               # applies any newer migrations, then starts
 
   Or use a PostgreSQL server of your own: set DATABASE_URL."""
 

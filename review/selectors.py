@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from catalog.currencies import currency_choices
 from catalog.models import CatalogRevision, Membership, PriceSheet, Supplier
+from catalog.units import unit_choices
 from jobs.models import Job, JobCheckpoint, State
 from jobs.services import job_load_checkpoint
 from review.models import ReviewDecision
@@ -30,7 +31,6 @@ EDITABLE_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "cur
 # code is a doubt only the extractor could see, which the reviewer answers.
 CHECKED_CODES = frozenset({"missing_currency", "ambiguous_unit", "invalid_price",
                            "unsupported_source", "duplicate_sku", "empty_description"})
-COMMON_UNITS = ("piece", "set", "pair", "pack", "box", "kg", "g", "l", "ml", "m", "m2", "m3")
 DECISIONS_SHOWN = 50
 NOTES_SHOWN = 20
 
@@ -239,7 +239,7 @@ class ReviewPage:
     changed_by_hand: int
     sheets: list[str]
     currencies: list[tuple[str, str]]
-    units: tuple[str, ...]
+    units: list[tuple[str, str]]  # (value, label) of every unit of catalog.units
     decisions: list[ReviewDecision]
     source: dict[str, str]
     notes: list[str]
@@ -284,7 +284,7 @@ def review_page(*, job: Job) -> ReviewPage:
         job=job, total=total, flagged=summary["flagged"], reasons=summary["reasons"],
         flag_count=summary["flag_count"], omitted=summary["omitted"],
         changed_by_hand=summary["changed_by_hand"], sheets=[str(n) for n in names],
-        currencies=currency_choices(), units=COMMON_UNITS,
+        currencies=currency_choices(), units=unit_choices(),
         decisions=list(ReviewDecision.objects.filter(job_id=job.pk).order_by("-pk")[:DECISIONS_SHOWN]),
         source=job_sources(jobs=[job])[job.pk],
         notes=[str(n) for n in (output.get("notes") or [])][:NOTES_SHOWN],
