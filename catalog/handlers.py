@@ -22,14 +22,15 @@ def _read_limits():
     return ReadLimits(max_sheets=settings.MAX_SHEETS)
 
 
-def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, extract: bool) -> dict:
+def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, extract: bool,
+              mapping: dict | None) -> dict:
     from catalog.errors import SheetError
     from catalog.sandbox import ParseLimits, run_parse
 
     limits = ParseLimits(max_memory_mb=settings.PARSE_MAX_MEMORY_MB,
                          max_seconds=settings.PARSE_MAX_SECONDS)
     request = {"data": data, "filename": filename, "table": table, "extract": extract,
-               "read_limits": _read_limits()}
+               "mapping": mapping, "read_limits": _read_limits()}
     # A stopping worker releases the job before the child starts; once it
     # runs, only a lost lease (cancelled, expired, taken over) kills it, and
     # a stopping worker keeps the lease until the child answers.
@@ -74,22 +75,26 @@ def parse_sheet(ctx) -> None:
     if saved is None or builtin:
         # A retry reuses the checkpointed table and never reads the file again.
         data = sheet_path(sheet).read_bytes() if saved is None else None
-        result = _in_child(ctx, data=data, filename=sheet.original_name, table=saved, extract=builtin)
+        result = _in_child(ctx, data=data, filename=sheet.original_name, table=saved, extract=builtin,
+                           mapping=ctx.payload.get("mapping"))
         del data
         if saved is None:
             saved = result["table"]
             ctx.checkpoint("table", saved)
     ctx.heartbeat()
     if builtin:
-        checked, notes = result["items"], result["notes"]
+        checked, notes, report = result["items"], result["notes"], result["report"]
         if not checked:
-            raise PermanentError(MSG_NO_ITEMS)
+            raise PermanentError(result["refusal"] or MSG_NO_ITEMS)
     else:
         table = Table.from_json(saved)
         items, notes = _model_extract(ctx, table)
         if not items:
             raise PermanentError(MSG_NO_ITEMS)
-        checked = validate_items(items, table)
-    output = {"items": checked, "notes": notes, "extractor": settings.EXTRACTOR}
-    ctx.accept(output, needs_review=needs_review(checked),
+        checked, report = validate_items(items, table), {}
+    output = {"items": checked, "notes": notes, "extractor": settings.EXTRACTOR, **report}
+    # A column mapping the extractor is unsure of waits for a reviewer's
+    # confirmation even when no item carries a flag.
+    review = needs_review(checked) or bool(report.get("needs_confirmation"))
+    ctx.accept(output, needs_review=review,
                publish=lambda job: revision_publish(job=job))

@@ -396,7 +396,7 @@ def currency_from_number_format(fmt: str | None) -> str | None:
         return _format_cache[fmt]
     except KeyError:
         pass
-    from catalog.extraction import detect_currency
+    from catalog.extraction.money import detect_currency
 
     found: set[str] = set()
     for symbol, lcid in _FMT_BRACKET.findall(fmt):

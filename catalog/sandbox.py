@@ -77,21 +77,25 @@ last_report = ChildReport()
 
 
 def parse_upload(*, data: bytes | None, filename: str, table: dict | None,
-                 extract: bool, read_limits: ReadLimits) -> dict:
+                 extract: bool, read_limits: ReadLimits, mapping: dict | None = None) -> dict:
     """Read the sheet (unless ``table``, a checkpoint, is given) and, with
-    ``extract``, run the built-in extractor and validation. Pure: bytes and
-    plain data in, plain data out; raises ``SheetError`` for bad input."""
+    ``extract``, run the built-in extractor (with ``mapping``, a reviewer's
+    column mapping, if any) and validation. Pure: bytes and plain data in,
+    plain data out; raises ``SheetError`` for bad input."""
     parsed = Table.from_json(table) if table is not None else read_bytes(
         data, filename=filename, limits=read_limits)
     del data
     result: dict = {"table": parsed.to_json() if table is None else None}
     if extract:
-        from catalog.extraction import extract_items
+        from catalog.extraction import extract as extract_table
         from catalog.validation import validate_items
 
-        extracted = extract_items(parsed)
+        extracted = extract_table(parsed, mapping=mapping)
         result["items"] = validate_items(extracted.items, parsed) if extracted.items else []
         result["notes"] = list(extracted.notes)
+        result["refusal"] = extracted.refusal
+        result["report"] = {"columns": extracted.sheets, "needs_confirmation": extracted.needs_confirmation,
+                            "layout": {"source": "reviewer" if mapping else "inferred"}}
     return result
 
 

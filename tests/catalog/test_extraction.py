@@ -178,8 +178,8 @@ def test_several_sheets_are_all_read():
     assert [i["source"]["sheet"] for i in extract_items(t).items] == ["A", "B"]
 
 
-def test_sheet_without_recognisable_header_is_not_an_item_list():
-    with pytest.raises(NotAnItemList, match="no header row with a price column"):
+def test_sheet_of_numbers_alone_is_not_an_item_list():
+    with pytest.raises(NotAnItemList, match="not an item list"):
         extract_items(table(["foo", "bar"], ["1", "2"]))
 
 
@@ -194,7 +194,7 @@ def test_empty_table_is_not_an_item_list():
 
 
 def test_header_without_priced_rows_is_not_an_item_list():
-    with pytest.raises(NotAnItemList, match="no row below it has a price"):
+    with pytest.raises(NotAnItemList, match="no row below the header has a price"):
         extract_items(table(["SKU", "Name", "Price"], ["A", "Apple", ""]))
 
 

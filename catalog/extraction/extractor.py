@@ -1,0 +1,299 @@
+"""The built-in extractor: a table in, candidate items and a report out.
+
+For each sheet: find the header (or none), refuse only a sheet whose shape
+says it is not an item list, assign column roles from the values with the
+header as evidence (or take a reviewer's mapping as given), classify every
+row, and build items following the contract's item schema. Currencies are
+read, never guessed. What the extractor is unsure of is reported: a flag on
+the item, or ``needs_confirmation`` on the sheet's column mapping.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dataclasses import dataclass, field
+
+from catalog.errors import NotAnItemList
+from catalog.extraction.columns import ROLES, assign_roles, profile_columns
+from catalog.extraction.headers import classify_header
+from catalog.extraction.layout import Header, find_header, header_at, not_an_item_list
+from catalog.extraction.mapping import MappingError, sheet_mapping
+from catalog.extraction.money import (
+    ISO_CODES, PLAIN_NUMBER_RE, ambiguous_currency_symbol, canonical_decimal, decimal_style,
+    detect_currency, find_currencies, parse_decimal,
+)
+from catalog.extraction.packs import normalize_unit, pack_in_description, split_pack
+from catalog.extraction.rows import Columns, RowClassifier
+from catalog.extraction.text import cap, cell, col_letter
+
+if TYPE_CHECKING:  # the reader imports this package; only types flow back
+    from catalog.reading import Sheet, Table
+
+MSG_EMPTY_TABLE = "the file holds no cells at all: there is no item list to read"
+MSG_NOT_LIST = ("sheet {sheet!r} looks like a {kind}, not an item list; "
+                "a reviewer can still map its columns")
+MSG_NO_PRICE = ("sheet {sheet!r}: no column holds prices, so this is not an item list; "
+                "a reviewer can still map its columns")
+MSG_NO_NAME = ("sheet {sheet!r}: no column names the items (no SKU or description); "
+               "a reviewer can still map its columns")
+MSG_NO_ITEMS = ("sheet {sheet!r}: no row below the header has a price; "
+                "a reviewer can still map its columns")
+MSG_REFUSED = "no sheet holds an item list: {details}"
+MSG_PRICE_WITHOUT_ITEM = ("Row {row} holds a price but no SKU or description{taken}; "
+                          "check it is an item, or leave it out.")
+_ROLE_WORDS = {"unit_price": "price", "sku": "SKU", "description": "description", "unit": "unit",
+               "pack_size": "pack size", "currency": "currency", "quantity": "quantity"}
+MAX_LISTED_ROWS = 1000  # rows other than items listed per sheet in the report
+
+
+@dataclass(frozen=True)
+class Extraction:
+    items: list[dict]
+    notes: list[str]
+    sheets: list[dict] = field(default_factory=list)  # the ``columns`` report, per sheet
+    needs_confirmation: bool = False
+    refusal: str | None = None
+
+
+@dataclass
+class _SheetResult:
+    items: list[dict]
+    report: dict
+    notes: list[str]
+
+
+def _report(sheet: Sheet, header: Header, status: str, **extra) -> dict:
+    return {"sheet": sheet.name, "header_row": header.rows[0] if header.rows else None,
+            "header_rows": list(header.rows), "status": status, "columns": [],
+            "needs_confirmation": False, "doubts": [], **extra}
+
+
+def _refused(sheet: Sheet, header: Header, reason: str, kind: str) -> _SheetResult:
+    report = _report(sheet, header, "refused", kind=kind, reason=reason)
+    return _SheetResult([], report, [reason])
+
+
+def _currency_context(sheet: Sheet, header: Header, price: int) -> tuple[str | None, str, list[str]]:
+    """Currency from the headers and title rows: (code, basis, doubts)."""
+    labels = header.labels
+    price_label = cell(labels, price)
+    code = detect_currency(price_label)
+    if code:
+        return code, f"price header {price_label!r}", []
+    doubts = []
+    symbol = ambiguous_currency_symbol(price_label)
+    if symbol:
+        doubts.append(f"the price header {price_label!r} shows {symbol!r}, which does not say which currency")
+    sibling = set().union(*[find_currencies(lb) for i, lb in enumerate(labels) if i != price and lb] or [set()])
+    if len(sibling) == 1:
+        return next(iter(sibling)), "a sibling header", doubts
+    if len(sibling) > 1:
+        return None, "", doubts + [f"the headers name several currencies ({', '.join(sorted(sibling))})"]
+    first = header.rows[0] if header.rows else 1
+    title = set().union(*[find_currencies(cap(t)) for row in sheet.rows[: first - 1] for t in row] or [set()])
+    if len(title) == 1:
+        return next(iter(title)), f"a note in the title rows (1-{first - 1})", doubts
+    if len(title) > 1:
+        doubts.append(f"the title rows name several currencies ({', '.join(sorted(title))})")
+    return None, "", doubts
+
+
+class _ItemBuilder:
+    """Builds the items of one sheet's rows, once its columns are known."""
+
+    def __init__(self, sheet: Sheet, header: Header, cols: Columns, currency: str | None):
+        self.sheet = sheet
+        self.cols = cols
+        self.decimal = decimal_style(cell(r, cols.price) for r in sheet.rows[header.body_start - 1:][:2000])
+        self.sheet_code, self.basis, self.doubts = _currency_context(sheet, header, cols.price)
+        if currency:
+            self.sheet_code, self.basis = currency, "the reviewer's mapping"
+        self.split_cache: dict[str, tuple] = {}
+
+    def _currency(self, r: int, row: list[str], price_text: str, value) -> tuple[str | None, list[dict]]:
+        code = None
+        if value is not None and not PLAIN_NUMBER_RE.fullmatch(price_text):
+            code = detect_currency(price_text)
+        if code is None and self.cols.currency is not None:
+            text = cell(row, self.cols.currency)
+            code = detect_currency(text) or (text.upper() if text.upper() in ISO_CODES else None)
+        if code is None and self.sheet.currency_formats:
+            code = self.sheet.format_currency(r, self.cols.price)
+        if code is None:
+            code = self.sheet_code
+            if code is None and self.doubts:
+                return None, [{"code": "missing_currency", "field": "currency",
+                               "message": "Currency not stated clearly: " + "; ".join(self.doubts) + "."}]
+        return code, []
+
+    def _split(self, text: str) -> tuple:
+        got = self.split_cache.get(text)
+        if got is None:
+            got = self.split_cache[text] = split_pack(text)
+        return got
+
+    def _unit_pack(self, row: list[str], desc: str) -> tuple[str | None, object, list[dict]]:
+        unit = pack = None
+        if cell(row, self.cols.unit):
+            unit, pack = self._split(cell(row, self.cols.unit))
+        if cell(row, self.cols.pack):
+            pu, pn = self._split(cell(row, self.cols.pack))
+            if pn is not None:
+                pack = pn
+                if unit is None and pu is not None and normalize_unit(pu):
+                    unit = pu
+        if pack is None and desc:
+            du, dn, doubt = pack_in_description(desc)
+            if dn is not None:
+                unit = unit if unit is not None else du
+                flags = [{"code": "ambiguous_pack", "field": "pack_size", "message": doubt}] if doubt else []
+                return unit, dn, flags
+        return unit, pack, []
+
+    def item(self, r: int, row: list[str], without_item: bool = False) -> dict:
+        cols = self.cols
+        price_text = cell(row, cols.price)
+        value = parse_decimal(price_text, self.decimal)
+        sku, desc = cell(row, cols.sku), cell(row, cols.desc)
+        flags: list[dict] = []
+        if without_item:
+            desc, flags = self._fallback_description(r, row)
+        code, more = self._currency(r, row, price_text, value)
+        unit, pack, pack_flags = self._unit_pack(row, desc)
+        item = {
+            "sku": sku, "description": desc, "unit": unit, "pack_size": pack,
+            "unit_price": canonical_decimal(value) if value is not None else price_text,
+            "currency": code, "source": {"sheet": self.sheet.name, "row": r},
+        }
+        flags += more + pack_flags
+        if flags:
+            item["flags"] = flags
+        return item
+
+    def _fallback_description(self, r: int, row: list[str]) -> tuple[str, list[dict]]:
+        """The longest text of the row outside the price column, and the flag that says so."""
+        texts = [(len(c), i, c) for i, c in enumerate(row)
+                 if c and i != self.cols.price and parse_decimal(c) is None]
+        desc, taken = "", ""
+        if texts:
+            _n, i, desc = max(texts)
+            taken = f" (the text of column {col_letter(i)} was taken as the description)"
+        return desc, [{"code": "price_without_item", "field": None,
+                       "message": MSG_PRICE_WITHOUT_ITEM.format(row=r, taken=taken)}]
+
+
+def _classify_rows(sheet: Sheet, header: Header, builder: _ItemBuilder) -> tuple[list[dict], dict, list[dict]]:
+    """(items, count per row class, non-item rows with reasons) for the whole sheet."""
+    classifier = RowClassifier(builder.cols, builder.decimal)
+    items, counts, listed = [], {}, []
+    for r, row in enumerate(sheet.rows, start=1):
+        if r < header.body_start:
+            kind = "header" if r in header.rows else ("title" if any(row) else "blank")
+            got = None
+        else:
+            got = classifier.classify(r, row)
+            kind = got.kind
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind in ("item", "price_without_item"):
+            items.append(builder.item(r, row, without_item=kind == "price_without_item"))
+        if got and kind not in ("item", "blank") and len(listed) < MAX_LISTED_ROWS:
+            listed.append({"row": r, "class": kind, "reason": got.reason})
+    return items, counts, listed
+
+
+def _columns_of(assignment, labels: list[str]) -> Columns:
+    roles = assignment.roles
+    return Columns(price=roles["unit_price"], sku=roles.get("sku"), desc=roles.get("description"),
+                   unit=roles.get("unit"), pack=roles.get("pack_size"), currency=roles.get("currency"),
+                   labels=tuple(labels))
+
+
+def _summary(sheet: Sheet, header: Header, assignment, builder: _ItemBuilder) -> list[str]:
+    where = "+".join(map(str, header.rows)) if header.rows else "none"
+    roles = "; ".join(f"{_ROLE_WORDS[c.role]} from column {col_letter(c.col)}" + (f" {c.header!r}" if c.header else "")
+                      for c in assignment.columns if c.role != "other")
+    notes = [f"sheet {sheet.name!r}: header row {where}; {roles}"
+             + (f"; decimal separator {builder.decimal!r}" if builder.decimal else "")]
+    if assignment.other_prices:
+        notes.append(f"sheet {sheet.name!r}: other price columns not used: "
+                     + ", ".join(col_letter(c) for c in assignment.other_prices))
+    if builder.sheet_code:
+        notes.append(f"sheet {sheet.name!r}: currency {builder.sheet_code} from {builder.basis}")
+    notes += [f"sheet {sheet.name!r}: {d}" for d in builder.doubts + assignment.doubts]
+    return notes
+
+
+def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _SheetResult:
+    rows = sheet.rows
+    header = header_at(rows, mapped["header_row"]) if mapped else find_header(rows)
+    if not mapped:
+        kind = not_an_item_list(rows, header)
+        if kind:
+            return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
+    body = rows[header.body_start - 1:]
+    width = max([len(header.labels)] + [len(r) for r in body])
+    assignment = assign_roles(profile_columns(body, width), header.labels, mapped and mapped["columns"])
+    if "unit_price" not in assignment.roles:
+        named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
+        if named:
+            return _refused(sheet, header, MSG_NO_ITEMS.format(sheet=sheet.name), "no items")
+        return _refused(sheet, header, MSG_NO_PRICE.format(sheet=sheet.name), "no prices")
+    if "description" not in assignment.roles and "sku" not in assignment.roles:
+        return _refused(sheet, header, MSG_NO_NAME.format(sheet=sheet.name), "no item names")
+    builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency)
+    items, counts, listed = _classify_rows(sheet, header, builder)
+    if not items:
+        return _refused(sheet, header, MSG_NO_ITEMS.format(sheet=sheet.name), "no items")
+    doubts = [] if mapped else list(assignment.doubts)
+    if not header.rows and not mapped:
+        doubts.insert(0, "no header row: the columns were read from their values alone")
+    report = _report(sheet, header, "read", columns=[c.to_json() for c in assignment.columns],
+                     needs_confirmation=bool(doubts), doubts=doubts, rows=counts, skipped_rows=listed,
+                     source="reviewer" if mapped else "inferred")
+    return _SheetResult(items, report, _summary(sheet, header, assignment, builder))
+
+
+def extract(table: Table, mapping: dict | None = None) -> Extraction:
+    """Items and the per-sheet ``columns`` report of ``table`` (pure, no ORM).
+
+    ``mapping`` (a reviewer's, or a remembered layout) names, per sheet, the
+    header row and the column of each role; the sheets it lists are the only
+    ones read, and its ``currency`` stands for the sheets' stated currency.
+    Raises ``MappingError`` when the mapping names a sheet or column the
+    table does not have.
+    """
+    if not any(any(row for row in s.rows) for s in table.sheets):
+        return Extraction([], [MSG_EMPTY_TABLE], [], False, MSG_EMPTY_TABLE)
+    items, notes, reports, refusals = [], [], [], []
+    currency = (mapping or {}).get("currency")
+    for sheet in table.sheets:
+        mapped = sheet_mapping(mapping, sheet) if mapping else None
+        if mapping and mapped is None:
+            reports.append(_report(sheet, Header((), []), "not selected"))
+            continue
+        if not any(any(r) for r in sheet.rows):
+            reports.append(_report(sheet, Header((), []), "empty"))
+            continue
+        got = _read_sheet(sheet, mapped, currency)
+        items += got.items
+        notes += got.notes
+        reports.append(got.report)
+        if got.report["status"] == "refused":
+            refusals.append(got.report["reason"])
+    refusal = None if items else MSG_REFUSED.format(details="; ".join(refusals) or "no sheet was selected")
+    confirm = any(r.get("needs_confirmation") for r in reports if r["status"] == "read")
+    return Extraction(items, notes, reports, confirm, refusal)
+
+
+def extract_items(table: Table, mapping: dict | None = None) -> Extraction:
+    """``extract``, raising ``NotAnItemList`` (with the report) when no sheet holds items."""
+    result = extract(table, mapping)
+    if result.refusal:
+        exc = NotAnItemList(result.refusal)
+        exc.sheets = result.sheets
+        raise exc
+    return result
+
+
+__all__ = ["Extraction", "MappingError", "ROLES", "extract", "extract_items"]

@@ -1,0 +1,187 @@
+"""Where a sheet's table is: its header row(s), and whether it is an item list.
+
+The header row is the row whose labels name the most roles (one or two
+lines); failing that, the text row right above the first run of data rows;
+failing that, none (the mapping then needs a reviewer's confirmation).
+A sheet is "clearly not an item list" only when its shape says so: numeric
+columns headed by zones or bands (a rate card), numeric columns headed by
+dimensions beside rows headed by dimensions (a matrix), or columns of
+statistics with no unit price.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from catalog.extraction.headers import HEADER_CELL_MAX, RE, classify_header
+from catalog.extraction.money import parse_decimal
+from catalog.extraction.text import cap, fold
+
+HEADER_SCAN_ROWS = 50
+_DATA_RUN = 8  # rows looked at to decide that data starts here
+
+_DIMENSION = re.compile(
+    r"(?:(?:do|up to|bis|до|az|<|≤|>|≥|od|from|over|nad|above|ab|von|from)\s*+)?+"
+    r"\d++(?:[.,]\d++)?+\s*+(?:(?:-|–|—|to|do|az|bis|a|…|\.\.)\s*+\d++(?:[.,]\d++)?+\s*+)?+"
+    r"(?:[x×х*]\s*+\d++(?:[.,]\d++)?+\s*+)?+(?:kg|g|t|cm|mm|m|km|l|ml|lb|lbs|oz|кг|см|мм|м)?+\.?+"
+)
+_ZONE = re.compile(
+    r"(?:zone|zona|zóna|zona|strefa|pasmo|pásmo|band|region|región|zon|зона|tier|tarif|pasmo)"
+    r"(?![a-z])\s*+[\w.\-]{0,6}+"
+)
+_RATE_WORDS = re.compile(r"(?<![\w])(?:zone|zona|strefa|pasmo|band|weight|gewicht|vaha|waga|вес|kg|кг)(?![\w])")
+
+
+@dataclass(frozen=True)
+class Header:
+    rows: tuple[int, ...]  # 1-based header rows; () when the sheet has none
+    labels: list[str]
+
+    @property
+    def body_start(self) -> int:
+        return self.rows[-1] + 1 if self.rows else 1
+
+
+def is_dimension(text: str) -> bool:
+    """A label that is a size, a weight band or a bare number ("0-1 kg", "120x200", "50")."""
+    if not text or len(text) > 30:
+        return False
+    f = fold(text)
+    return bool(_DIMENSION.fullmatch(f) or _ZONE.fullmatch(f))
+
+
+def _is_number(text: str) -> bool:
+    return parse_decimal(text) is not None
+
+
+def _is_text_row(row: list[str]) -> bool:
+    """At least two labels, mostly not numbers: how a header row looks."""
+    cells = [c for c in row if c]
+    if len(cells) < 2 or any(len(c) > HEADER_CELL_MAX for c in cells):
+        return False
+    return sum(1 for c in cells if _is_number(c)) <= 0.3 * len(cells)
+
+
+def _is_data_row(row: list[str]) -> bool:
+    cells = [c for c in row if c]
+    return len(cells) >= 2 and any(_is_number(c) for c in cells) and any(not _is_number(c) for c in cells)
+
+
+def _label_score(labels: list[str]) -> tuple[int, bool]:
+    """(number of roles the labels name, whether a price is among them)."""
+    roles = {got[0] for got in map(classify_header, labels) if got}
+    return len(roles), "unit_price" in roles
+
+
+def _combined(row: list[str], nxt: list[str]) -> list[str]:
+    width = max(len(row), len(nxt))
+    return [" ".join(x for x in (cell_at(row, i), cell_at(nxt, i)) if x) for i in range(width)]
+
+
+def cell_at(row: list[str], i: int) -> str:
+    return row[i] if i < len(row) else ""
+
+
+def _by_words(rows: list[list[str]]) -> Header | None:
+    best: tuple[tuple, Header] | None = None
+    for r in range(1, min(len(rows), HEADER_SCAN_ROWS) + 1):
+        row = rows[r - 1]
+        if not _is_text_row(row):
+            continue
+        n, price = _label_score(row)
+        cand = ((n + price, -r), Header((r,), list(row)))
+        nxt = rows[r] if r < len(rows) else []
+        if _is_text_row(nxt) and not _is_data_row(nxt):
+            labels = _combined(row, nxt)
+            n2, price2 = _label_score(labels)
+            if n2 + price2 > n + price:
+                cand = ((n2 + price2, -r), Header((r, r + 1), labels))
+        if cand[0][0] >= 2 and (best is None or cand[0] > best[0]):
+            best = cand
+    return best[1] if best else None
+
+
+def _data_start(rows: list[list[str]]) -> int | None:
+    """The first row (1-based) that starts a run of mostly data rows."""
+    limit = min(len(rows), HEADER_SCAN_ROWS + _DATA_RUN)
+    for r in range(1, limit + 1):
+        if not _is_data_row(rows[r - 1]):
+            continue
+        run = [x for x in rows[r - 1 : r - 1 + _DATA_RUN * 2] if x][:_DATA_RUN]
+        if sum(1 for x in run if _is_data_row(x)) >= 0.6 * len(run):
+            return r
+    return None
+
+
+def _by_shape(rows: list[list[str]]) -> Header | None:
+    start = _data_start(rows)
+    if start is None:
+        return None
+    for r in range(start - 1, max(0, start - 4), -1):
+        row = rows[r - 1]
+        if row:
+            return Header((r,), list(row)) if _is_text_row(row) else None
+    return None
+
+
+def find_header(rows: list[list[str]]) -> Header:
+    """The header of the sheet's table, or ``Header((), [])`` when it has none."""
+    return _by_words(rows) or _by_shape(rows) or Header((), [])
+
+
+def header_at(rows: list[list[str]], row: int | None) -> Header:
+    """The header a reviewer named (1-based row, or None for no header)."""
+    if not row or row > len(rows):
+        return Header((), [])
+    return Header((row,), list(rows[row - 1]))
+
+
+def _numeric_columns(body: list[list[str]], width: int) -> list[int]:
+    sample = [r for r in body if r][:200]
+    out = []
+    for col in range(width):
+        texts = [r[col] for r in sample if col < len(r) and r[col]]
+        if len(texts) >= 2 and sum(1 for t in texts if _is_number(t)) >= 0.6 * len(texts):
+            out.append(col)
+    return out
+
+
+def _dimension_rows(rows: list[list[str]]) -> list[Header]:
+    """Rows near the top with at least three dimension labels: a matrix's column headers."""
+    out = []
+    for r in range(1, min(len(rows), 20) + 1):
+        cells = [c for c in rows[r - 1][1:] if c]
+        dims = [c for c in cells if is_dimension(c)]
+        if len(dims) >= 3 and len(dims) >= 0.8 * len(cells) and len(set(dims)) == len(dims):
+            out.append(Header((r,), list(rows[r - 1])))
+    return out[:3]
+
+
+def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
+    width = max([len(header.labels)] + [len(r) for r in body[:200]])
+    numeric = _numeric_columns(body, width)
+    labels = [cap(cell_at(header.labels, c)) for c in numeric]
+    dims = [t for t in labels if is_dimension(t)]
+    if len(numeric) < 3 or len(dims) < 3 or len(dims) < 0.6 * len(numeric):
+        return None
+    if any(_ZONE.fullmatch(fold(t)) or _RATE_WORDS.search(fold(t)) for t in labels):
+        return "rate card (prices by bands and zones)"
+    firsts = [r[0] for r in body[:200] if r and r[0]]
+    if firsts and sum(1 for t in firsts if is_dimension(t) or _RATE_WORDS.search(fold(t))) >= 0.6 * len(firsts):
+        return "price matrix (its rows and columns are both dimensions)"
+    return None
+
+
+def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
+    """A rate card, a price matrix or a table of statistics when the shape says so, else None."""
+    for cand in [header] + _dimension_rows(rows):
+        kind = _shape_kind(cand, rows[cand.body_start - 1:])
+        if kind:
+            return kind
+    labels = [t for t in header.labels if t and len(t) <= HEADER_CELL_MAX]
+    stats = [t for t in labels if RE["statistic"].search(fold(t))]
+    priced = any((got := classify_header(t)) and got[0] == "unit_price" for t in labels)
+    if len(stats) >= 2 and not priced:
+        return "table of statistics (minimum, maximum, average), with no unit price"
+    return None

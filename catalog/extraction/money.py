@@ -1,0 +1,254 @@
+"""Money: currencies named in text, and prices written as decimals.
+
+A currency is read only where the text names exactly one (a symbol, an ISO
+code, a word); "$" alone never says which dollar. A price is read in every
+European and US separator style and refused when the text is not just a
+number (with an optional currency).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from catalog.extraction.text import cap, fold
+
+# Symbols that name exactly one currency.
+SYMBOLS = {
+    "€": "EUR", "£": "GBP", "₽": "RUB", "₴": "UAH", "₹": "INR", "₸": "KZT",
+    "₺": "TRY", "₱": "PHP", "₫": "VND", "₩": "KRW", "₪": "ILS", "₦": "NGN",
+    "US$": "USD", "C$": "CAD", "CA$": "CAD", "A$": "AUD", "AU$": "AUD",
+    "NZ$": "NZD", "R$": "BRL", "HK$": "HKD", "S$": "SGD",
+}
+SYMBOL_RE = re.compile("|".join(re.escape(s) for s in sorted(SYMBOLS, key=len, reverse=True)))
+# Symbols that do not say which currency: noted, never resolved.
+AMBIGUOUS_SYMBOLS = ("$", "¥", "kr")
+ISO_CODES = (
+    "USD EUR GBP CHF CAD AUD NZD JPY CNY RUB RUR UAH BYN KZT PLN CZK HUF RON "
+    "BGN SEK NOK DKK ISK TRY INR PKR LKR BDT NPR IDR MYR SGD HKD THB VND PHP "
+    "KRW ZAR BRL MXN ARS CLP COP AED SAR ILS EGP NGN KES UZS GEL AMD AZN MDL RSD"
+).split()
+ISO_RE = re.compile(r"(?<![A-Za-z])(" + "|".join(ISO_CODES) + r"|RMB)(?![A-Za-z])")
+_ISO_ALIASES = {"RUR": "RUB", "RMB": "CNY"}
+# Words (matched on folded text, whole words) that name one currency.
+WORDS = {
+    "eur": "EUR", "euro": "EUR", "euros": "EUR", "евро": "EUR", "євро": "EUR",
+    "usd": "USD", "gbp": "GBP", "chf": "CHF", "pln": "PLN", "uah": "UAH", "kzt": "KZT",
+    "czk": "CZK", "inr": "INR", "zar": "ZAR",
+    "руб": "RUB", "руб.": "RUB", "рубли": "RUB", "рублей": "RUB", "рубль": "RUB",
+    "рублях": "RUB", "рубля": "RUB", "rub.": "RUB",
+    "грн": "UAH", "грн.": "UAH", "гривна": "UAH", "гривень": "UAH", "гривні": "UAH",
+    "гривен": "UAH", "гривнях": "UAH",
+    "тг": "KZT", "тенге": "KZT", "теңге": "KZT",
+    "zł": "PLN", "zl": "PLN", "złotych": "PLN", "zlotych": "PLN", "złoty": "PLN",
+    "долл": "USD", "долл.": "USD", "доллар": "USD", "долларов": "USD", "доларів": "USD",
+    "kč": "CZK", "lei": "RON", "лв": "BGN", "лв.": "BGN", "rupees": "INR",
+    "reais": "BRL", "real": "BRL", "人民币": "CNY", "元": "CNY", "円": "JPY",
+}
+WORD_RE = re.compile(
+    r"(?<![\w])("
+    + "|".join(re.escape(fold(w)) for w in sorted(WORDS, key=len, reverse=True))
+    + r")(?![\w])"
+)
+_FOLDED_WORDS = {fold(w): c for w, c in WORDS.items()}
+# Abbreviations that are currencies only right after an amount: "100р.", "6,31руб", "50 TL".
+_AFTER_AMOUNT_RE = re.compile(r"\d\s?(р\.?|руб|TL|Ft|Kč|zł|грн)(?![\w])")
+_AFTER_AMOUNT = {"р": "RUB", "р.": "RUB", "руб": "RUB", "TL": "TRY", "Ft": "HUF",
+                 "Kč": "CZK", "zł": "PLN", "грн": "UAH"}
+PLAIN_NUMBER_RE = re.compile(r"[\d\s.,'’\-+()%/]*+")
+AMBIGUOUS_RE = re.compile(r"(?<![A-Za-z])(\$|¥|kr)(?![A-Za-z])")
+
+
+def find_currencies(text: str) -> set[str]:
+    """Every currency named in ``text`` by symbol, ISO code or word."""
+    if not text:
+        return set()
+    text = cap(text)
+    if PLAIN_NUMBER_RE.fullmatch(text):
+        return set()
+    found = {SYMBOLS[m] for m in SYMBOL_RE.findall(text)}
+    found.update(_ISO_ALIASES.get(m, m) for m in ISO_RE.findall(text))
+    found.update(_AFTER_AMOUNT[m] for m in _AFTER_AMOUNT_RE.findall(text))
+    found.update(_FOLDED_WORDS[m] for m in WORD_RE.findall(fold(text)))
+    return found
+
+
+def detect_currency(text: str) -> str | None:
+    """The one currency ``text`` names, or None (none, or more than one)."""
+    found = find_currencies(text)
+    return found.pop() if len(found) == 1 else None
+
+
+def ambiguous_currency_symbol(text: str) -> str | None:
+    """A currency symbol in ``text`` that does not say which currency ("$")."""
+    if not text:
+        return None
+    m = AMBIGUOUS_RE.search(SYMBOL_RE.sub("", cap(text)))
+    return m.group(1) if m else None
+
+
+# ---------------------------------------------------------------- numbers
+
+FAST_DECIMAL = re.compile(r"-?\d++(?:\.\d++)?")
+_SPACES_RE = re.compile(r"[\s\u00a0\u202f\u2009\u2007]++")
+_GROUP_RE = re.compile(r"\d{3}")
+_LAST_GROUP_RE = re.compile(r"\d{3}(?:[.,]\d++)?")
+_NUMBER_BODY = re.compile(r"[+-]?\d[\d.,]*+")
+_CURRENCY_AFFIX = re.compile(
+    r"(?:[A-Z]{3}|[€£₽₴₹₸₺₱₫₩$¥]|US\$|руб\.?|р\.?|грн\.?|тг|zł|zl|kr|Kč|TL|Ft|Rs\.?|lei|R\$)",
+)
+_CURRENCY_SUFFIX = re.compile(
+    r"(?:[A-Z]{3}|[€£₽₴₹₸₺₱₫₩$¥]|руб\.?|р\.?|грн\.?|тг|zł|zl|kr|Kč|TL|Ft|lei|,-|\.-|,—|\.—)$",
+)
+_MAX_NUMBER_CHARS = 64  # no price is written in more characters than this
+
+
+def _strip_affixes(s: str) -> tuple[str, bool]:
+    """Drop parentheses (negative), currency before/after, and the sign."""
+    negative = False
+    if s.startswith("(") and s.endswith(")"):
+        negative, s = True, s[1:-1].strip()
+    for _ in range(2):
+        m = _CURRENCY_AFFIX.match(s)
+        if m and m.end() < len(s):
+            s = s[m.end():].strip()
+        m = _CURRENCY_SUFFIX.search(s[-8:])
+        if m:
+            cut = len(s) - 8 + m.start() if len(s) > 8 else m.start()
+            if cut > 0:
+                s = s[:cut].strip()
+    if s.startswith(("-", "−")):
+        negative, s = not negative, s[1:].strip()
+    elif s.startswith("+"):
+        s = s[1:].strip()
+    return s, negative
+
+
+def _join_spaced_groups(s: str) -> str | None:
+    """"1 234,50" -> "1234,50"; None when spaces or apostrophes are not thousands."""
+    s = _SPACES_RE.sub(" ", s).replace("’", "'").replace("`", "'")
+    for ch in (" ", "'"):
+        if ch in s:
+            parts = s.split(ch)
+            if not (parts[0].isdigit() and len(parts[0]) <= 3):
+                return None
+            if not all(_GROUP_RE.fullmatch(p) for p in parts[1:-1]):
+                return None
+            if not _LAST_GROUP_RE.fullmatch(parts[-1]):
+                return None
+            s = "".join(parts)
+    return s
+
+
+def _valid_grouping(int_part: str, sep: str) -> bool:
+    groups = int_part.split(sep)
+    if len(groups) == 1:
+        return groups[0].isdigit()
+    return (
+        1 <= len(groups[0]) <= 3
+        and groups[0].isdigit()
+        and all(len(g) == 3 and g.isdigit() for g in groups[1:])
+    )
+
+
+def _both_separators(s: str) -> str | None:
+    dec = "." if s.rfind(".") > s.rfind(",") else ","
+    thousands = "," if dec == "." else "."
+    if s.count(dec) != 1:
+        return None
+    int_part, frac = s.split(dec)
+    if not _valid_grouping(int_part, thousands):
+        return None
+    return int_part.replace(thousands, "") + "." + frac
+
+
+def _one_separator(s: str, sep: str, decimal: str | None) -> str | None:
+    groups = s.split(sep)
+    if len(groups) > 2:
+        return s.replace(sep, "") if _valid_grouping(s, sep) else None
+    int_part, frac = groups
+    if not int_part or not frac:
+        return None
+    if len(frac) == 3 and int_part != "0" and not int_part.startswith("0"):
+        # "1.234" / "1,234": the column's style decides; else "," is thousands.
+        chosen = decimal or ("." if sep == "." else "")
+        return int_part + "." + frac if chosen == sep else int_part + frac
+    return int_part + "." + frac
+
+
+def _to_plain(s: str, decimal: str | None) -> str | None:
+    dots, commas = s.count("."), s.count(",")
+    if dots and commas:
+        return _both_separators(s)
+    if dots or commas:
+        return _one_separator(s, "." if dots else ",", decimal)
+    return s
+
+
+def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
+    """Parse a price as written: "1.234,50", "1,234.50", "1 234,50", "1'234.50", "€ 12".
+
+    ``decimal`` (',' or '.') settles the one truly ambiguous form, a single
+    separator followed by exactly three digits ("1.234", "1,234"); without it
+    "1,234" is read as thousands (US) and "1.234" as a decimal point.
+    Returns None for anything that is not just a number (with an optional
+    currency): "от 1 500", "90/pc", "enquire".
+    """
+    if not text or len(text) > _MAX_NUMBER_CHARS:
+        return None
+    if FAST_DECIMAL.fullmatch(text) and (decimal != "," or "." not in text):
+        return Decimal(text)
+    s, negative = _strip_affixes(text.strip())
+    s = _join_spaced_groups(s)
+    if s is None or not _NUMBER_BODY.fullmatch(s):
+        return None
+    s = _to_plain(s, decimal)
+    if s is None:
+        return None
+    try:
+        value = Decimal(s)
+    except InvalidOperation:
+        return None
+    if not value.is_finite():
+        return None
+    return -value if negative else value
+
+
+def canonical_decimal(value: Decimal) -> str:
+    """'5.26000' -> '5.26', '494.00' -> '494', never an exponent."""
+    return format(value.normalize(), "f")
+
+
+def round_to_places(value: Decimal, places: int) -> Decimal:
+    """The value as a number format with ``places`` decimals displays it."""
+    return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+
+
+def _separator_vote(text: str) -> str | None:
+    last_dot, last_comma = text.rfind("."), text.rfind(",")
+    if last_dot >= 0 and last_comma >= 0:
+        return "." if last_dot > last_comma else ","
+    for sep in ".,":
+        i = text.rfind(sep)
+        if i >= 0:
+            tail = text[i + 1:]
+            digits = len(tail) - len(tail.lstrip("0123456789"))
+            if digits and digits != 3:
+                return sep
+    return None
+
+
+def decimal_style(texts) -> str | None:
+    """',' or '.' when the column's cells show which separator is the decimal one."""
+    votes = {",": 0, ".": 0}
+    for text in texts:
+        if not text or len(text) > _MAX_NUMBER_CHARS:
+            continue
+        if FAST_DECIMAL.fullmatch(text) and "." not in text:
+            continue
+        vote = _separator_vote(text)
+        if vote:
+            votes[vote] += 1
+    if votes[","] == votes["."]:
+        return None
+    return "," if votes[","] > votes["."] else "."

@@ -1,0 +1,104 @@
+"""Row classes: every row of a sheet is accounted for, with a reason.
+
+Classes: ``item``, ``header``, ``title``, ``section``, ``blank``, ``total``,
+``note``, ``skipped``, and ``price_without_item`` (a row that holds a price
+but no SKU or description: it becomes a flagged item, never dropped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from catalog.extraction.headers import RE
+from catalog.extraction.money import parse_decimal
+from catalog.extraction.text import cap, cell, fold
+
+NOTE_CHARS = 60  # a lone text this long is a note, shorter a section heading
+
+
+@dataclass(frozen=True)
+class RowClass:
+    row: int
+    kind: str
+    reason: str
+
+
+@dataclass
+class Columns:
+    """The columns of one table, 0-based (None when the table has no such column)."""
+
+    price: int
+    sku: int | None = None
+    desc: int | None = None
+    unit: int | None = None
+    pack: int | None = None
+    currency: int | None = None
+    labels: tuple[str, ...] = ()
+
+
+def _is_total(text: str) -> bool:
+    return bool(text) and len(text) <= 80 and bool(RE["total_row"].match(fold(text)))
+
+
+def _is_repeated_header(row: list[str], labels: tuple[str, ...]) -> bool:
+    same = sum(1 for i, c in enumerate(row) if c and i < len(labels) and fold(c) == fold(labels[i]))
+    return same >= 2
+
+
+def _texts(row: list[str], skip: set[int]) -> list[str]:
+    return [c for i, c in enumerate(row) if c and i not in skip and parse_decimal(c) is None]
+
+
+def _no_price_class(r: int, row: list[str], cols: Columns) -> RowClass:
+    filled = [c for c in row if c]
+    if cell(row, cols.sku) and cell(row, cols.desc):
+        return RowClass(r, "skipped", "a SKU and a description but no price")
+    if len(filled) == 1:
+        text = filled[0]
+        if len(text) >= NOTE_CHARS:
+            return RowClass(r, "note", "a line of text")
+        return RowClass(r, "section", f"a heading: {cap(text)[:40]!r}")
+    return RowClass(r, "skipped", "no price in the price column")
+
+
+class RowClassifier:
+    """Classifies body rows; remembers prices since the last heading to spot subtotals."""
+
+    def __init__(self, cols: Columns, decimal: str | None):
+        self.cols = cols
+        self.decimal = decimal
+        self.running = Decimal(0)
+
+    def classify(self, r: int, row: list[str]) -> RowClass:
+        cols = self.cols
+        if not row or not any(row):
+            return RowClass(r, "blank", "empty")
+        if _is_repeated_header(row, cols.labels):
+            return RowClass(r, "header", "repeats the header")
+        price_text = cell(row, cols.price)
+        if not price_text:
+            got = _no_price_class(r, row, cols)
+            if got.kind == "section":
+                self.running = Decimal(0)
+            return got
+        return self._priced(r, row, price_text)
+
+    def _priced(self, r: int, row: list[str], price_text: str) -> RowClass:
+        cols = self.cols
+        value = parse_decimal(price_text, self.decimal)
+        has_id = bool(cell(row, cols.sku) or cell(row, cols.desc))
+        first_text = next(iter(_texts(row, {cols.price})), "")
+        if _is_total(cell(row, cols.desc) or first_text) and not cell(row, cols.sku):
+            return RowClass(r, "total", f"a total line: {cap(first_text)[:40]!r}")
+        if value is None:
+            if has_id:
+                return RowClass(r, "item", "an item whose price is not a number")
+            return RowClass(r, "note", "text in the price column, no item")
+        if has_id:
+            self.running += value
+            return RowClass(r, "item", "a price and a SKU or description")
+        if not _texts(row, {cols.price}) and value == self.running and value:
+            self.running = Decimal(0)
+            return RowClass(r, "total", "a lone number equal to the sum of the prices above it")
+        return RowClass(r, "price_without_item", "a price but no SKU or description")

@@ -1,0 +1,66 @@
+"""Text helpers shared by the extractor: bounded cell text, folding, phrases.
+
+Every pattern in this package runs on text capped by ``cap`` (Excel's own
+limit of 32,767 characters per cell) and is written so that it cannot
+backtrack super-linearly: repeated classes are possessive (``\\d++``) or
+preceded by a look-behind that stops a search from restarting inside a run.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+MAX_CELL_CHARS = 32_767  # Excel's own limit for one cell
+
+_FOLD_CACHE: dict[str, str] = {}
+_SPACE_RUN = re.compile(r"[\s_]++")
+
+
+def cap(text: str) -> str:
+    """Cell text cut to ``MAX_CELL_CHARS`` before any pattern sees it."""
+    return text if len(text) <= MAX_CELL_CHARS else text[:MAX_CELL_CHARS]
+
+
+def fold(text: str) -> str:
+    """Lower-case, accents removed, '_' and runs of space collapsed."""
+    cached = _FOLD_CACHE.get(text)
+    if cached is not None:
+        return cached
+    decomposed = unicodedata.normalize("NFKD", cap(text))
+    out = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    out = _SPACE_RUN.sub(" ", out.casefold().replace("ı", "i")).strip()
+    if len(_FOLD_CACHE) < 50_000 and len(text) < 200:
+        _FOLD_CACHE[text] = out
+    return out
+
+
+def phrase_regex(phrases) -> re.Pattern:
+    """Whole-word match of any phrase (folded); literal alternatives only."""
+    alts = sorted({re.escape(fold(p)) for p in phrases}, key=len, reverse=True)
+    return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])")
+
+
+def col_letter(col: int) -> str:
+    """0-based column index -> spreadsheet letters (0 -> 'A', 27 -> 'AB')."""
+    out = ""
+    col += 1
+    while col:
+        col, rem = divmod(col - 1, 26)
+        out = chr(65 + rem) + out
+    return out
+
+
+def col_index(letters: str) -> int | None:
+    """Spreadsheet letters -> 0-based column index, None if not letters."""
+    letters = (letters or "").strip().upper()
+    if not letters or not letters.isascii() or not letters.isalpha() or len(letters) > 3:
+        return None
+    n = 0
+    for ch in letters:
+        n = n * 26 + (ord(ch) - 64)
+    return n - 1
+
+
+def cell(row: list[str], col: int | None) -> str:
+    return row[col] if col is not None and 0 <= col < len(row) else ""

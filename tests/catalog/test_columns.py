@@ -1,0 +1,116 @@
+"""Column roles from content, the columns report, and a reviewer's mapping."""
+
+import pytest
+
+from catalog.extraction import MappingError, extract, mapping_errors
+from catalog.reading import Sheet, Table
+
+
+def table(*rows, name="Sheet1"):
+    return Table(sheets=[Sheet(name=name, rows=[list(r) for r in rows])])
+
+
+def roles(report: dict) -> dict:
+    return {c["column"]: c["role"] for c in report["columns"] if c["role"] != "other"}
+
+
+def test_report_gives_header_row_and_every_columns_role_evidence_and_confidence():
+    ex = extract(table(["Title"], ["Code", "Name", "Price EUR"], ["A-1", "Blue widget", "2.50"],
+                       ["A-2", "Red widget", "3.10"]))
+    (report,) = ex.sheets
+    assert report["header_row"] == 2
+    assert roles(report) == {"A": "sku", "B": "description", "C": "unit_price"}
+    assert all(c["evidence"] and 0 < c["confidence"] <= 1 for c in report["columns"])
+    assert report["needs_confirmation"] is False
+
+
+def test_unknown_header_words_do_not_make_a_sheet_not_an_item_list():
+    ex = extract(table(["Qwerty", "Zxcv", "Asdf"],
+                       ["K-100", "Hammer with a wooden handle", "12.40"],
+                       ["K-101", "Saw for metal, 300 mm", "8.95"],
+                       ["K-102", "Screwdriver set of six", "15.00"]))
+    assert ex.refusal is None
+    assert [i["unit_price"] for i in ex.items] == ["12.4", "8.95", "15"]
+    assert roles(ex.sheets[0]) == {"A": "sku", "B": "description", "C": "unit_price"}
+
+
+def test_sheet_without_header_row_goes_to_review_with_mapping_to_confirm():
+    ex = extract(table(["K-100", "Hammer with a wooden handle", "12.40"],
+                       ["K-101", "Saw for metal, 300 mm", "8.95"],
+                       ["K-102", "Screwdriver set of six", "15.00"]))
+    assert len(ex.items) == 3
+    assert ex.needs_confirmation
+    assert ex.sheets[0]["header_row"] is None
+    assert any("no header row" in d for d in ex.sheets[0]["doubts"])
+
+
+def test_near_miss_header_loses_to_content_and_the_mapping_is_flagged():
+    rows = [["CODE", "DESC_ADIC", "DESCRIP", "PRICE"]]
+    for n in range(20):
+        rows.append([f"X{n:03d}", "ACME", f"Stainless steel bolt M{n + 4} x {10 * n + 20} mm", f"{n + 1}.25"])
+    ex = extract(table(*rows))
+    assert {i["description"] for i in ex.items} == {r[2] for r in rows[1:]}
+    assert roles(ex.sheets[0])["C"] == "description"
+
+
+def test_mostly_empty_description_column_loses_to_a_full_name_column():
+    rows = [["Nom", "Description", "Prix"]]
+    for n in range(12):
+        rows.append([f"Plat du jour numéro {n}", "épicé" if n == 0 else "", f"{n + 9},50"])
+    ex = extract(table(*rows))
+    assert [i["description"] for i in ex.items][:2] == ["Plat du jour numéro 0", "Plat du jour numéro 1"]
+
+
+def test_two_plausible_price_columns_need_confirmation():
+    rows = [["SKU", "Name", "Price EUR", "Price USD"]]
+    rows += [[f"S{n}", f"Thing number {n}", f"{n}.10", f"{n}.30"] for n in range(1, 6)]
+    ex = extract(table(*rows))
+    assert ex.needs_confirmation
+    assert any("two plausible price columns" in d for d in ex.sheets[0]["doubts"])
+
+
+def test_mapping_is_taken_as_given_and_needs_no_confirmation():
+    rows = [["K-100", "Hammer", "x", "12.40", "99"], ["K-101", "Saw", "y", "8.95", "98"]]
+    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": None, "columns": {
+        "sku": "A", "description": "B", "unit": None, "pack_size": None, "unit_price": "E", "currency": None}}],
+        "currency": "EUR"}
+    ex = extract(table(*rows), mapping=mapping)
+    assert [(i["sku"], i["unit_price"], i["currency"]) for i in ex.items] == [("K-100", "99", "EUR"), ("K-101", "98", "EUR")]
+    assert not ex.needs_confirmation
+    assert ex.sheets[0]["source"] == "reviewer"
+
+
+def test_mapping_reads_only_the_sheets_it_lists():
+    t = Table(sheets=[Sheet(name="A", rows=[["SKU", "Name", "Price"], ["1", "x", "2"]]),
+                      Sheet(name="B", rows=[["SKU", "Name", "Price"], ["2", "y", "3"]])])
+    mapping = {"sheets": [{"sheet": "B", "header_row": 1, "columns": {"sku": "A", "description": "B",
+                                                                      "unit_price": "C"}}], "currency": None}
+    ex = extract(t, mapping=mapping)
+    assert [i["source"]["sheet"] for i in ex.items] == ["B"]
+    assert [s["status"] for s in ex.sheets] == ["not selected", "read"]
+
+
+@pytest.mark.parametrize("mapping, words", [
+    ({"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"sku": "A"}}]}, "no price column"),
+    ({"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"unit_price": "B"}}]}, "no description or SKU"),
+    ({"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"sku": "A", "unit_price": "Q"}}]}, "does not exist"),
+    ({"sheets": [{"sheet": "Nope", "header_row": 1, "columns": {}}]}, "no sheet"),
+    ({"sheets": [{"sheet": "Sheet1", "header_row": 99, "columns": {"sku": "A", "unit_price": "B"}}]}, "header row"),
+])
+def test_impossible_mapping_is_explained(mapping, words):
+    errors = mapping_errors(mapping, table(["SKU", "Price"], ["A", "1"]))
+    assert any(words in e for e in errors)
+
+
+def test_extract_refuses_a_mapping_without_price():
+    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"sku": "A"}}]}
+    with pytest.raises(MappingError):
+        extract(table(["SKU", "Price"], ["A", "1"]), mapping=mapping)
+
+
+def test_refusal_says_which_kind_and_that_a_reviewer_can_map_it():
+    ex = extract(table(["Weight", "Zone 1", "Zone 2", "Zone 3"], ["do 1 kg", "4.10", "5.20", "6.30"],
+                       ["do 5 kg", "5.10", "6.20", "7.30"], ["do 10 kg", "6.10", "7.20", "8.30"]))
+    assert ex.items == []
+    assert "rate card" in ex.refusal and "reviewer can still map" in ex.refusal
+    assert ex.sheets[0]["status"] == "refused"
