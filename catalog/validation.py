@@ -40,12 +40,18 @@ def _flag(code: str, field: str | None, message: str) -> dict:
     return {"code": code, "field": field, "message": message}
 
 
+MAX_PRICE = Decimal(10) ** 12  # the catalog keeps 12 digits before the point
+
+
 def _strict_price(text) -> Decimal | None:
+    text = str(text)
+    if len(text) > 40:
+        return None
     try:
-        value = Decimal(str(text))
+        value = Decimal(text)
     except (InvalidOperation, ValueError, TypeError):
         return None
-    return value if value.is_finite() else None
+    return value if value.is_finite() and abs(value) < MAX_PRICE else None
 
 
 def _cell_prices(text: str) -> tuple[Decimal | None, Decimal | None]:
