@@ -30,6 +30,9 @@ setup: db
 # `set -m` puts each process in its own process group, so Ctrl-C reaches only
 # make and this shell, which asks each process once (SIGTERM) to stop
 # gracefully and ends quietly when they have.
+# make run is local development: its webhook receivers may be http://127.0.0.1.
+run: export WEBHOOK_ALLOW_INSECURE ?= true
+run: export WEBHOOK_ALLOW_PRIVATE_NETWORKS ?= true
 run: setup
 	$(BIN)/python manage.py seeddemo --url http://$(HOST):$(PORT)/
 	@echo "Pricesheet on http://$(HOST):$(PORT)/  (Ctrl-C stops web, worker and relay)"

@@ -144,6 +144,15 @@ MAX_SHEETS = env.int("MAX_SHEETS", default=50)
 # Outbox relay and operations
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=8)
+# Webhook URLs are https to public addresses only; development and tests,
+# whose receivers listen on 127.0.0.1, turn these on.
+WEBHOOK_ALLOW_INSECURE = env.bool("WEBHOOK_ALLOW_INSECURE", default=False)
+WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
+# After a secret is rotated the previous one also signs for this long.
+WEBHOOK_SECRET_GRACE_SECONDS = env.int("WEBHOOK_SECRET_GRACE_SECONDS", default=24 * 3600)
+# Endpoints posted to at once by one relay; each endpoint gets one POST at a
+# time, so a slow endpoint holds one of these and delays only its own messages.
+OUTBOX_CONCURRENCY = env.int("OUTBOX_CONCURRENCY", default=8)
 # A reservation hides a message from other relays this long; keep it above
 # (active endpoints per workspace) x WEBHOOK_TIMEOUT_SECONDS.
 OUTBOX_VISIBILITY_SECONDS = env.float("OUTBOX_VISIBILITY_SECONDS", default=60.0)

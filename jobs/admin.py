@@ -8,13 +8,13 @@ behind the permissions `jobs.cancel_job` and `jobs.retry_job`.
 """
 
 import json
-import secrets
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db.models import Q, TextField
@@ -38,8 +38,9 @@ from jobs.models import (
     State,
     WebhookEndpoint,
 )
-from jobs.outbox import MessageNotFailed, WebhookDelivery, outbox_redeliver
+from jobs.outbox import MessageNotFailed, WebhookDelivery, outbox_redeliver, webhook_secret_rotate
 from jobs.services import InvalidTransition, job_cancel, job_retry
+from jobs.webhooks import secret_masked
 
 MSG_NONE_ELIGIBLE = "None of the {total} selected jobs can be {done}: {reasons}."
 MSG_CHANGED = "{Done} {changed} of {total} selected jobs."
@@ -48,6 +49,10 @@ MSG_CANCEL_WARNING = ("Cancelling stops publication, not a remote call already i
                       "a running worker finds out at its next heartbeat and its result is discarded.")
 MSG_REDELIVER = "{count} failed message(s) will be delivered again."
 MSG_REDELIVER_SKIPPED = "{count} were not failed and were left alone: {reasons}."
+MSG_SECRET_SHOWN_ONCE = ("Signing secret of {url}: {secret} - copy it to the receiver now; "
+                         "it is not shown again.")
+MSG_SECRET_ROTATED = ("New signing secret of {url}: {secret} - copy it to the receiver now; it "
+                      "is not shown again. The previous secret also signs for {hours} h.")
 
 MAX_OUTPUT_ROWS = 500
 MISSING = "deleted"
@@ -484,28 +489,53 @@ class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 class WebhookEndpointForm(forms.ModelForm):
+    """The URL only: the secret is generated, never typed in. The model's
+    clean() vets the URL (https, public addresses)."""
+
     url = forms.URLField(
         assume_scheme="https", max_length=200,
-        help_text="Receives an HTTP POST with a JSON body for every outbox message of the workspace.",
+        help_text="Receives an HTTPS POST with a JSON body for every outbox message of the "
+                  "workspace. Only public addresses are allowed.",
     )
 
     class Meta:
         model = WebhookEndpoint
-        fields = ["workspace", "url", "secret", "active"]
-        help_texts = {
-            "secret": "Shared with the receiver, which checks Webhook-Signature with it. "
-                      "A new random secret is proposed for a new endpoint.",
-        }
-        widgets = {"secret": forms.TextInput(attrs={"size": 60, "autocomplete": "off"})}
+        fields = ["workspace", "url", "active"]
 
 
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(admin.ModelAdmin):
     form = WebhookEndpointForm
-    list_display = ["url", "workspace", "active", "created_at"]
+    list_display = ["url", "workspace", "active", "signing_secret", "created_at"]
     list_filter = ["active", "workspace"]
     list_select_related = ["workspace"]
     search_fields = ["url"]
+    readonly_fields = ["signing_secret", "previous_secret_until"]
+    actions = ["rotate_secret"]
 
-    def get_changeform_initial_data(self, request) -> dict:
-        return {**super().get_changeform_initial_data(request), "secret": secrets.token_urlsafe(32)}
+    @admin.display(description="signing secret")
+    def signing_secret(self, endpoint: WebhookEndpoint) -> str:
+        # Shown in full once, in the message after creation or rotation.
+        return secret_masked(endpoint.secret) if endpoint.pk else "generated when saved"
+
+    @admin.display(description="previous secret signs until")
+    def previous_secret_until(self, endpoint: WebhookEndpoint) -> str:
+        expires = endpoint.previous_secret_expires_at
+        if not endpoint.previous_secret or expires is None or expires <= timezone.now():
+            return "-"
+        return f"{secret_masked(endpoint.previous_secret)} until {expires:%Y-%m-%d %H:%M} UTC"
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if not change:
+            self.message_user(request, MSG_SECRET_SHOWN_ONCE.format(url=obj.url, secret=obj.secret),
+                              messages.SUCCESS)
+
+    @admin.action(description="Rotate the signing secret of selected endpoints",
+                  permissions=["change"])
+    def rotate_secret(self, request, queryset) -> None:
+        grace = settings.WEBHOOK_SECRET_GRACE_SECONDS
+        for endpoint in queryset.order_by("pk"):
+            secret = webhook_secret_rotate(endpoint_id=endpoint.pk, grace_seconds=grace)
+            self.message_user(request, MSG_SECRET_ROTATED.format(
+                url=endpoint.url, secret=secret, hours=round(grace / 3600, 1)), messages.SUCCESS)

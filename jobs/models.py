@@ -4,9 +4,12 @@ app knows nothing about prices."""
 import uuid
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
+
+from jobs.webhooks import EndpointRefused, secret_generate, target_vet
 
 
 class State(models.TextChoices):
@@ -199,14 +202,30 @@ class OutboxMessage(models.Model):
 
 
 class WebhookEndpoint(models.Model):
+    """Where a workspace's outbox messages are POSTed. The URL is vetted
+    (https, public addresses only) when saved and again at every POST; the
+    secret is generated here, never typed in."""
+
     workspace = models.ForeignKey("catalog.Workspace", on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField()
-    secret = models.CharField(max_length=200)
+    secret = models.CharField(max_length=200, default=secret_generate)
+    # After a rotation the previous secret signs too until it expires, so
+    # receivers can switch without losing a message.
+    previous_secret = models.CharField(max_length=200, blank=True)
+    previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return self.url
+
+    def clean(self) -> None:
+        super().clean()
+        if self.url:
+            try:
+                target_vet(self.url)
+            except EndpointRefused as exc:
+                raise ValidationError({"url": str(exc)}) from None
 
 
 class WebhookDelivery(models.Model):

@@ -10,6 +10,7 @@ message: its fenced UPDATE affects zero rows.
 """
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,6 +20,7 @@ from django.db.models import F, Value
 
 from jobs.models import OutboxMessage, WebhookDelivery, WebhookEndpoint
 from jobs.services import ClockTimestamp
+from jobs.webhooks import secret_generate
 
 
 class MessageNotFailed(Exception):
@@ -63,7 +65,8 @@ def _after(seconds: float):
     return ClockTimestamp() + Value(timedelta(seconds=seconds), output_field=models.DurationField())
 
 
-def outbox_reserve_batch(*, batch_size: int, visibility_seconds: float) -> list[Reservation]:
+def outbox_reserve_batch(*, batch_size: int, visibility_seconds: float,
+                         exclude_workspaces: Collection[int] = ()) -> list[Reservation]:
     """Reserve up to `batch_size` deliverable messages for `visibility_seconds`.
 
     A short transaction, committed before any POST: SKIP LOCKED lets
@@ -71,11 +74,14 @@ def outbox_reserve_batch(*, batch_size: int, visibility_seconds: float) -> list[
     queueing behind it, and once committed the moved `available_at` hides the
     rows from every relay until the timeout, so a relay that dies mid-delivery
     loses nothing: the message becomes deliverable again by itself.
+    Messages of `exclude_workspaces` (whose earlier messages this relay is
+    still delivering) are left for later.
     """
     with transaction.atomic():
         ids = list(
             _pending()
             .filter(available_at__lte=ClockTimestamp())
+            .exclude(workspace_id__in=list(exclude_workspaces))
             .select_for_update(skip_locked=True)
             .order_by("available_at")
             .values_list("id", flat=True)[:batch_size]
@@ -168,3 +174,29 @@ def outbox_redeliver(*, message_id: uuid.UUID) -> None:
         if row is None:
             raise OutboxMessage.DoesNotExist(f"outbox message {message_id} does not exist")
         raise MessageNotFailed(message_id, "delivered" if row["delivered_at"] else "pending")
+
+
+def webhook_secret_rotate(*, endpoint_id: int, grace_seconds: float) -> str:
+    """Give the endpoint a new secret and return it (to be shown once). The
+    previous secret keeps signing, beside the new one, for `grace_seconds`
+    (database time), so the receiver can switch without losing a message.
+    One UPDATE: the old value moves in the same statement that replaces it."""
+    secret = secret_generate()
+    updated = WebhookEndpoint.objects.filter(pk=endpoint_id).update(
+        previous_secret=F("secret"),
+        previous_secret_expires_at=_after(grace_seconds),
+        secret=secret,
+    )
+    if not updated:
+        raise WebhookEndpoint.DoesNotExist(f"webhook endpoint {endpoint_id} does not exist")
+    return secret
+
+
+def webhook_secrets_in_use(endpoint: WebhookEndpoint) -> list[str]:
+    """The secrets that sign a POST now: the current one, and the previous
+    one while its grace period lasts (`previous_valid`, annotated in database
+    time by the query that loaded the endpoint)."""
+    current = [endpoint.secret]
+    if endpoint.previous_secret and getattr(endpoint, "previous_valid", False):
+        return current + [endpoint.previous_secret]
+    return current

@@ -3,31 +3,40 @@ POST each message to its workspace's active webhook endpoints outside any
 transaction, then record the outcome: delivered, a retry after a jittered
 exponential backoff, or failed after WEBHOOK_MAX_ATTEMPTS.
 
+Endpoints are isolated from each other. Each endpoint is a lane: its POSTs
+go one at a time, in order, on a pool of OUTBOX_CONCURRENCY threads, while
+other lanes go on. A lane whose POST times out or is refused does not try
+the rest of its backlog this time (those messages retry later), so a slow
+or dead endpoint costs one timeout and delays only its own messages. The
+relay reserves no new message of a workspace it is still delivering to.
+
 Delivery is at least once. A relay killed between a POST and its record
 leaves the message reserved; when the visibility timeout passes another
 relay posts it again with the same `Webhook-Id`, which receivers dedupe on.
 
 Every request is signed: `Webhook-Signature: v1=<hex>` where hex is the
 HMAC-SHA256, keyed with the endpoint's secret, of
-`"{Webhook-Id}.{Webhook-Timestamp}.{raw body}"`.
+`"{Webhook-Id}.{Webhook-Timestamp}.{raw body}"` (and a second `v1=<hex>`
+with the previous secret while a rotation's grace period lasts). Where a
+POST may go is decided in `jobs.webhooks`.
 """
 
-import hashlib
-import hmac
-import http.client
 import json
 import logging
+import queue
 import random
 import threading
 import time
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import environ
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, close_old_connections, connection
+from django.db.models import Case, Q, Value, When
+from django.db.models.functions import Now
 
 from jobs.models import WebhookEndpoint
 from jobs.outbox import (
@@ -40,12 +49,15 @@ from jobs.outbox import (
     outbox_reserve_batch,
     outbox_schedule_retry,
     webhook_delivery_record,
+    webhook_secrets_in_use,
 )
+from jobs.webhooks import REFUSED, PostResult, webhook_post
 
 log = logging.getLogger("jobs.relay")
 
-USER_AGENT = "Pricesheet-Webhooks/1"
-SIGNATURE_VERSION = "v1"
+NOT_ATTEMPTED = "not attempted (the relay is stopping or its reservation ran out)"
+# Messages one relay delivers at once, in units of OUTBOX_BATCH_SIZE.
+IN_FLIGHT_BATCHES = 4
 
 _env = environ.Env()
 
@@ -59,6 +71,7 @@ _DEFAULTS = {
     "OUTBOX_POLL_INTERVAL_SECONDS": 1.0,
     "OUTBOX_BACKOFF_BASE_SECONDS": 10.0,
     "OUTBOX_BACKOFF_MAX_SECONDS": 3600.0,
+    "OUTBOX_CONCURRENCY": 8,
 }
 
 
@@ -80,12 +93,6 @@ def retry_delay_seconds(attempt: int) -> float:
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
-def webhook_signature(*, secret: str, message_id: str, timestamp: int, body: bytes) -> str:
-    signed = f"{message_id}.{timestamp}.".encode() + body
-    digest = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-    return f"{SIGNATURE_VERSION}={digest}"
-
-
 def webhook_body(reservation: Reservation) -> bytes:
     return json.dumps(
         {
@@ -99,94 +106,42 @@ def webhook_body(reservation: Reservation) -> bytes:
     ).encode()
 
 
-@dataclass(frozen=True)
-class PostResult:
-    status_code: int | None
-    error: str
-    duration_ms: int
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # A redirected POST would be replayed as a GET, or to a host the endpoint
-    # was not configured for: a 3xx counts as a failed delivery instead.
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
-
-
-def webhook_post(*, url: str, secret: str, message_id: str, body: bytes, timeout: float) -> PostResult:
-    timestamp = int(time.time())
-    request = urllib.request.Request(
-        url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
-            "Webhook-Id": message_id,
-            "Webhook-Timestamp": str(timestamp),
-            "Webhook-Signature": webhook_signature(
-                secret=secret, message_id=message_id, timestamp=timestamp, body=body
-            ),
-        },
-    )
-    started = time.monotonic()
-
-    def elapsed() -> int:
-        return int((time.monotonic() - started) * 1000)
-
-    try:
-        with _opener.open(request, timeout=timeout) as response:
-            response.read(4096)
-            return PostResult(status_code=response.status, error="", duration_ms=elapsed())
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return PostResult(status_code=exc.code, error=f"HTTP {exc.code} {exc.reason}",
-                          duration_ms=elapsed())
-    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return PostResult(status_code=None, error=f"{type(exc).__name__}: {reason}",
-                          duration_ms=elapsed())
-
-
-def message_deliver(reservation: Reservation) -> str:
-    """POST one reserved message to every active endpoint that does not have
-    it yet, then record the outcome. Returns "delivered", "retry" or "failed"
-    (or "lost" when another reservation took over before the outcome)."""
+def _endpoints_of(workspace_id: int) -> list[WebhookEndpoint]:
+    """Active endpoints with `secrets_in_use`: the current secret, and the
+    previous one while its grace period lasts (database time)."""
     endpoints = list(
-        WebhookEndpoint.objects.filter(workspace_id=reservation.workspace_id, active=True)
+        WebhookEndpoint.objects.filter(workspace_id=workspace_id, active=True)
+        .annotate(previous_valid=Case(When(Q(previous_secret_expires_at__gt=Now()), then=Value(True)),
+                                      default=Value(False)))
         .order_by("pk")
     )
-    if not endpoints:
-        outbox_mark_delivered(message_id=reservation.message_id, note=NOTE_NO_ENDPOINTS)
-        return "delivered"
-    done = set(
-        WebhookDelivery.objects.filter(message_id=reservation.message_id, succeeded=True)
-        .values_list("endpoint_id", flat=True)
-    )
-    body = webhook_body(reservation)
-    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
-    errors = []
     for endpoint in endpoints:
-        if endpoint.pk in done:
-            continue
-        result = webhook_post(url=endpoint.url, secret=endpoint.secret,
-                              message_id=str(reservation.message_id), body=body, timeout=timeout)
-        webhook_delivery_record(reservation=reservation, endpoint=endpoint,
-                                succeeded=result.succeeded, status_code=result.status_code,
-                                error=result.error, duration_ms=result.duration_ms)
-        if not result.succeeded:
-            errors.append(f"{endpoint.url}: {result.error}")
-    if not errors:
+        endpoint.secrets_in_use = webhook_secrets_in_use(endpoint)
+    return endpoints
+
+
+@dataclass
+class _InFlight:
+    """A reserved message while its endpoints' lanes post it."""
+
+    reservation: Reservation
+    body: bytes
+    deadline: float  # monotonic; no POST starts after it (the reservation would lapse)
+    remaining: int
+    attempted: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+def _record_outcome(message: _InFlight) -> str:
+    """Delivered, a retry, failed, or (nothing was posted) given back."""
+    reservation = message.reservation
+    if not message.errors:
         outbox_mark_delivered(message_id=reservation.message_id)
         return "delivered"
-    error = "; ".join(errors)
+    if not message.attempted:
+        outbox_release(reservation=reservation)
+        return "released"
+    error = "; ".join(message.errors)
     if reservation.attempt >= settings.WEBHOOK_MAX_ATTEMPTS:
         recorded = outbox_mark_failed(
             reservation=reservation, error=f"gave up after {reservation.attempt} attempts: {error}"
@@ -207,34 +162,165 @@ def message_deliver(reservation: Reservation) -> str:
     return outcome
 
 
-def relay_once(*, stop: threading.Event | None = None) -> int:
-    """Reserve one batch and deliver it. Returns how many messages were
-    reserved (0: nothing is deliverable now)."""
-    visibility = relay_setting("OUTBOX_VISIBILITY_SECONDS")
-    reserved = outbox_reserve_batch(batch_size=relay_setting("OUTBOX_BATCH_SIZE"),
-                                    visibility_seconds=visibility)
-    # Local deadline a little inside the reservation: a message started later
-    # than this could outlive its reservation and be posted twice at once.
-    deadline = time.monotonic() + visibility - settings.WEBHOOK_TIMEOUT_SECONDS
-    for index, reservation in enumerate(reserved):
-        if index and (time.monotonic() > deadline or (stop is not None and stop.is_set())):
-            for rest in reserved[index:]:
-                outbox_release(reservation=rest)
-            break
+class Dispatcher:
+    """Posts reserved messages, one lane per endpoint (see the module's
+    docstring). Lanes only make HTTP requests; everything that touches the
+    database (`submit`, `collect`) runs on the caller's thread, so the relay
+    needs one connection however many lanes are busy."""
+
+    def __init__(self, *, stop: threading.Event | None = None):
+        self._stop = stop
+        self._pool = ThreadPoolExecutor(max_workers=relay_setting("OUTBOX_CONCURRENCY"),
+                                        thread_name_prefix="webhook-lane")
+        self._lock = threading.Lock()
+        self._lanes: dict[int, deque[tuple[WebhookEndpoint, _InFlight]]] = {}
+        # (endpoint, message, the POST's result or None, the error it was skipped for)
+        self._done: queue.Queue[tuple[WebhookEndpoint, _InFlight, PostResult | None, str]] = (
+            queue.Queue())
+        self._workspaces: Counter[int] = Counter()  # messages in flight per workspace
+        self.in_flight = 0
+
+    def busy_workspaces(self) -> list[int]:
+        return [ws for ws, n in self._workspaces.items() if n > 0]
+
+    def submit(self, reservation: Reservation) -> None:
+        endpoints = _endpoints_of(reservation.workspace_id)
+        if not endpoints:
+            outbox_mark_delivered(message_id=reservation.message_id, note=NOTE_NO_ENDPOINTS)
+            return
+        done = set(
+            WebhookDelivery.objects.filter(message_id=reservation.message_id, succeeded=True)
+            .values_list("endpoint_id", flat=True)
+        )
+        todo = [endpoint for endpoint in endpoints if endpoint.pk not in done]
+        if not todo:
+            outbox_mark_delivered(message_id=reservation.message_id)
+            return
+        # A local deadline inside the reservation: a POST started later could
+        # outlive it and be made twice at once. (With a visibility shorter than
+        # the timeout, which it should not be, POSTs still start in its first half.)
+        visibility = relay_setting("OUTBOX_VISIBILITY_SECONDS")
+        deadline = time.monotonic() + max(visibility - settings.WEBHOOK_TIMEOUT_SECONDS,
+                                          visibility / 2)
+        message = _InFlight(reservation=reservation, body=webhook_body(reservation),
+                            deadline=deadline, remaining=len(todo))
+        self._workspaces[reservation.workspace_id] += 1
+        self.in_flight += 1
+        with self._lock:
+            for endpoint in todo:
+                lane = self._lanes.get(endpoint.pk)
+                if lane is None:
+                    lane = self._lanes[endpoint.pk] = deque()
+                    self._pool.submit(self._drain, endpoint.pk)
+                lane.append((endpoint, message))
+
+    def _drain(self, endpoint_id: int) -> None:
+        """Post a lane's backlog in order until it is empty (pool thread)."""
+        failing = ""  # the error that stopped this lane's POSTs, if any
+        while True:
+            with self._lock:
+                lane = self._lanes[endpoint_id]
+                if not lane:
+                    del self._lanes[endpoint_id]
+                    return
+                endpoint, message = lane.popleft()
+            result, skipped = None, failing
+            stopping = self._stop is not None and self._stop.is_set()
+            if not (failing or stopping or time.monotonic() > message.deadline):
+                try:
+                    result = webhook_post(
+                        url=endpoint.url, secrets_in_use=endpoint.secrets_in_use,
+                        message_id=str(message.reservation.message_id), body=message.body,
+                        timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
+                    )
+                except Exception:  # noqa: BLE001  one bad POST must not stop the lane
+                    log.exception("outbox %s: POST to endpoint %s crashed",
+                                  message.reservation.message_id, endpoint_id)
+                # No answer at all: spare this endpoint the rest of its backlog
+                # now (those messages retry after their backoff, with the same
+                # error), and the other lanes the wait.
+                if result is None or result.status_code is None:
+                    failing = result.error if result is not None else REFUSED
+            self._done.put((endpoint, message, result, skipped))
+
+    def collect(self, timeout: float = 0) -> int:
+        """Record what the lanes finished (waiting up to `timeout` for the
+        first): each POST, and each message whose endpoints are all done."""
+        handled = 0
         try:
-            message_deliver(reservation)
+            item = self._done.get(timeout=timeout) if timeout > 0 else self._done.get_nowait()
+            while True:
+                self._record(*item)
+                handled += 1
+                item = self._done.get_nowait()
+        except queue.Empty:
+            return handled
+
+    def _record(self, endpoint: WebhookEndpoint, message: _InFlight,
+                result: PostResult | None, skipped: str) -> None:
+        message.remaining -= 1
+        if skipped:
+            # Not posted because the endpoint just failed: an attempt like
+            # that failure, so the message backs off instead of coming back.
+            message.attempted = True
+            message.errors.append(f"{endpoint.url}: {skipped}")
+        elif result is None:
+            message.errors.append(f"{endpoint.url}: {NOT_ATTEMPTED}")
+        else:
+            message.attempted = True
+            if not result.succeeded:
+                message.errors.append(f"{endpoint.url}: {result.error}")
+        try:
+            if result is not None:
+                webhook_delivery_record(
+                    reservation=message.reservation, endpoint=endpoint,
+                    succeeded=result.succeeded, status_code=result.status_code,
+                    error=result.error, duration_ms=result.duration_ms)
+            if message.remaining == 0:
+                _record_outcome(message)
         except DatabaseError:
-            raise
-        except Exception:  # noqa: BLE001  one bad message must not stop the others
-            log.exception("outbox %s: delivery crashed; retried after the visibility timeout",
-                          reservation.message_id)
+            # The reservation lapses and the message is delivered again.
+            log.exception("outbox %s: could not record a delivery", message.reservation.message_id)
+            connection.close()
+        finally:
+            if message.remaining == 0:
+                self._workspaces[message.reservation.workspace_id] -= 1
+                self.in_flight -= 1
+
+    def drain(self) -> None:
+        """Until every submitted message has an outcome."""
+        while self.in_flight:
+            self.collect(timeout=1.0)
+
+    def close(self) -> None:
+        try:
+            self.drain()
+        finally:
+            self._pool.shutdown(wait=True)
+
+
+def relay_once(*, stop: threading.Event | None = None) -> int:
+    """Reserve one batch and deliver it completely. Returns how many
+    messages were reserved (0: nothing is deliverable now)."""
+    reserved = outbox_reserve_batch(batch_size=relay_setting("OUTBOX_BATCH_SIZE"),
+                                    visibility_seconds=relay_setting("OUTBOX_VISIBILITY_SECONDS"))
+    if not reserved:
+        return 0
+    dispatcher = Dispatcher(stop=stop)
+    try:
+        for reservation in reserved:
+            dispatcher.submit(reservation)
+    finally:
+        dispatcher.close()
     return len(reserved)
 
 
 class RelayThread(threading.Thread):
     """Delivers outbox messages until `stop` is set (or, with `burst`, until
-    nothing is deliverable now): a full batch is followed at once by the
-    next, otherwise it waits OUTBOX_POLL_INTERVAL_SECONDS."""
+    nothing is deliverable now). It reserves while fewer than
+    IN_FLIGHT_BATCHES x OUTBOX_BATCH_SIZE messages are in flight, skipping
+    workspaces still being delivered to, and otherwise waits for a message
+    to finish or OUTBOX_POLL_INTERVAL_SECONDS."""
 
     def __init__(self, stop: threading.Event, *, burst: bool = False):
         super().__init__(name="outbox-relay", daemon=True)
@@ -244,22 +330,34 @@ class RelayThread(threading.Thread):
     def run(self) -> None:
         interval = relay_setting("OUTBOX_POLL_INTERVAL_SECONDS")
         batch_size = relay_setting("OUTBOX_BATCH_SIZE")
+        visibility = relay_setting("OUTBOX_VISIBILITY_SECONDS")
+        capacity = batch_size * IN_FLIGHT_BATCHES
+        dispatcher = Dispatcher(stop=self._stop_event)
         log.info("outbox relay started")
         try:
             while not self._stop_event.is_set():
                 close_old_connections()
-                try:
-                    reserved = relay_once(stop=self._stop_event)
-                except DatabaseError:
-                    log.exception("outbox relay: database error; reconnecting")
-                    connection.close()
-                    self._stop_event.wait(interval)
-                    continue
-                if self._burst and reserved == 0:
+                room = min(batch_size, capacity - dispatcher.in_flight)
+                reserved = []
+                if room > 0:
+                    try:
+                        reserved = outbox_reserve_batch(
+                            batch_size=room, visibility_seconds=visibility,
+                            exclude_workspaces=dispatcher.busy_workspaces())
+                        for reservation in reserved:
+                            dispatcher.submit(reservation)
+                    except DatabaseError:
+                        # Reserved messages not submitted reappear after
+                        # their visibility timeout.
+                        log.exception("outbox relay: database error; reconnecting")
+                        connection.close()
+                        self._stop_event.wait(interval)
+                        continue
+                if self._burst and not reserved and not dispatcher.in_flight:
                     break
-                if reserved < batch_size and not self._burst:
-                    # The backlog is drained (a full batch goes again at once).
-                    self._stop_event.wait(interval)
+                # Drained, full or blocked: wait (a while) for a lane to finish.
+                dispatcher.collect(timeout=interval if len(reserved) < batch_size else 0)
         finally:
+            dispatcher.close()
             connection.close()
             log.info("outbox relay stopped")

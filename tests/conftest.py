@@ -5,6 +5,14 @@ from catalog.services import membership_add, workspace_create
 from tests.helpers import ProcessGroup
 
 
+@pytest.fixture(autouse=True)
+def local_webhook_receivers(settings):
+    """Test receivers listen on http://127.0.0.1; tests of the refusal turn
+    these off again."""
+    settings.WEBHOOK_ALLOW_INSECURE = True
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+
+
 @pytest.fixture
 def workspace(db):
     return workspace_create(slug="acme", name="Acme Supplies")

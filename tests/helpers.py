@@ -58,6 +58,9 @@ def subprocess_env(**overrides: Any) -> dict[str, str]:
         SECRET_KEY="test-secret-key-for-worker-processes",
         DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONUNBUFFERED="1",
+        # Test receivers listen on http://127.0.0.1.
+        WEBHOOK_ALLOW_INSECURE="true",
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS="true",
     )
     env.update({key: str(value) for key, value in overrides.items()})
     return env

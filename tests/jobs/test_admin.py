@@ -11,7 +11,7 @@ from django.db.models.functions import Now
 
 from catalog.models import ApiToken, PriceSheet
 from catalog.services import apitoken_create
-from jobs.models import Attempt, Job, OutboxMessage, State, WebhookEndpoint
+from jobs.models import Attempt, Job, OutboxMessage, State
 from jobs.services import job_admit
 
 CHANGELIST = "/admin/jobs/job/"
@@ -323,20 +323,6 @@ def test_redeliver_is_not_offered_without_change_permission(client, django_user_
                                                ACTION_CHECKBOX_NAME: [str(failed.pk)]})
 
     assert OutboxMessage.objects.get(pk=failed.pk).failed_at is not None
-
-
-def test_webhook_endpoint_is_created_in_admin(client, superuser, workspace):
-    client.force_login(superuser)
-    assert "secret" in client.get("/admin/jobs/webhookendpoint/add/").context["adminform"].form.initial
-
-    client.post("/admin/jobs/webhookendpoint/add/", {
-        "workspace": workspace.pk, "url": "https://hooks.example.com/pricesheet",
-        "secret": "s3cret-value", "active": "on",
-    })
-
-    endpoint = WebhookEndpoint.objects.get()
-    assert (endpoint.url, endpoint.secret, endpoint.active) == (
-        "https://hooks.example.com/pricesheet", "s3cret-value", True)
 
 
 # --- catalog --------------------------------------------------------------------------------

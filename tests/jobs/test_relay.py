@@ -23,7 +23,8 @@ from jobs.outbox import (
     outbox_reserve_batch,
     outbox_schedule_retry,
 )
-from jobs.relay import RelayThread, relay_once, retry_delay_seconds, webhook_signature
+from jobs.relay import RelayThread, relay_once, retry_delay_seconds
+from jobs.webhooks import webhook_signature
 from jobs.services import outbox_write
 from tests.helpers import wait_for
 
@@ -258,7 +259,7 @@ def test_timeout_counts_as_a_failed_attempt(workspace, receiver, settings):
 
     row = fresh(message)
     assert row.delivered_at is None and row.attempts == 1
-    assert "timed out" in row.last_error
+    assert row.last_error.endswith(": timeout")
 
 
 def test_reserved_message_is_hidden_until_its_visibility_timeout(workspace):
