@@ -36,7 +36,7 @@ def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, ext
     # a stopping worker keeps the lease until the child answers.
     ctx.check()
     try:
-        return run_parse(request, limits=limits, should_stop=ctx._check_lease)
+        return run_parse(request, limits=limits, should_stop=ctx.check_lease)
     except SheetError as exc:
         raise PermanentError(exc.reason) from exc
     # A child that crashed for no reason the input explains (ParserCrashed)

@@ -7,12 +7,19 @@ the process opens from then on (each thread has its own) has them, with no
 extra round trip.
 """
 
+import re
+
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 
+_LIMIT = re.compile(r"\s*-c\s*(?:statement_timeout|lock_timeout)=\S+")
+
+
 def session_options(*, existing: str, statement_timeout_ms: int, lock_timeout_ms: int) -> str:
-    """libpq `options` with the two limits added (0 leaves a limit off)."""
+    """libpq `options` with the two limits set (0 leaves a limit off),
+    replacing any earlier setting of them."""
+    existing = _LIMIT.sub("", existing).strip()
     parts = [existing] if existing else []
     if statement_timeout_ms > 0:
         parts.append(f"-c statement_timeout={int(statement_timeout_ms)}")
@@ -31,5 +38,7 @@ def use_job_session_limits(alias: str = DEFAULT_DB_ALIAS) -> None:
         statement_timeout_ms=settings.JOB_STATEMENT_TIMEOUT_MS,
         lock_timeout_ms=settings.JOB_LOCK_TIMEOUT_MS,
     )
-    # A connection opened before this call (system checks) is replaced.
-    connections[alias].close()
+    # A connection opened before this call (system checks) is replaced,
+    # unless a caller's transaction is open on it (a command run in-process).
+    if not connections[alias].in_atomic_block:
+        connections[alias].close()

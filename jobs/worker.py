@@ -95,18 +95,18 @@ class JobContext:
         slice of a long computation): raise LeaseLost if the lease is gone
         (expired, cancelled, taken over), WorkerStopping if the worker is
         stopping. Never call it with output in hand: accept that instead."""
-        self._check_lease()
+        self.check_lease()
         if self._worker.stopping:
             raise WorkerStopping()
 
-    def _check_lease(self) -> None:
+    def check_lease(self) -> None:
         if self._lost.is_set():
             raise LeaseLost(f"job {self.job_id} attempt {self.attempt} lost its lease")
 
     def heartbeat(self, done: int | None = None, total: int | None = None) -> None:
         """Store progress and extend the lease. A stopping worker does not
         interrupt here: progress is reported after work, not before it."""
-        self._check_lease()
+        self.check_lease()
         try:
             job_heartbeat(claim=self.claim, done=done, total=total)
         except LeaseLost:
@@ -114,7 +114,7 @@ class JobContext:
             raise
 
     def checkpoint(self, name: str, data: Any) -> None:
-        self._check_lease()
+        self.check_lease()
         job_checkpoint(claim=self.claim, name=name, data=data)
 
     def load_checkpoint(self, name: str) -> Any | None:

@@ -104,7 +104,7 @@ def test_sigterm_during_a_model_call_longer_than_the_lease_completes_the_job(
     fake.script.append((200, {"items": [item("A-1", "1.50", 2), item("B-2", "2.25", 3)]}, 7))
     job = admit_sheet(workspace, CLEAN_CSV)
     worker = processes.worker("worker-a", **model_env(fake, media))
-    wait_for(lambda: len(fake.requests) == 1, timeout=30, message="the model call")
+    wait_for(lambda: len(fake.requests) == 1, timeout=60, message="the model call")
 
     worker.send_signal(signal.SIGTERM)
 
@@ -123,7 +123,7 @@ def test_sigterm_releases_a_model_job_before_its_next_chunk(workspace, processes
     fake.script.append((200, {"items": [item("S-1", "1.01", 2)]}, 4))
     job = admit_sheet(workspace, LONG_CSV)
     worker = processes.worker("worker-a", **model_env(fake, media))
-    wait_for(lambda: len(fake.requests) == 1, timeout=30, message="the first chunk's call")
+    wait_for(lambda: len(fake.requests) == 1, timeout=60, message="the first chunk's call")
 
     worker.send_signal(signal.SIGTERM)
 

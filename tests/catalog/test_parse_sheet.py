@@ -262,7 +262,7 @@ def test_paused_worker_after_model_call_cannot_publish(workspace, processes, med
                "JOB_POLL_INTERVAL_SECONDS": 0.2, "MEDIA_ROOT": media}
         job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
         a = processes.worker("worker-a", **env)
-        wait_for(lambda: len(fake.requests) == 1, message="A's model call")
+        wait_for(lambda: len(fake.requests) == 1, timeout=60, message="A's model call")
         a.send_signal(signal.SIGSTOP)
 
         def lease_expired():

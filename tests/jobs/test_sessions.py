@@ -19,6 +19,12 @@ def test_session_options_add_both_limits_and_keep_existing_options():
     assert session_options(existing="", statement_timeout_ms=0, lock_timeout_ms=0) == ""
 
 
+def test_session_options_replace_earlier_limits():
+    once = session_options(existing="-c search_path=x", statement_timeout_ms=1, lock_timeout_ms=2)
+    assert session_options(existing=once, statement_timeout_ms=3, lock_timeout_ms=0) == (
+        "-c search_path=x -c statement_timeout=3")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_connections_opened_after_the_call_carry_the_limits(settings):
     settings.JOB_STATEMENT_TIMEOUT_MS = 45000
@@ -61,7 +67,7 @@ def test_worker_lease_renewal_behind_a_lock_fails_at_the_lock_timeout(workspace,
     with transaction.atomic():
         # Hold the job's row lock: the worker's renewal UPDATE waits behind it.
         Job.objects.select_for_update().get(pk=job.pk)
-        wait_for(lambda: "lock timeout" in processes.output(worker), timeout=15,
+        wait_for(lambda: "lock timeout" in processes.output(worker), timeout=30,
                  message="the renewal to give up at the lock timeout")
     worker.send_signal(signal.SIGKILL)
     assert "lease renewal failed" in processes.output(worker)

@@ -67,7 +67,10 @@ def test_killed_worker_job_is_recovered_and_completed_once(workspace, processes)
     job = admit(workspace, "sleep", {"attempt_seconds": {"1": 600}, "seconds": 0.05})
     a = processes.worker("worker-a", **FAST)
     wait_for(lambda: running_attempt(job.pk, 1), message="A to claim the job")
-    processes.worker("worker-b", **FAST)
+    b = processes.worker("worker-b", **FAST)
+    # Measure recovery, not B's start-up (seconds on a loaded machine).
+    wait_for(lambda: "worker-b started" in processes.output(b), timeout=60,
+             message="B to start")
     a.send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
     wait_for(lambda: running_attempt(job.pk, 2) or job_row(job.pk).state == State.COMPLETED,
@@ -136,7 +139,7 @@ def test_busy_worker_recovers_another_workers_lapsed_lease(workspace, processes)
     assert claim.job_id == orphan.pk
     Job.objects.filter(pk=orphan.pk).update(lease_until=Now() - timedelta(seconds=1))
 
-    wait_for(lambda: job_row(orphan.pk).state != State.RUNNING, timeout=15,
+    wait_for(lambda: job_row(orphan.pk).state != State.RUNNING, timeout=30,
              message="the busy worker's recovery clock to expire the orphan's lease")
     assert Attempt.objects.get(job=orphan, number=1).outcome == "expired"
     assert running_attempt(long_job.pk, 1)  # still busy with the long job
