@@ -100,4 +100,12 @@
 
   document.querySelectorAll("[data-live-url]").forEach(poll);
   document.querySelectorAll("[data-dropzone]").forEach(dropzone);
+
+  // Cancel asks first, and says what it cannot stop.
+  var cancelForm = document.getElementById("cancel-form");
+  if (cancelForm && cancelForm.getAttribute("data-confirm")) {
+    cancelForm.addEventListener("submit", function (event) {
+      if (!window.confirm(cancelForm.getAttribute("data-confirm"))) { event.preventDefault(); }
+    });
+  }
 })();

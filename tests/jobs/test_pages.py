@@ -179,9 +179,14 @@ def test_job_page_shows_attempts_with_their_outcomes_and_the_reason(browser_clie
     assert Attempt.objects.get(job=job).outcome == "failed"
 
 
-def test_job_page_links_the_review_when_awaiting_review(browser_client, workspace):
+def test_job_page_links_the_review_for_reviewers_only(browser_client, reviewer, workspace):
     job = admitted_job(workspace, state=State.AWAITING_REVIEW)
     content = browser_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f'href="/review/{job.pk}/"' not in content
+    assert "A reviewer of the workspace approves or rejects it" in content
+    reviewer_client = Client()
+    reviewer_client.force_login(reviewer)
+    content = reviewer_client.get(f"/jobs/{job.pk}/").content.decode()
     assert f'href="/review/{job.pk}/"' in content
 
 
