@@ -1,10 +1,15 @@
 """Rows per second and peak memory of read_table + extract_items + validate_items,
-against a bare openpyxl read-only pass / csv.reader pass over the same files.
+against a bare openpyxl read-only pass / csv.reader pass over the same files;
+and the XLSX readers side by side: the project's streaming reader
+(read_table alone), openpyxl read-only, and python-calamine (run from the
+peers' virtualenv of bench/requirements-peers.txt, since the app does not
+depend on it).
 
-    python bench/parse_speed.py [--rows N] [--keep DIR]
+    python bench/parse_speed.py [--rows N] [--keep DIR] [--no-calamine]
 
 Each measurement runs in its own child process; its peak RSS is that child's
-ru_maxrss. Goal: extractor rows/s >= 0.5 x bare rows/s, peak RSS < 300 MB.
+ru_maxrss. Goals: extractor rows/s >= 0.5 x bare rows/s; read_table on the
+XLSX >= 2 x openpyxl read-only; peak RSS < 300 MB.
 """
 
 from __future__ import annotations
@@ -32,6 +37,16 @@ if mode == "bare-xlsx":
         for row in ws.iter_rows(values_only=True):
             rows += 1
     wb.close()
+elif mode == "calamine":
+    from python_calamine import CalamineWorkbook
+    wb = CalamineWorkbook.from_path(path)
+    for name in wb.sheet_names:
+        for row in wb.get_sheet_by_name(name).to_python():
+            rows += 1
+elif mode == "read":
+    from catalog.reading import read_table
+    table = read_table(path, filename=path.rsplit("/", 1)[-1])
+    rows = sum(len(s.rows) for s in table.sheets)
 elif mode == "bare-csv":
     with open(path, newline="", encoding="utf-8") as f:
         for row in csv.reader(f):
@@ -49,9 +64,9 @@ print(json.dumps({{"rows": rows, "seconds": elapsed,
 """
 
 
-def measure(mode: str, path: Path) -> dict:
+def measure(mode: str, path: Path, python: str = sys.executable) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD.format(repo=str(REPO)), mode, str(path)],
+        [python, "-c", CHILD.format(repo=str(REPO)), mode, str(path)],
         check=True, capture_output=True, text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -61,6 +76,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--keep", type=Path, help="write the big sheets here and keep them")
+    parser.add_argument("--no-calamine", action="store_true", help="skip python-calamine")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO / "bench"))
     from make_big_sheets import write_csv, write_xlsx
@@ -83,6 +99,22 @@ def main(argv=None) -> int:
             print(f"      extractor : {full_rate:10,.0f} rows/s  ({full['seconds']:.2f} s, peak RSS {full['maxrss_mb']:.0f} MB)"
                   "  [read_table + extract_items + validate_items]")
             print(f"      ratio     : {ratio:.2f}")
+        readers = [("read_table (streaming expat reader)", measure("read", files["xlsx"])),
+                   ("openpyxl read-only, values only", measure("bare-xlsx", files["xlsx"]))]
+        if not args.no_calamine:
+            from queue_throughput import peers_python
+
+            readers.append(("python-calamine (values only: no number formats)",
+                            measure("calamine", files["xlsx"], python=str(peers_python()))))
+        base = readers[1][1]["rows"] / readers[1][1]["seconds"]
+        print("\nXLSX readers on the same file:")
+        for label, m in readers:
+            rate = m["rows"] / m["seconds"]
+            print(f"      {label:52s} {rate:10,.0f} rows/s  peak RSS {m['maxrss_mb']:4.0f} MB  "
+                  f"x{rate / base:.2f} of openpyxl")
+        read_ratio = readers[0][1]["rows"] / readers[0][1]["seconds"] / base
+        print(f"read_table / openpyxl read-only on the XLSX: {read_ratio:.2f} (goal >= 2)")
+        worst_rss = max(worst_rss, readers[0][1]["maxrss_mb"])
         print(f"peak RSS of the extractor: {worst_rss:.0f} MB (goal < 300 MB)")
         print(f"ratio (extractor rows/s / bare rows/s), worst of xlsx and csv: {worst_ratio:.2f} (goal >= 0.5)")
     return 0

@@ -5,9 +5,10 @@ JSON-serializable, so a replacement worker never reads the file again.
 
 Safety: the format is decided from the bytes, not the name; XLSX archives are
 checked (member count, uncompressed size, compression ratio, no DTD in any
-XML part) before openpyxl opens them, and openpyxl parses with defusedxml.
-Rows are streamed (read-only parser, no workbook held), so memory grows with
-the text kept, not with the XML.
+XML part) before they are parsed, and the streaming reader in
+``catalog.xlsx`` refuses any DTD or entity declaration it meets. Rows are
+streamed (no workbook held), so memory grows with the text kept, not with
+the XML.
 """
 
 from __future__ import annotations
@@ -331,7 +332,7 @@ def _check_zip(data: bytes, limits: ReadLimits) -> None:
         if "xl/workbook.xml" not in names:
             raise UnreadableSheet("the file is a ZIP archive but not an XLSX workbook (no xl/workbook.xml)")
         # zipfile stops each member at its declared size (and checks the CRC),
-        # so the sizes above bound what openpyxl can inflate. A DTD can still
+        # so the sizes above bound what the reader can inflate. A DTD can still
         # expand entities inside that size: refuse any XML part declaring one.
         for info in infos:
             if info.filename.endswith((".xml", ".rels", ".vml")):
@@ -422,20 +423,22 @@ def currency_from_number_format(fmt: str | None) -> str | None:
 
 def _read_xlsx(data: bytes, limits: ReadLimits) -> Table:
     _check_zip(data, limits)
-    import openpyxl
+    from catalog.xlsx import Workbook, XlsxError
 
-    # A file object, not a path: openpyxl judges a path by its extension.
-    stream = io.BytesIO(data)
     try:
-        wb = openpyxl.load_workbook(stream, read_only=True, data_only=True, keep_links=False)
-    except UnreadableSheet:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return _read_workbook(Workbook(zf), limits)
+    except (UnreadableSheet, MemoryError):
         raise
-    except MemoryError:
-        raise
-    except Exception as exc:  # openpyxl raises many types for broken parts
-        raise UnreadableSheet(
-            f"the XLSX workbook cannot be opened: {_plain(exc)}") from exc
-    return _read_workbook(wb, limits)
+    except XlsxError as exc:
+        raise UnreadableSheet(f"the XLSX workbook cannot be read: {exc}") from exc
+    except RecursionError as exc:
+        raise UnreadableSheet("the XLSX workbook cannot be read: its XML is nested too deeply") from exc
+    except (IndexError, KeyError) as exc:
+        raise UnreadableSheet("the XLSX workbook cannot be read: a cell refers to a shared "
+                              "string or style the workbook does not contain") from exc
+    except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, EOFError) as exc:
+        raise UnreadableSheet(f"the XLSX workbook cannot be read: {_plain(exc)}") from exc
 
 
 def _plain(exc: Exception) -> str:
@@ -446,118 +449,79 @@ def _plain(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _read_workbook(wb, limits: ReadLimits) -> Table:
-    from openpyxl.styles.numbers import BUILTIN_FORMATS, BUILTIN_FORMATS_MAX_SIZE
-    from openpyxl.worksheet._reader import WorkSheetParser
-
+def _read_workbook(book, limits: ReadLimits) -> Table:
+    if len(book.worksheets) > limits.max_sheets:
+        raise UnreadableSheet(MSG_TOO_MANY_SHEETS.format(count=len(book.worksheets), limit=limits.max_sheets))
     # style id -> currency of its number format, computed once per style.
-    style_currency: list[str | None] = []
-    for style in wb._cell_styles:
-        fmt_id = style.numFmtId
-        if fmt_id < BUILTIN_FORMATS_MAX_SIZE:
-            fmt = BUILTIN_FORMATS.get(fmt_id, "General")
-        else:
-            fmt = wb._number_formats[fmt_id - BUILTIN_FORMATS_MAX_SIZE]
-        style_currency.append(currency_from_number_format(fmt))
-    n_styles = len(style_currency)
-
-    sheets: list[Sheet] = []
-    max_rows, max_cols, max_chars = limits.max_rows, limits.max_columns, limits.max_cell_chars
-    held_rows = 0
-    if len(wb.worksheets) > limits.max_sheets:
-        wb.close()
-        raise UnreadableSheet(MSG_TOO_MANY_SHEETS.format(count=len(wb.worksheets), limit=limits.max_sheets))
-    try:
-        for ws in wb.worksheets:
-            if not hasattr(ws, "_worksheet_path"):
-                continue  # chartsheets hold no cells
-            rows: list[list[str]] = []
-            runs: dict[int, list[list]] = {}
-            last_valued: dict[int, int] = {}
-            with wb._archive.open(ws._worksheet_path) as src:
-                parser = WorkSheetParser(
-                    src,
-                    ws._shared_strings,
-                    data_only=True,
-                    epoch=wb.epoch,
-                    date_formats=wb._date_formats,
-                    timedelta_formats=wb._timedelta_formats,
-                )
-                for idx, cells in parser.parse():
-                    if not cells:
-                        continue
-                    row: list[str] = []
-                    for cell in cells:
-                        value = cell["value"]
-                        col = cell["column"] - 1
-                        style_id = cell["style_id"]
-                        if value is None:
-                            continue
-                        code = style_currency[style_id] if style_id and style_id < n_styles else None
-                        if code is not None:
-                            col_runs = runs.get(col)
-                            last = col_runs[-1] if col_runs else None
-                            # Extend the run only over rows whose cell in this
-                            # column had no value: a valued cell without the
-                            # currency format must not inherit it.
-                            if last is not None and last[2] == code and last[1] == last_valued.get(col):
-                                last[1] = idx
-                            elif col_runs is None:
-                                runs[col] = [[idx, idx, code]]
-                            else:
-                                col_runs.append([idx, idx, code])
-                        last_valued[col] = idx
-                        text = value.strip() if type(value) is str else _cell_text(value)
-                        if len(text) > max_chars:
-                            text = text[:max_chars].strip()
-                        if not text:
-                            continue
-                        if col >= max_cols:
-                            raise UnreadableSheet(
-                                MSG_TOO_MANY_COLUMNS.format(sheet=ws.title, row=idx, col=col + 1, limit=max_cols)
-                            )
-                        if col > len(row):
-                            row.extend([""] * (col - len(row)))
-                        if col == len(row):
-                            row.append(text)
-                        else:
-                            row[col] = text
-                    if not row:
-                        continue
-                    if idx > max_rows:
-                        raise UnreadableSheet(MSG_TOO_MANY_ROWS.format(sheet=ws.title, limit=max_rows))
-                    if idx > len(rows):
-                        # Rows are held up to the last valued one: bound them
-                        # over the workbook before the gap is filled.
-                        held_rows += idx - len(rows)
-                        if held_rows > limits.max_workbook_rows:
-                            raise UnreadableSheet(MSG_WORKBOOK_ROWS.format(
-                                limit=limits.max_workbook_rows, sheet=ws.title, row=idx))
-                    if idx > len(rows) + 1:
-                        rows.extend([] for _ in range(idx - 1 - len(rows)))
-                    if idx == len(rows) + 1:
-                        rows.append(row)
-                    else:  # a repeated <row r=..>: merge, later wins
-                        rows[idx - 1] = row
-            sheets.append(
-                Sheet(
-                    name=ws.title,
-                    rows=rows,
-                    currency_formats={c: [tuple(r) for r in rs] for c, rs in runs.items()},
-                )
-            )
-    except (UnreadableSheet, MemoryError):
-        raise
-    except RecursionError as exc:
-        raise UnreadableSheet("the XLSX workbook cannot be read: its XML is nested too deeply") from exc
-    except (IndexError, KeyError) as exc:
-        raise UnreadableSheet("the XLSX workbook cannot be read: a cell refers to a shared "
-                              "string or style the workbook does not contain") from exc
-    except Exception as exc:
-        # defusedxml raises EntitiesForbidden/DTDForbidden here; XML errors too.
-        raise UnreadableSheet(f"the XLSX workbook cannot be read: {_plain(exc)}") from exc
-    finally:
-        wb.close()
+    style_currency = [currency_from_number_format(fmt) for fmt in book.style_formats]
+    held = [0]  # rows held over the whole workbook
+    sheets = [_read_worksheet(book, ws, style_currency, limits, held) for ws in book.worksheets]
     if not sheets:
         raise UnreadableSheet("the XLSX workbook has no worksheets")
     return Table(sheets=sheets)
+
+
+def _read_worksheet(book, ws, style_currency: list[str | None], limits: ReadLimits,
+                    held: list[int]) -> Sheet:
+    rows: list[list[str]] = []
+    runs: dict[int, list[list]] = {}
+    last_valued: dict[int, int] = {}
+    for idx, cells in book.rows(ws):
+        row = _row_texts(cells, idx, ws.title, style_currency, runs, last_valued, limits)
+        if not row:
+            continue
+        if idx > limits.max_rows:
+            raise UnreadableSheet(MSG_TOO_MANY_ROWS.format(sheet=ws.title, limit=limits.max_rows))
+        if idx > len(rows):
+            # Rows are held up to the last valued one: bound them over the
+            # workbook before the gap is filled.
+            held[0] += idx - len(rows)
+            if held[0] > limits.max_workbook_rows:
+                raise UnreadableSheet(MSG_WORKBOOK_ROWS.format(
+                    limit=limits.max_workbook_rows, sheet=ws.title, row=idx))
+            rows.extend([] for _ in range(idx - 1 - len(rows)))
+            rows.append(row)
+        else:  # a repeated <row r=..>: later wins
+            rows[idx - 1] = row
+    return Sheet(name=ws.title, rows=rows,
+                 currency_formats={c: [tuple(r) for r in rs] for c, rs in runs.items()})
+
+
+def _row_texts(cells, idx: int, title: str, style_currency: list[str | None],
+               runs: dict[int, list[list]], last_valued: dict[int, int],
+               limits: ReadLimits) -> list[str]:
+    """One row's display texts; notes the runs of currency number formats."""
+    row: list[str] = []
+    for col, value, style_id in cells:
+        if value is None:
+            continue
+        code = style_currency[style_id] if 0 < style_id < len(style_currency) else None
+        if code is not None:
+            _extend_run(runs, last_valued, col, idx, code)
+        last_valued[col] = idx
+        text = value.strip() if type(value) is str else _cell_text(value)
+        if len(text) > limits.max_cell_chars:
+            text = text[:limits.max_cell_chars].strip()
+        if not text:
+            continue
+        if col >= limits.max_columns:
+            raise UnreadableSheet(
+                MSG_TOO_MANY_COLUMNS.format(sheet=title, row=idx, col=col + 1, limit=limits.max_columns))
+        if col >= len(row):
+            row.extend([""] * (col - len(row)))
+            row.append(text)
+        else:
+            row[col] = text
+    return row
+
+
+def _extend_run(runs: dict[int, list[list]], last_valued: dict[int, int], col: int, idx: int,
+                code: str) -> None:
+    col_runs = runs.setdefault(col, [])
+    last = col_runs[-1] if col_runs else None
+    # Extend the run only over rows whose cell in this column had no value:
+    # a valued cell without the currency format must not inherit it.
+    if last is not None and last[2] == code and last[1] == last_valued.get(col):
+        last[1] = idx
+    else:
+        col_runs.append([idx, idx, code])
