@@ -7,6 +7,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 WORKERS ?= 1
 export DJANGO_SETTINGS_MODULE := config.settings
+# Local use: a secret key made once for this checkout (kept in .secret_key,
+# never committed) and plain HTTP; production sets SECRET_KEY and leaves HTTPS on.
+export SECRET_KEY ?= $(shell test -s .secret_key || $(PYTHON) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key; cat .secret_key)
+export HTTPS ?= false
 
 .PHONY: setup db run test stop-db reset-db clean
 

@@ -561,7 +561,7 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
                       "max_delay": 0.3, "timeout_delay": 4.0}
     env = {
         "SECRET_KEY": os.environ.get("SECRET_KEY", "chaos-secret-key"),
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost", "HTTPS": "false",
         "MEDIA_ROOT": str(media_root),
         "EXTRACTOR": "openai", "LLM_BASE_URL": provider.url, "LLM_API_KEY": "chaos",
         "LLM_MODEL": "fake", "LLM_TIMEOUT_SECONDS": "2",
@@ -642,6 +642,7 @@ def main() -> None:
     import psycopg
 
     os.environ.setdefault("SECRET_KEY", "chaos-secret-key")
+    os.environ.setdefault("HTTPS", "false")
     base = os.environ.get("DATABASE_URL")
     if base is None:
         from config.embedded import database_url

@@ -138,6 +138,7 @@ def subprocess_env(database_url: str, **overrides: object) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONUNBUFFERED="1",
         DEBUG="false",
+        HTTPS="false",  # the benchmarks speak plain HTTP to 127.0.0.1
         # Two INFO lines per job would be part of what is measured; warnings stay.
         LOG_LEVEL="WARNING",
     )

@@ -2,6 +2,7 @@
 environment (django-environ); a `.env` file in the project folder is read
 when present."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -14,17 +15,19 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
 
-# Without DATABASE_URL the project runs on an embedded PostgreSQL in a
-# project-local folder: that is development, and a development key is fine.
-# With a real database and DEBUG off, a missing SECRET_KEY fails loudly.
+# The development key is public (it is in this file): it is refused whenever
+# DEBUG is off, embedded database or not. `make run` and the tests set a key
+# of their own for local use.
+DEVELOPMENT_SECRET_KEY = "django-insecure-development-key-not-for-production"
 EMBEDDED_DATABASE = "DATABASE_URL" not in env
 SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not (DEBUG or EMBEDDED_DATABASE):
+if not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY:
+    if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY must be set when DATABASE_URL is set and DEBUG is off"
+            "SECRET_KEY must be set (to a long random value) when DEBUG is off; "
+            "`make run` sets one for local use"
         )
-    SECRET_KEY = "django-insecure-development-key-not-for-production"
+    SECRET_KEY = DEVELOPMENT_SECRET_KEY
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -36,6 +39,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "catalog",
     "jobs",
     "review",
@@ -50,6 +54,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "config.middleware.no_store_when_private",
+    # Last, as django-axes asks: it turns a lockout into the answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -87,6 +95,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    # Refuses a sign-in while its account or client address is locked out.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/jobs/"
@@ -162,15 +175,46 @@ OUTBOX_BACKOFF_BASE_SECONDS = env.float("OUTBOX_BACKOFF_BASE_SECONDS", default=1
 OUTBOX_BACKOFF_MAX_SECONDS = env.float("OUTBOX_BACKOFF_MAX_SECONDS", default=3600.0)
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 
-# Production hardening; `manage.py check --deploy` is clean with
-# SECURE_SSL_REDIRECT and HSTS left on (their defaults when DEBUG is off).
+# HTTPS hardening is on whenever DEBUG is off. `HTTPS=false` is the one
+# switch that turns the redirect, the secure cookies and HSTS off together,
+# for plain-HTTP local use (`make run`) and tests; each stays settable.
+HTTPS = env.bool("HTTPS", default=True) and not DEBUG
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
-SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
-SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
-SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
-CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=HTTPS)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=HTTPS)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=HTTPS)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=HTTPS)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=HTTPS)
+# Django's defaults, stated: nosniff and a same-origin Referer.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy (django-csp): scripts only from our own static
+# files, never inline. Inline style attributes remain (progress bars).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
+# Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT failures for
+# one username, or from one client address, sign-ins there are refused for
+# LOGIN_LOCKOUT_MINUTES, with one answer whether the account exists or not.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.middleware.lockout_response"
+AXES_VERBOSE = False
 
 LOGGING = {
     "version": 1,

@@ -1,11 +1,15 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/jobs/", permanent=False)),
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Sign-in and sign-out only: no self-service password reset (there is no
+    # mail to send it by); administrators set passwords (admin, addmember).
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("review.api_urls")),
     path("api/", include("jobs.api_urls")),
     path("jobs/", include("jobs.page_urls")),

@@ -56,6 +56,7 @@ def subprocess_env(**overrides: Any) -> dict[str, str]:
     env.update(
         DATABASE_URL=database_url(),
         SECRET_KEY="test-secret-key-for-worker-processes",
+        HTTPS="false",
         DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONUNBUFFERED="1",
         # Test receivers listen on http://127.0.0.1.

@@ -98,8 +98,15 @@
     input.addEventListener("change", show);
   }
 
+  // A filter that applies as soon as it changes (no inline handlers: the
+  // Content-Security-Policy allows scripts from static files only).
+  function autosubmit(control) {
+    control.addEventListener("change", function () { control.form.submit(); });
+  }
+
   document.querySelectorAll("[data-live-url]").forEach(poll);
   document.querySelectorAll("[data-dropzone]").forEach(dropzone);
+  document.querySelectorAll("[data-autosubmit]").forEach(autosubmit);
 
   // Cancel asks first, and says what it cannot stop.
   var cancelForm = document.getElementById("cancel-form");
