@@ -105,6 +105,33 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
     return flags
 
 
+# What the catalog's columns hold (catalog.models.CatalogItem; a test keeps
+# the two in step): a value past them could never be published.
+MAX_PRICE = Decimal(10) ** 12          # numeric(18, 6)
+MAX_PACK_SIZE = Decimal(10) ** 9       # numeric(12, 3)
+MAX_TEXT = {"sku": 200, "unit": 50}
+MSG_TOO_LARGE_PRICE = "Price {price} is too large: the catalog stores prices below 1,000,000,000,000."
+MSG_TOO_LARGE_PACK = "Pack size {pack} is not a number below 1,000,000,000 that the catalog can store."
+MSG_TOO_LONG = "The {field} is {length} characters long; the catalog stores at most {limit}."
+
+
+def _size_flags(item: dict, price: Decimal | None) -> list[dict]:
+    flags = []
+    if price is not None and price >= MAX_PRICE:
+        flags.append(_flag("invalid_price", "unit_price", MSG_TOO_LARGE_PRICE.format(price=item.get("unit_price"))))
+    pack = item.get("pack_size")
+    if pack is not None:
+        number = _strict_price(pack)
+        if number is None or abs(number) >= MAX_PACK_SIZE:
+            flags.append(_flag("too_large", "pack_size", MSG_TOO_LARGE_PACK.format(pack=str(pack)[:40])))
+    for name, limit in MAX_TEXT.items():
+        length = len(str(item.get(name) or ""))
+        if length > limit:
+            flags.append(_flag("too_large", name, MSG_TOO_LONG.format(
+                field=name.upper() if name == "sku" else name, length=length, limit=limit)))
+    return flags
+
+
 def validate_items(items: list[dict], table: Table) -> list[dict]:
     """Copies of ``items``, each with ``"flags"``: a list of {code, field, message}."""
     sheets = {s.name: s for s in table.sheets}
@@ -149,6 +176,7 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
         if price is None or price <= 0:
             flags.append(_flag("invalid_price", "unit_price", MSG_INVALID_PRICE.format(price=item.get("unit_price"))))
 
+        flags.extend(_size_flags(item, price))
         flags.extend(_source_flags(item, price, sheets))
 
         sku = (item.get("sku") or "").strip()

@@ -29,7 +29,8 @@ MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
 MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
 MSG_SUPPLIER_TOO_LONG = "The supplier name is longer than 200 characters."
 MSG_UNKNOWN_STATE = "Unknown state {state!r}; states are: {states}."
-MSG_BAD_NUMBER = "`{name}` must be a positive whole number."
+MSG_BAD_NUMBER = "`{name}` must be a whole number from 1 to 1000000."
+MAX_NUMBER = 1_000_000
 MSG_BAD_JSON = "The body is not a JSON object."
 MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
 MSG_BAD_LENGTH = "Content-Length is not a number."
@@ -130,7 +131,8 @@ def _positive_int(raw: str | None, *, name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise Problem(400, "invalid-request", MSG_BAD_NUMBER.format(name=name)) from None
-    if value < 1:
+    # An upper bound too: a huge page would overflow the query's OFFSET.
+    if not 1 <= value <= MAX_NUMBER:
         raise Problem(400, "invalid-request", MSG_BAD_NUMBER.format(name=name))
     return value
 

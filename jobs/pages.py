@@ -11,6 +11,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -46,6 +47,8 @@ MSG_NOT_CANCELLABLE = "The job is {state} and can no longer be cancelled."
 MSG_CHANGED = "The job changed while you were looking at it (it is now {state}); nothing was done."
 
 LIST_PAGE_SIZE = 25
+MAX_PAGE = 1_000_000
+MSG_BAD_PAGE = "The page number must be from 1 to 1000000."
 
 
 def duration_text(seconds: float) -> str:
@@ -98,6 +101,9 @@ def _list_context(request: HttpRequest) -> dict:
         page = max(int(request.GET.get("page") or 1), 1)
     except ValueError:
         page = 1
+    if page > MAX_PAGE:
+        # Far past any list, and past what the query's OFFSET can hold.
+        raise BadRequest(MSG_BAD_PAGE)
     jobs = Job.objects.for_member(request.user).select_related("workspace")
     if state:
         jobs = jobs.filter(state=state)
