@@ -105,20 +105,17 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
     return flags
 
 
-# What the catalog's columns hold (catalog.models.CatalogItem; a test keeps
-# the two in step): a value past them could never be published.
-MAX_PRICE = Decimal(10) ** 12          # numeric(18, 6)
+# What the catalog's columns hold besides the price (catalog.models.CatalogItem;
+# a test keeps the two in step): a value past them could never be published.
 MAX_PACK_SIZE = Decimal(10) ** 9       # numeric(12, 3)
 MAX_TEXT = {"sku": 200, "unit": 50}
-MSG_TOO_LARGE_PRICE = "Price {price} is too large: the catalog stores prices below 1,000,000,000,000."
 MSG_TOO_LARGE_PACK = "Pack size {pack} is not a number below 1,000,000,000 that the catalog can store."
 MSG_TOO_LONG = "The {field} is {length} characters long; the catalog stores at most {limit}."
 
 
-def _size_flags(item: dict, price: Decimal | None) -> list[dict]:
+def _size_flags(item: dict) -> list[dict]:
+    """Values past what the catalog's columns hold (prices: see MAX_PRICE)."""
     flags = []
-    if price is not None and price >= MAX_PRICE:
-        flags.append(_flag("invalid_price", "unit_price", MSG_TOO_LARGE_PRICE.format(price=item.get("unit_price"))))
     pack = item.get("pack_size")
     if pack is not None:
         number = _strict_price(pack)
@@ -176,7 +173,7 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
         if price is None or price <= 0:
             flags.append(_flag("invalid_price", "unit_price", MSG_INVALID_PRICE.format(price=item.get("unit_price"))))
 
-        flags.extend(_size_flags(item, price))
+        flags.extend(_size_flags(item))
         flags.extend(_source_flags(item, price, sheets))
 
         sku = (item.get("sku") or "").strip()
