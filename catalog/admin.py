@@ -1,9 +1,10 @@
 """The admin console for the price domain. Uploaded sheets and published
-revisions are history and read-only; API tokens are created by
-`manage.py createapitoken` (which prints the token once) and revoked here."""
+revisions are history and read-only; API tokens are created here or by
+`manage.py createapitoken` (either shows the token once) and revoked here."""
 
 from collections import Counter
 
+from django import forms
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
@@ -17,12 +18,14 @@ from catalog.models import (
     Supplier,
     Workspace,
 )
-from catalog.services import apitoken_revoke
+from catalog.services import apitoken_create, apitoken_revoke
 from jobs.admin_mixins import ReadOnlyAdminMixin
 
 MSG_TOKENS_REVOKED = "{count} token(s) revoked."
 MSG_TOKENS_ALREADY_REVOKED = "{count} token(s) were already revoked."
-TOKEN_LIST_TITLE = "API tokens (create one with: manage.py createapitoken USERNAME)"
+MSG_TOKEN_CREATED = ("Token for {user} ({scope}): {token} — copy it now, it is not shown again "
+                     "(only its hash is stored).")
+TOKEN_LIST_TITLE = "API tokens (or: manage.py createapitoken USERNAME [--scope read])"
 
 
 class MembershipInline(admin.TabularInline):
@@ -99,17 +102,51 @@ class CatalogRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return format_html('<a href="{}">{}</a>', url, str(revision.job_id)[:8])
 
 
+class ApiTokenCreationForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ["user", "name", "scope"]
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """A revoked token stays on record."""
+    """A token is created here (shown once, in a message) and then only
+    revoked; a revoked token stays on record."""
 
-    list_display = ["prefix", "name", "user", "status", "created_at", "last_used_at", "revoked_at"]
-    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    list_display = ["prefix", "name", "user", "scope", "status", "created_at", "last_used_at",
+                    "revoked_at"]
+    list_filter = ["scope", ("revoked_at", admin.EmptyFieldListFilter)]
     list_select_related = ["user"]
     search_fields = ["prefix", "name", "user__username"]
-    fields = ["user", "name", "prefix", "token_hash", "created_at", "last_used_at", "revoked_at"]
+    fields = ["user", "name", "scope", "prefix", "token_hash", "created_at", "last_used_at",
+              "revoked_at"]
     readonly_fields = fields
+    add_form = ApiTokenCreationForm
+    raw_id_fields = ["user"]
     actions = ["revoke"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return request.user.has_perm("catalog.add_apitoken")
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = self.add_form
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        return ["user", "name", "scope"] if obj is None else self.fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change) -> None:
+        if change:
+            return  # tokens are never edited
+        row, token = apitoken_create(user=form.cleaned_data["user"], name=form.cleaned_data["name"],
+                                     scope=form.cleaned_data["scope"])
+        obj.pk = row.pk  # the admin redirects to the row it believes it saved
+        self.message_user(request, MSG_TOKEN_CREATED.format(user=row.user, scope=row.scope,
+                                                            token=token), messages.WARNING)
 
     def has_revoke_permission(self, request) -> bool:
         return request.user.has_perm("catalog.change_apitoken")

@@ -50,7 +50,12 @@ class Membership(models.Model):
 
 class ApiToken(models.Model):
     """A bearer token for API clients. Only its SHA-256 is stored; the token
-    itself is shown once, when it is created."""
+    itself is shown once, when it is created. A `read` token may only read:
+    authentication refuses it on every unsafe method."""
+
+    class Scope(models.TextChoices):
+        FULL = "full"  # everything its user may do
+        READ = "read"  # GET and HEAD only, for integrations that must never change anything
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
@@ -58,15 +63,24 @@ class ApiToken(models.Model):
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=12, help_text="The first characters, to tell tokens apart.")
     token_hash = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.FULL)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(scope__in=["full", "read"]), name="apitoken_scope_valid"),
+        ]
+
     def __str__(self) -> str:
-        return f"{self.prefix}… ({self.user})"
+        return f"{self.prefix}… ({self.user}, {self.scope})"
 
 
 class Supplier(models.Model):
+    # The id in URLs and API answers: random, so it tells nobody how many
+    # suppliers other workspaces have (the integer key stays internal).
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="suppliers")
     name = models.CharField(max_length=200)
     current_revision = models.ForeignKey(
@@ -114,6 +128,8 @@ class CatalogRevision(models.Model):
     supplier = models.ForeignKey(
         Supplier, null=True, blank=True, on_delete=models.PROTECT, related_name="revisions"
     )
+    # The id in URLs and API answers (see Supplier.public_id).
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     job = models.OneToOneField("jobs.Job", on_delete=models.PROTECT, related_name="revision")
     attempt = models.PositiveIntegerField(help_text="The attempt that held the fence when this was published.")
     published_at = models.DateTimeField(auto_now_add=True)
@@ -122,8 +138,13 @@ class CatalogRevision(models.Model):
     )
     item_count = models.PositiveIntegerField()
 
+    @property
+    def short_id(self) -> str:
+        """The first characters of the public id, to tell revisions apart on a page."""
+        return self.public_id.hex[:8]
+
     def __str__(self) -> str:
-        return f"revision {self.pk} of {self.supplier or self.workspace}"
+        return f"revision {self.short_id} of {self.supplier or self.workspace}"
 
 
 class CatalogItem(models.Model):

@@ -48,6 +48,16 @@ def revision_get(*, user: User, revision_id: int) -> CatalogRevision:
     return revisions_for_member(user=user).get(pk=revision_id)
 
 
+def supplier_get_public(*, user: User, public_id) -> Supplier:
+    """A member's supplier by its public id; DoesNotExist otherwise."""
+    return suppliers_for_member(user=user).get(public_id=public_id)
+
+
+def revision_get_public(*, user: User, public_id) -> CatalogRevision:
+    """A member's revision by its public id; DoesNotExist otherwise."""
+    return revisions_for_member(user=user).get(public_id=public_id)
+
+
 def supplier_revisions(*, supplier: Supplier) -> QuerySet[CatalogRevision]:
     return supplier.revisions.select_related("approved_by").order_by("-published_at", "-pk")
 
@@ -60,11 +70,13 @@ def revision_previous(*, revision: CatalogRevision) -> CatalogRevision | None:
             .order_by("-pk").first())
 
 
-def revision_items(*, revision: CatalogRevision, query: str = "") -> QuerySet[CatalogItem]:
+def revision_items(*, revision: CatalogRevision, query: str = "", sku: str = "") -> QuerySet[CatalogItem]:
     items = revision.items.order_by("sku", "pk")
     query = query.strip()
     if query:
         items = items.filter(Q(sku__icontains=query) | Q(description__icontains=query))
+    if sku:
+        items = items.filter(sku=sku)
     return items
 
 
@@ -92,20 +104,24 @@ class Change:
 
 @dataclass(frozen=True)
 class RevisionDiff:
-    old: CatalogRevision
-    new: CatalogRevision
+    old: CatalogRevision | None
+    new: CatalogRevision | None
     added: list[dict[str, Any]]
     removed: list[dict[str, Any]]
     changed: list[Change]
     unchanged: int
 
 
-def _keyed(revision: CatalogRevision) -> dict[tuple[str, int], dict[str, Any]]:
+def _keyed(revision: CatalogRevision | None) -> dict[tuple[str, int], dict[str, Any]]:
     """Items by (SKU, occurrence): a SKU listed twice pairs up in sheet order.
-    Items without a SKU are matched by their description."""
+    Items without a SKU are matched by their description. No revision: no items."""
     keyed: dict[tuple[str, int], dict[str, Any]] = {}
+    if revision is None:
+        return keyed
     seen: dict[str, int] = {}
-    for item in revision.items.order_by("source_sheet", "source_row", "pk").values("sku", *DIFF_FIELDS):
+    rows = revision.items.order_by("source_sheet", "source_row", "pk").values(
+        "sku", *DIFF_FIELDS, "source_sheet", "source_row")
+    for item in rows:
         key = item["sku"] or f"description: {item['description']}"
         n = seen.get(key, 0)
         seen[key] = n + 1
@@ -119,8 +135,9 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def revision_diff(*, old: CatalogRevision, new: CatalogRevision) -> RevisionDiff:
-    """What changed from `old` to `new`: added, removed and changed SKUs."""
+def revision_diff(*, old: CatalogRevision | None, new: CatalogRevision | None) -> RevisionDiff:
+    """What changed from `old` to `new`: added, removed and changed SKUs.
+    `old=None` reads as an empty catalog (everything in `new` is added)."""
     before, after = _keyed(old), _keyed(new)
     added = [after[k] for k in after if k not in before]
     removed = [before[k] for k in before if k not in after]

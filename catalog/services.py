@@ -62,15 +62,18 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def apitoken_create(*, user, name: str = "") -> tuple[ApiToken, str]:
-    """Create a bearer token; returns the row and the token, shown only once."""
+def apitoken_create(*, user, name: str = "", scope: str = ApiToken.Scope.FULL) -> tuple[ApiToken, str]:
+    """Create a bearer token; returns the row and the token, shown only once.
+    A `read` token may only read (see jobs.auth.authenticate)."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = ApiToken.objects.create(user=user, name=name, prefix=token[:12], token_hash=_token_hash(token))
+    row = ApiToken.objects.create(user=user, name=name, scope=scope, prefix=token[:12],
+                                  token_hash=_token_hash(token))
     return row, token
 
 
-def apitoken_authenticate(*, token: str):
-    """The user a bearer token belongs to, or None (unknown or revoked)."""
+def apitoken_authenticate(*, token: str) -> ApiToken | None:
+    """The live token row (with its user and scope), or None (unknown, revoked,
+    or its user deactivated)."""
     row = (ApiToken.objects.select_related("user")
            .filter(token_hash=_token_hash(token), revoked_at__isnull=True).first())
     if row is None or not row.user.is_active:
@@ -80,7 +83,7 @@ def apitoken_authenticate(*, token: str):
     now = timezone.now()
     if row.last_used_at is None or row.last_used_at < now - timedelta(seconds=60):
         ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-    return row.user
+    return row
 
 
 def apitoken_revoke(*, token_id: int) -> None:
@@ -211,10 +214,16 @@ def revision_publish(*, job, approved_by=None) -> dict:
     )
     if supplier_id is not None:
         Supplier.objects.filter(pk=supplier_id).update(current_revision=revision)
+    supplier_public_id = None
+    if supplier_id is not None:
+        supplier_public_id = str(Supplier.objects.values_list("public_id", flat=True).get(pk=supplier_id))
+    # Events and results name revisions and suppliers by their public ids,
+    # the ones the catalog API takes (`/api/suppliers/<id>/changes?since=...`).
     outbox_write(
         workspace_id=job.workspace_id,
         topic="catalog.published",
-        payload={"revision_id": revision.pk, "job_id": str(job.pk), "supplier_id": supplier_id,
-                 "item_count": len(items), "approved_by": getattr(approved_by, "username", None)},
+        payload={"revision_id": str(revision.public_id), "job_id": str(job.pk),
+                 "supplier_id": supplier_public_id, "item_count": len(items),
+                 "approved_by": getattr(approved_by, "username", None)},
     )
-    return {"revision_id": revision.pk, "item_count": len(items)}
+    return {"revision_id": str(revision.public_id), "item_count": len(items)}

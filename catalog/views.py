@@ -1,11 +1,19 @@
 """Catalog pages: suppliers and their current revision, items with search,
 revision history, the diff between two revisions, and exports. Members see
-their own workspaces only; anything else is a 404 like an unknown id."""
+their own workspaces only; anything else is a 404 like an unknown id.
+
+Suppliers and revisions are addressed by their public ids; the old integer
+addresses answer a permanent redirect, to members only (anyone else gets
+the 404, so a redirect never discloses an id)."""
+
+import uuid
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
@@ -15,10 +23,12 @@ from catalog.selectors import (
     revision_diff,
     revision_export_rows,
     revision_get,
+    revision_get_public,
     revision_items,
     revision_previous,
     revisions_without_supplier,
     supplier_get,
+    supplier_get_public,
     supplier_revisions,
     suppliers_for_member,
 )
@@ -29,18 +39,41 @@ MSG_NO_REVISION = "No such revision."
 MSG_NO_SUPPLIER = "No such supplier."
 
 
-def _supplier(request: HttpRequest, supplier_id: int) -> Supplier:
+def _supplier(request: HttpRequest, supplier_id: uuid.UUID) -> Supplier:
     try:
-        return supplier_get(user=request.user, supplier_id=supplier_id)
+        return supplier_get_public(user=request.user, public_id=supplier_id)
     except Supplier.DoesNotExist:
         raise Http404(MSG_NO_SUPPLIER) from None
 
 
 def _revision(request: HttpRequest, revision_id) -> CatalogRevision:
     try:
-        return revision_get(user=request.user, revision_id=int(revision_id))
+        return revision_get_public(user=request.user, public_id=uuid.UUID(str(revision_id)))
     except (CatalogRevision.DoesNotExist, TypeError, ValueError):
         raise Http404(MSG_NO_REVISION) from None
+
+
+def _legacy_revision(request: HttpRequest, pk) -> CatalogRevision:
+    try:
+        return revision_get(user=request.user, revision_id=int(pk))
+    except (CatalogRevision.DoesNotExist, TypeError, ValueError):
+        raise Http404(MSG_NO_REVISION) from None
+
+
+@login_required
+@require_GET
+def legacy_supplier(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        found = supplier_get(user=request.user, supplier_id=pk)
+    except Supplier.DoesNotExist:
+        raise Http404(MSG_NO_SUPPLIER) from None
+    return redirect("catalog:supplier", found.public_id, permanent=True)
+
+
+@login_required
+@require_GET
+def legacy_revision(request: HttpRequest, pk: int, target: str) -> HttpResponse:
+    return redirect(target, _legacy_revision(request, pk).public_id, permanent=True)
 
 
 def _items_page(request: HttpRequest, revision: CatalogRevision | None) -> tuple[str, object]:
@@ -62,7 +95,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def supplier(request: HttpRequest, supplier_id: int) -> HttpResponse:
+def supplier(request: HttpRequest, supplier_id: uuid.UUID) -> HttpResponse:
     found = _supplier(request, supplier_id)
     revision = found.current_revision
     query, items = _items_page(request, revision)
@@ -70,14 +103,14 @@ def supplier(request: HttpRequest, supplier_id: int) -> HttpResponse:
     return render(request, "catalog/supplier.html", {
         "supplier": found, "revision": revision, "items": items, "query": query,
         "revisions": revisions,
-        "default_old": revisions[1].pk if len(revisions) > 1 else None,
-        "default_new": revisions[0].pk if revisions else None,
+        "default_old": revisions[1].public_id if len(revisions) > 1 else None,
+        "default_new": revisions[0].public_id if revisions else None,
     })
 
 
 @login_required
 @require_GET
-def revision(request: HttpRequest, revision_id: int) -> HttpResponse:
+def revision(request: HttpRequest, revision_id: uuid.UUID) -> HttpResponse:
     found = _revision(request, revision_id)
     query, items = _items_page(request, found)
     return render(request, "catalog/revision.html", {
@@ -90,6 +123,12 @@ def revision(request: HttpRequest, revision_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def diff(request: HttpRequest) -> HttpResponse:
+    old_id, new_id = request.GET.get("old", ""), request.GET.get("new", "")
+    if old_id.isdigit() or new_id.isdigit():
+        # A comparison bookmarked with integer ids: the same one by public ids.
+        ids = [(name, _legacy_revision(request, value).public_id if value.isdigit() else value)
+               for name, value in (("old", old_id), ("new", new_id))]
+        return HttpResponsePermanentRedirect(f"{reverse('catalog:diff')}?{urlencode(ids)}")
     old = _revision(request, request.GET.get("old"))
     new = _revision(request, request.GET.get("new"))
     return render(request, "catalog/diff.html", {"diff": revision_diff(old=old, new=new)})
@@ -97,12 +136,12 @@ def diff(request: HttpRequest) -> HttpResponse:
 
 def _filename(revision: CatalogRevision, extension: str) -> str:
     base = slugify(revision.supplier.name if revision.supplier else revision.workspace.slug) or "catalog"
-    return f"{base}-revision-{revision.pk}.{extension}"
+    return f"{base}-revision-{revision.short_id}.{extension}"
 
 
 @login_required
 @require_GET
-def export_csv(request: HttpRequest, revision_id: int) -> HttpResponse:
+def export_csv(request: HttpRequest, revision_id: uuid.UUID) -> HttpResponse:
     found = _revision(request, revision_id)
     response = HttpResponse(rows_to_csv(revision_export_rows(revision=found)),
                             content_type="text/csv; charset=utf-8")
@@ -112,7 +151,7 @@ def export_csv(request: HttpRequest, revision_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def export_xlsx(request: HttpRequest, revision_id: int) -> HttpResponse:
+def export_xlsx(request: HttpRequest, revision_id: uuid.UUID) -> HttpResponse:
     found = _revision(request, revision_id)
     response = HttpResponse(rows_to_xlsx(revision_export_rows(revision=found)),
                             content_type=XLSX_CONTENT_TYPE)

@@ -10,6 +10,7 @@ urlpatterns = [
     # mail to send it by); administrators set passwords (admin, addmember).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/", include(("catalog.read_api_urls", "catalog-api"))),
     path("api/", include("review.api_urls")),
     path("api/", include("jobs.api_urls")),
     path("jobs/", include("jobs.page_urls")),

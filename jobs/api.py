@@ -15,8 +15,10 @@ from django.views.decorators.csrf import csrf_exempt
 
 from catalog.models import Workspace
 from catalog.services import UploadTooLarge, pricesheet_admit
+from jobs import api_schemas as schemas
 from jobs.auth import authenticate
 from jobs.models import Job, State
+from jobs.openapi import JSON, Body, catch_all, json_answer, operation, problem
 from jobs.problems import Problem, api_view, not_found
 from jobs.selectors import job_items, job_status, jobs_with_live_phase
 from jobs.services import job_cancel
@@ -212,6 +214,24 @@ def _list(request: HttpRequest) -> HttpResponse:
     })
 
 
+@operation(
+    "GET", summary="List your workspaces' jobs", tags=("jobs",), query=schemas.JobListQuery,
+    answers={200: json_answer(schemas.JobPage, "One page of jobs, newest first."),
+             400: problem("An unknown state or a bad page number.")})
+@operation(
+    "POST", summary="Upload a price sheet (admit a job)", tags=("jobs",),
+    body=(Body("multipart/form-data", schemas.UploadForm),),
+    headers={"Idempotency-Key": ("Any unique string; the same key and request return the same job.",
+                                 True)},
+    answers={
+        202: json_answer(schemas.Admission, "Admitted (or, for a repeated key and request, the same job).",
+                         Location="The status resource of the job.",
+                         Idempotent_Replayed="`true` when this key was seen before."),
+        400: problem("No Idempotency-Key, no file, an empty file, or an unknown workspace."),
+        411: problem("No Content-Length (chunked uploads are refused)."),
+        413: problem("Larger than UPLOAD_MAX_BYTES."),
+        422: problem("The Idempotency-Key was used with another file or supplier."),
+    })
 @csrf_exempt  # session requests are CSRF-checked in authenticate(); tokens need no check
 @api_view
 def jobs_collection(request: HttpRequest) -> HttpResponse:
@@ -222,6 +242,10 @@ def jobs_collection(request: HttpRequest) -> HttpResponse:
     return _list(request)
 
 
+@operation("GET", summary="A job's status", tags=("jobs",), answers={
+    200: json_answer(schemas.JobStatus, "The job.", ETag="The job's version, for If-Match."),
+    404: problem("No such job in your workspaces."),
+})
 @csrf_exempt
 @api_view
 def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
@@ -234,6 +258,10 @@ def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     return response
 
 
+@operation("GET", summary="A job's items with their flags", tags=("jobs",), answers={
+    200: json_answer(schemas.JobItems, "Published items for a completed job, staged ones otherwise."),
+    404: problem("No such job in your workspaces."),
+})
 @csrf_exempt
 @api_view
 def job_items_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
@@ -265,6 +293,13 @@ def _expected_version(request: HttpRequest) -> int | None:
     return _positive_int(str(raw), name="version", default=0)
 
 
+@operation(
+    "POST", summary="Cancel a job", tags=("jobs",),
+    body=(Body(JSON, schemas.CancelRequest),), body_required=False,
+    headers={"If-Match": ('The version you saw, `"N"`: cancel only if nothing changed.', False)},
+    answers={200: json_answer(schemas.JobVersion, "Cancelled."),
+             404: problem("No such job in your workspaces."),
+             409: problem("The job can no longer be cancelled, or changed since that version.")})
 @csrf_exempt
 @api_view
 def job_cancel_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
@@ -279,6 +314,7 @@ def job_cancel_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     return JsonResponse({"id": str(job.pk), "state": job.state, "version": job.version})
 
 
+@catch_all
 @csrf_exempt
 @api_view
 def unknown_endpoint(request: HttpRequest, *args, **kwargs) -> HttpResponse:

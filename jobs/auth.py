@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware
 
+from catalog.models import ApiToken
 from catalog.services import apitoken_authenticate
 from jobs.problems import Problem
 
@@ -17,6 +18,7 @@ MSG_NO_CREDENTIALS = "Send `Authorization: Bearer TOKEN`, or sign in."
 MSG_BAD_SCHEME = "Only the Bearer scheme is accepted: `Authorization: Bearer TOKEN`."
 MSG_BAD_TOKEN = "The token is unknown or was revoked."
 MSG_CSRF = "Session requests that change something need the CSRF token ({reason})."
+MSG_READ_ONLY = "This token is read-only: it may read (GET, HEAD) but not change anything."
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS", "TRACE")
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="pricesheet"'}
@@ -26,6 +28,7 @@ CHALLENGE = {"WWW-Authenticate": 'Bearer realm="pricesheet"'}
 class Caller:
     user: object
     via: str  # "token" or "session"
+    scope: str = "full"  # a token's scope; a session may do what its user may
 
 
 class _CsrfCheck(CsrfViewMiddleware):
@@ -45,16 +48,22 @@ def _enforce_csrf(request: HttpRequest) -> None:
 
 def authenticate(request: HttpRequest) -> Caller:
     """The caller, or a 401 problem. An Authorization header that does not
-    authenticate is refused outright: it never falls back to the session."""
+    authenticate is refused outright: it never falls back to the session.
+
+    A read-only token is refused here (403) on every unsafe method, so any
+    view that authenticates through this function, including views added
+    later, is closed to it without a check of its own."""
     header = request.headers.get("Authorization")
     if header is not None:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Problem(401, "invalid-token", MSG_BAD_SCHEME, headers=CHALLENGE)
-        user = apitoken_authenticate(token=token.strip())
-        if user is None:
+        row = apitoken_authenticate(token=token.strip())
+        if row is None:
             raise Problem(401, "invalid-token", MSG_BAD_TOKEN, headers=CHALLENGE)
-        return Caller(user=user, via="token")
+        if row.scope == ApiToken.Scope.READ and request.method not in SAFE_METHODS:
+            raise Problem(403, "read-only-token", MSG_READ_ONLY)
+        return Caller(user=row.user, via="token", scope=row.scope)
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         raise Problem(401, "not-authenticated", MSG_NO_CREDENTIALS, headers=CHALLENGE)

@@ -31,9 +31,11 @@ TITLES = {
     "invalid-token": "The bearer token is not valid",
     "csrf-failed": "The CSRF check failed",
     "forbidden": "Not allowed",
+    "read-only-token": "A read-only token cannot change anything",
     "no-workspace": "You are not a member of any workspace",
     "workspace-required": "Say which workspace the upload is for",
     "not-found": "Not found",
+    "not-acceptable": "None of the accepted media types can be produced",
     "method-not-allowed": "Method not allowed",
     "not-cancellable": "The job cannot be cancelled in its current state",
     "version-conflict": "The job changed since you read it",
@@ -105,14 +107,22 @@ def problem_from_exception(exc: BaseException) -> Problem:
     return Problem(500, "internal-error", "The error was logged; try again later.")
 
 
+# API answers are per caller: no shared cache may keep one. A view that
+# supports revalidation (ETag) sets its own `private, no-cache`.
+DEFAULT_CACHE_CONTROL = "private, no-store"
+
+
 def api_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Turn whatever a view raises into a problem response, never a traceback."""
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         try:
-            return view(request, *args, **kwargs)
+            response = view(request, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001  every error leaves as a problem
-            return problem_response(problem_from_exception(exc))
+            response = problem_response(problem_from_exception(exc))
+        if not response.has_header("Cache-Control"):
+            response["Cache-Control"] = DEFAULT_CACHE_CONTROL
+        return response
 
     return wrapper

@@ -2,6 +2,7 @@ import pytest
 
 from catalog.models import Membership
 from catalog.services import membership_add, workspace_create
+from tests import openapi_check
 from tests.helpers import ProcessGroup
 
 
@@ -11,6 +12,23 @@ def local_webhook_receivers(settings):
     these off again."""
     settings.WEBHOOK_ALLOW_INSECURE = True
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+
+
+def pytest_configure(config):
+    from django.conf import settings
+
+    # Outermost, so it sees each API answer as the client does.
+    settings.MIDDLEWARE = ["tests.openapi_check.OpenApiCheck", *settings.MIDDLEWARE]
+
+
+@pytest.fixture(autouse=True)
+def api_answers_match_the_openapi_document():
+    """Fail the test that received an API answer the document does not describe."""
+    del openapi_check.FAILURES[:]
+    yield
+    failures = list(openapi_check.FAILURES)
+    del openapi_check.FAILURES[:]
+    assert not failures, "API answers that do not match /api/openapi.json:\n" + "\n".join(failures)
 
 
 @pytest.fixture

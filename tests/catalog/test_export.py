@@ -98,7 +98,7 @@ def hostile_revision(workspace):
 
 def test_downloaded_csv_escapes_every_formula_leading_cell(client, member, hostile_revision):
     client.force_login(member)
-    response = client.get(reverse("catalog:export_csv", args=[hostile_revision.pk]))
+    response = client.get(reverse("catalog:export_csv", args=[hostile_revision.public_id]))
     assert response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"]
     table = read_csv(response.content)
@@ -109,7 +109,7 @@ def test_downloaded_csv_escapes_every_formula_leading_cell(client, member, hosti
 
 def test_downloaded_xlsx_escapes_every_formula_leading_cell(client, member, hostile_revision):
     client.force_login(member)
-    response = client.get(reverse("catalog:export_xlsx", args=[hostile_revision.pk]))
+    response = client.get(reverse("catalog:export_xlsx", args=[hostile_revision.public_id]))
     assert response["Content-Disposition"].endswith('.xlsx"')
     rows = read_xlsx(response.content)
     assert len(rows) == 1 + hostile_revision.item_count

@@ -62,7 +62,7 @@ def test_clean_sheet_is_published_as_one_revision(workspace):
     job.refresh_from_db()
     revision = CatalogRevision.objects.get(job=job)
     assert job.state == State.COMPLETED
-    assert job.result == {"revision_id": revision.pk, "item_count": 2}
+    assert job.result == {"revision_id": str(revision.public_id), "item_count": 2}
     assert revision.supplier.current_revision_id == revision.pk
     assert revision.attempt == 1
     items = {i.sku: (str(i.unit_price), i.currency, i.source_row) for i in revision.items.all()}

@@ -1,6 +1,7 @@
 """The admin console: cancel and retry behind their permissions, a read-only
 job page, the outbox's redeliver, and the catalog's pages."""
 
+import hashlib
 import uuid
 
 import pytest
@@ -338,8 +339,21 @@ def test_revoke_action_revokes_api_tokens(client, superuser, member):
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
 
 
-def test_api_tokens_cannot_be_added_in_admin(client, superuser):
+def test_admin_creates_a_read_token_and_shows_it_once(client, superuser, member):
     client.force_login(superuser)
+    response = client.post("/admin/catalog/apitoken/add/",
+                           {"user": member.pk, "name": "erp", "scope": "read"}, follow=True)
+    row = ApiToken.objects.get(user=member)
+    shown = [str(m) for m in get_messages(response.wsgi_request)] or [
+        m.message for m in response.context["messages"]]
+    token = next(word for m in shown for word in m.split() if word.startswith("psk_"))
+    assert (row.name, row.scope) == ("erp", ApiToken.Scope.READ)
+    assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in client.get(f"/admin/catalog/apitoken/{row.pk}/change/").content.decode()
+
+
+def test_api_tokens_cannot_be_added_without_the_permission(client, django_user_model, db):
+    client.force_login(staff_with(django_user_model, "vic", "view_apitoken"))
     assert client.get("/admin/catalog/apitoken/add/").status_code == 403
 
 

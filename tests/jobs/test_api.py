@@ -449,9 +449,9 @@ def test_status_of_a_job_awaiting_review_links_the_review(api_client, workspace)
 
 def test_status_shows_the_result_of_a_completed_job(api_client, workspace):
     job = admitted_job(workspace, state=State.COMPLETED, finished_at=Now(),
-                       result={"revision_id": 7, "item_count": 3})
+                       result={"revision_id": "0b6f8c1e-7d0a-4c55-9a55-2f1f0c7e9d11", "item_count": 3})
     body = api_client.get(f"/api/jobs/{job.pk}").json()
-    assert body["result"] == {"revision_id": 7, "item_count": 3}
+    assert body["result"] == {"revision_id": "0b6f8c1e-7d0a-4c55-9a55-2f1f0c7e9d11", "item_count": 3}
     assert body["state"] == "completed"
 
 
@@ -618,7 +618,7 @@ def test_admitted_demo_sheet_is_published_by_a_worker(api_client):
     items = api_client.get(f"/api/jobs/{job_id}/items").json()["items"]
     assert status["state"] == "completed"
     assert status["result"]["item_count"] == len(items) == 12
-    assert CatalogItem.objects.filter(revision_id=status["result"]["revision_id"]).count() == 12
+    assert CatalogItem.objects.filter(revision__public_id=status["result"]["revision_id"]).count() == 12
     assert all(item["flags"] == [] for item in items)
 
 

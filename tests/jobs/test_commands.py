@@ -42,7 +42,7 @@ def test_createapitoken_prints_token_once_and_stores_only_its_hash(member):
     row = ApiToken.objects.get(user=member)
     assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
     assert token not in (row.token_hash, row.prefix)
-    assert apitoken_authenticate(token=token) == member
+    assert apitoken_authenticate(token=token).user == member
 
 
 def test_enqueue_admits_count_jobs(workspace):

@@ -33,7 +33,7 @@ def test_approve_with_edits_publishes_and_answers_the_revision(client, reviewer,
                   {"index": 1, "omit": True}]}, reviewer)
     assert response.status_code == 200, response.content
     revision = CatalogRevision.objects.get(job=job)
-    assert response.json() == {"revision_id": revision.pk, "item_count": 2}
+    assert response.json() == {"revision_id": str(revision.public_id), "item_count": 2}
     nut = CatalogItem.objects.get(revision=revision, sku="A-3")
     assert (nut.description, nut.unit, str(nut.unit_price.normalize()), nut.currency) == (
         "Nut M8 zinc", "piece", "1.1", "EUR")

@@ -49,7 +49,7 @@ def test_approve_publishes_the_edited_items_as_one_revision(workspace, reviewer)
     job = flagged_job(workspace)
     result = approve(reviewer, job)
     revision = CatalogRevision.objects.get(job=job)
-    assert result == {"revision_id": revision.pk, "item_count": 3}
+    assert result == {"revision_id": str(revision.public_id), "item_count": 3}
     assert revision.approved_by == reviewer
     items = published_items(job)
     assert {sku: (i.currency, i.unit) for sku, i in items.items()} == {
