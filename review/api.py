@@ -8,12 +8,16 @@ unknown id; a member without the reviewer role gets 403.
 
 import json
 import uuid
+from typing import Literal
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from pydantic import BaseModel, ConfigDict, Field
 
+from jobs.api_schemas import JobVersion, Open
 from jobs.auth import authenticate
 from jobs.models import Job
+from jobs.openapi import JSON, Body, json_answer, operation, problem
 from jobs.problems import Problem, api_view, not_found
 from review.parsing import BadEdits, edits_from_json, version_from_json
 from review.selectors import (
@@ -40,6 +44,68 @@ MSG_NOT_A_REVIEWER = "Only reviewers and admins of the job's workspace review it
 MSG_NUMBER = "`{name}` must be a whole number from {low}."
 PAGE_MAX = 500
 SOURCE_AROUND_MAX = 200
+
+
+# --- shapes, for the OpenAPI description (review/parsing.py reads the bodies) ----
+
+Value = str | int | float | None
+Scope = Literal["all", "missing", "flagged"]
+
+
+class ItemEdit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0, description="The item's position, from 0, in GET /api/jobs/<id>/items.")
+    set: dict[str, Value] | None = None
+    omit: bool | None = None
+
+
+class SheetValue(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    value: Value
+    scope: Scope = "all"
+
+
+class Replacement(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    find: str
+    replace: str
+    whole: bool = False
+
+
+class ApproveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1, description="The job's version as you read it.")
+    set: dict[str, Value] | None = Field(None, description="A value for every item in `scope`.")
+    scope: Scope = "all"
+    sets: list[SheetValue] | None = None
+    items: list[ItemEdit] | None = None
+    replace: list[Replacement] | None = None
+
+
+class RejectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1)
+    reason: str
+
+
+class Publication(Open):
+    revision_id: str = Field(description="The published revision (its public id).")
+    item_count: int
+
+
+REVIEW_ERRORS = {
+    400: problem("A body that is not a valid edit."),
+    403: problem("Not a reviewer of the job's workspace, a read-only token, or a failed CSRF check."),
+    404: problem("No such job in your workspaces."),
+    409: problem("The job changed since that version (or is no longer awaiting review)."),
+}
 
 
 def _allow(request: HttpRequest, *methods: str) -> None:
@@ -96,6 +162,13 @@ def _int(request: HttpRequest, name: str, *, default: int, low: int = 0) -> int:
     return value
 
 
+@operation("POST", summary="Approve a job awaiting review (with edits)", tags=("review",),
+           body=(Body(JSON, ApproveRequest),), answers={
+               **REVIEW_ERRORS,
+               200: json_answer(Publication, "Published."),
+               422: problem("Flags still block the approval (the edits are kept; `flags` and the "
+                            "new `version` are in the answer), or an edit is not a valid value."),
+           })
 @csrf_exempt  # session requests are CSRF-checked in authenticate(); tokens need none
 @api_view
 def job_approve_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
@@ -122,6 +195,11 @@ def job_approve_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     return JsonResponse(result)
 
 
+@operation("POST", summary="Reject a job awaiting review", tags=("review",),
+           body=(Body(JSON, RejectRequest),), answers={
+               **REVIEW_ERRORS,
+               200: json_answer(JobVersion, "Rejected: the job needs attention."),
+           })
 @csrf_exempt
 @api_view
 def job_reject_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:

@@ -18,7 +18,7 @@ from jobs.auth import authenticate
 from jobs.models import Job, OutboxMessage
 from jobs.problems import api_view
 from jobs.worker import Worker
-from tests.review import make_supplier, published_job, sheet_items
+from tests.review import flagged_job, make_supplier, published_job, sheet_items
 
 SHEET_1 = ("SKU,Description,Unit,Price,Currency\n"
            "A-1,Bolt M8,piece,0.42,EUR\n"
@@ -131,15 +131,17 @@ def test_catalog_published_event_names_the_ids_changes_takes(uploader, reader, w
 # --- read-only tokens -------------------------------------------------------------
 
 
-MUTATIONS = ["/api/jobs", "/api/jobs/{job}/cancel"]
+MUTATIONS = ["/api/jobs", "/api/jobs/{job}/cancel", "/api/jobs/{job}/approve", "/api/jobs/{job}/reject"]
 
 
 @pytest.mark.parametrize("path", MUTATIONS)
-def test_a_read_token_cannot_change_anything(reader, workspace, path):
-    job = published_job(workspace, items=clean_items())
+def test_a_read_token_cannot_change_anything(reviewer, workspace, path):
+    """A reviewer's read token: the refusal is the token's, not the role's."""
+    reader = bearer(reviewer, ApiToken.Scope.READ)
+    job = flagged_job(workspace)
     before = list(Job.objects.values_list("pk", "state", "version").order_by("pk"))
-    response = reader.post(path.format(job=job.pk), {"version": 1}, content_type="application/json",
-                           HTTP_IDEMPOTENCY_KEY="k")
+    response = reader.post(path.format(job=job.pk), {"version": job.version, "reason": "no"},
+                           content_type="application/json", HTTP_IDEMPOTENCY_KEY="k")
     assert response.status_code == 403
     assert response["Content-Type"] == "application/problem+json"
     assert response.json()["type"] == "/problems/read-only-token"
@@ -176,10 +178,13 @@ def test_a_read_token_reads_jobs(reader, workspace):
     assert reader.get(f"/api/jobs/{job.pk}").json()["state"] == "completed"
 
 
-def test_a_full_token_still_mutates(uploader, workspace):
-    job = published_job(workspace, items=clean_items())
-    response = uploader.post(f"/api/jobs/{job.pk}/cancel")
-    assert response.status_code == 409  # refused by the job's state, not by the token
+def test_a_full_token_of_the_same_reviewer_does_mutate(reviewer, workspace):
+    job = flagged_job(workspace)
+    response = bearer(reviewer).post(f"/api/jobs/{job.pk}/reject",
+                                     {"version": job.version, "reason": "wrong sheet"},
+                                     content_type="application/json")
+    assert response.status_code == 200
+    assert response.json()["state"] == "needs_attention"
 
 
 def test_createapitoken_scope_read_makes_a_read_token(member):
