@@ -482,7 +482,10 @@ def revision_detail(request: HttpRequest, id: UUID) -> HttpResponse:
     revision = _revision(request, id)
     query = parse_query(request, FormatQuery)
     fmt = _negotiate(request, query.format, ("json", "csv", "xlsx"))
-    etag = _etag("revision", revision.public_id, fmt)
+    # The names in the JSON can be edited (a supplier renamed in admin): they
+    # are part of what the answer is made of.
+    etag = _etag("revision", revision.public_id, fmt, revision.supplier.name if revision.supplier else "",
+                 revision.approved_by.get_username() if revision.approved_by else "")
     cached = _not_modified(request, etag)
     if cached:
         return cached

@@ -403,3 +403,12 @@ def test_catalog_api_needs_credentials(client, supplier, revision):
 def test_session_reads_the_catalog_too(client, member, revision):
     client.force_login(member)
     assert client.get(f"/api/revisions/{revision.public_id}").status_code == 200
+
+
+def test_renaming_the_supplier_changes_the_revisions_etag(reader, supplier, revision):
+    url = f"/api/revisions/{revision.public_id}"
+    first = reader.get(url)
+    Supplier.objects.filter(pk=supplier.pk).update(name="Acme Fasteners GmbH")
+    again = reader.get(url, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert again.status_code == 200
+    assert again.json()["supplier_name"] == "Acme Fasteners GmbH"
