@@ -72,6 +72,7 @@ class CatalogItemOut(Open):
     sku: str
     description: str
     unit: str | None
+    unit_code: str | None = Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")
     pack_size: float | None
     unit_price: str = Field(description="A decimal, as text, with at least two decimals.")
     currency: str
@@ -188,6 +189,7 @@ def item_json(item: CatalogItem | dict) -> dict:
         "sku": get("sku"),
         "description": get("description"),
         "unit": get("unit"),
+        "unit_code": get("unit_code") or None,
         "pack_size": _number(get("pack_size")),
         "unit_price": price_text(get("unit_price")),
         "currency": get("currency"),

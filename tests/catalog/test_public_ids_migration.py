@@ -5,8 +5,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("catalog", "0003_apitoken_scope")]
-AFTER = [("catalog", "0004_public_ids")]
+BEFORE = [("catalog", "0004_apitoken_scope")]
+AFTER = [("catalog", "0005_public_ids")]
 
 
 @pytest.mark.django_db(transaction=True)

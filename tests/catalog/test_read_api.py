@@ -292,8 +292,8 @@ def test_revision_detail(reader, supplier, revision):
 def test_revision_items_in_json(reader, revision):
     body = reader.get(f"/api/revisions/{revision.public_id}/items").json()
     assert body["count"] == revision.item_count
-    assert set(body["results"][0]) == {"sku", "description", "unit", "pack_size", "unit_price",
-                                       "currency", "source"}
+    assert set(body["results"][0]) == {"sku", "description", "unit", "unit_code", "pack_size",
+                                       "unit_price", "currency", "source"}
 
 
 @pytest.mark.parametrize("how", [{"data": {"format": "csv"}}, {"HTTP_ACCEPT": "text/csv"}])

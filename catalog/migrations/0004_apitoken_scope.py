@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("catalog", "0002_initial"),
+        ("catalog", "0003_catalogitem_unit_code"),
     ]
 
     operations = [
