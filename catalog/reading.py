@@ -275,7 +275,7 @@ def _read_csv(data: bytes, limits: ReadLimits, *, tab_hint: bool) -> Table:
             # a value follows them, so trailing blank lines cost nothing.
             if not raw or not any(raw):
                 continue
-            row = [c.strip() if len(c) <= max_chars else c[:max_chars].strip() for c in raw]
+            row = [c.strip() if len(c) <= max_chars else c.strip()[:max_chars] for c in raw]
             while row and not row[-1]:
                 row.pop()
             if not row:
@@ -501,7 +501,7 @@ def _row_texts(cells, idx: int, title: str, style_currency: list[str | None],
         last_valued[col] = idx
         text = value.strip() if type(value) is str else _cell_text(value)
         if len(text) > limits.max_cell_chars:
-            text = text[:limits.max_cell_chars].strip()
+            text = text[:limits.max_cell_chars]  # stripped already; a cut text keeps its full length
         if not text:
             continue
         if col >= limits.max_columns:

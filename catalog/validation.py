@@ -111,6 +111,10 @@ MAX_PACK_SIZE = Decimal(10) ** 9       # numeric(12, 3)
 MAX_TEXT = {"sku": 200, "unit": 50}
 MSG_TOO_LARGE_PACK = "Pack size {pack} is not a number below 1,000,000,000 that the catalog can store."
 MSG_TOO_LONG = "The {field} is {length} characters long; the catalog stores at most {limit}."
+# Cell text is cut at Excel's own limit when read (catalog.reading): text that
+# long may be cut, so a person looks at it before it is published.
+MAX_CELL_CHARS = 32_767
+MSG_CUT = "The {field} is {length:,} characters long, the most a cell holds: it may have been cut; check it."
 
 
 def _size_flags(item: dict) -> list[dict]:
@@ -121,6 +125,10 @@ def _size_flags(item: dict) -> list[dict]:
         number = _strict_price(pack)
         if number is None or abs(number) >= MAX_PACK_SIZE:
             flags.append(_flag("too_large", "pack_size", MSG_TOO_LARGE_PACK.format(pack=str(pack)[:40])))
+    for name in ("description", "sku", "unit"):
+        length = len(str(item.get(name) or ""))
+        if length >= MAX_CELL_CHARS:
+            flags.append(_flag("too_large", name, MSG_CUT.format(field=name, length=length)))
     for name, limit in MAX_TEXT.items():
         length = len(str(item.get(name) or ""))
         if length > limit:

@@ -49,7 +49,12 @@ def test_cell_text_is_cut_at_the_spreadsheet_limit(workspace):
     from jobs.services import job_load_checkpoint
 
     rows = job_load_checkpoint(job_id=job.pk, name="table")["sheets"][0]["rows"]
-    assert max(len(cell) for row in rows for cell in row) <= 32_767
+    assert max(len(cell) for row in rows for cell in row) == 32_767
+    # Text that may have been cut is never published without a look.
+    job.refresh_from_db()
+    assert job.state == State.AWAITING_REVIEW
+    flags = {(f["code"], f["field"]) for item in job.output["items"] for f in item["flags"]}
+    assert ("too_large", "description") in flags
 
 
 def test_parse_limits_are_not_retried(workspace, settings):
