@@ -25,7 +25,7 @@ if not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
             "SECRET_KEY must be set (to a long random value) when DEBUG is off; "
-            "`make run` sets one for local use"
+            "`make run` sets one for local use, and DEBUG=true allows the development key"
         )
     SECRET_KEY = DEVELOPMENT_SECRET_KEY
 
