@@ -131,8 +131,9 @@ def main() -> None:
     common.setup_django(db, MEDIA_ROOT=media)
     from django.db import connections
 
-    from catalog.models import Membership, Workspace
-    from catalog.services import apitoken_create, membership_add, pricesheet_admit
+    from accounts.models import Membership, Workspace
+    from accounts.services import apitoken_create, membership_add
+    from catalog.services import pricesheet_admit
 
     workspace = Workspace.objects.get(pk=db.workspace_id)
     user = membership_add(workspace=workspace, username="bench", role=Membership.Role.MEMBER).user

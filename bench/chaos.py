@@ -542,8 +542,8 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
     """Run the soak against an already migrated database (Django set up)."""
     from django.db import connection
 
-    from catalog.models import Membership
-    from catalog.services import apitoken_create, membership_add, workspace_create
+    from accounts.models import Membership
+    from accounts.services import apitoken_create, membership_add, workspace_create
     from jobs.models import Job, OutboxMessage, WebhookEndpoint
     from tests.fake_llm import FakeProvider
 

@@ -60,7 +60,7 @@ def main() -> None:
     if args.max_seconds:
         env["PARSE_MAX_SECONDS"] = str(args.max_seconds)
     setup_django(db, **env)
-    from catalog.models import Workspace
+    from accounts.models import Workspace
     from catalog.services import pricesheet_store
     from jobs.models import Job
     from jobs.services import job_admit

@@ -119,7 +119,7 @@ from catalog.services import pricesheet_admit
 try:
     from accounts.models import Workspace
 except ImportError:
-    from catalog.models import Workspace
+    from accounts.models import Workspace
 user, _ = get_user_model().objects.get_or_create(username="bench")
 workspace = Workspace.objects.get(slug="bench")
 for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):

@@ -41,7 +41,7 @@ def admit_jobs(label: str, count: int, gap: float) -> None:
     import django
 
     django.setup()
-    from catalog.models import Workspace
+    from accounts.models import Workspace
     from jobs.services import job_admit
 
     workspace = Workspace.objects.get(slug=common.WORKSPACE_SLUG)

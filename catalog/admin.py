@@ -1,44 +1,20 @@
 """The admin console for the price domain. Uploaded sheets and published
-revisions are history and read-only; API tokens are created here or by
-`manage.py createapitoken` (either shows the token once) and revoked here."""
+revisions are history and read-only. The job admin of `jobs` is extended
+here with what only the price domain knows: a job's uploaded sheet, and
+finding jobs by the file name."""
 
-from collections import Counter
+import uuid
 
-from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
+from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import format_html
 
-from catalog.models import (
-    ApiToken,
-    CatalogItem,
-    CatalogRevision,
-    Membership,
-    PriceSheet,
-    Supplier,
-    Workspace,
-)
-from catalog.services import apitoken_create, apitoken_revoke
-from jobs.admin_mixins import ReadOnlyAdminMixin
-
-MSG_TOKENS_REVOKED = "{count} token(s) revoked."
-MSG_TOKENS_ALREADY_REVOKED = "{count} token(s) were already revoked."
-MSG_TOKEN_CREATED = ("Token for {user} ({scope}): {token} — copy it now, it is not shown again "
-                     "(only its hash is stored).")
-TOKEN_LIST_TITLE = "API tokens (or: manage.py createapitoken USERNAME [--scope read])"
-
-
-class MembershipInline(admin.TabularInline):
-    model = Membership
-    extra = 0
-    raw_id_fields = ["user"]
-
-
-@admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "created_at"]
-    search_fields = ["slug", "name"]
-    inlines = [MembershipInline]
+from accounts.admin_mixins import ReadOnlyAdminMixin
+from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier
+from catalog.selectors import job_sheet
+from jobs.admin import JobAdmin
+from jobs.models import Job
 
 
 @admin.register(Supplier)
@@ -102,74 +78,42 @@ class CatalogRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return format_html('<a href="{}">{}</a>', url, str(revision.job_id)[:8])
 
 
-class ApiTokenCreationForm(forms.ModelForm):
-    class Meta:
-        model = ApiToken
-        fields = ["user", "name", "scope"]
+class SheetJobAdmin(JobAdmin):
+    """The generic job admin, plus the uploaded sheet of `parse_sheet` jobs."""
+
+    fieldsets = [
+        (None, {**JobAdmin.fieldsets[0][1],
+                "fields": [*JobAdmin.fieldsets[0][1]["fields"][:5], "sheet",
+                           *JobAdmin.fieldsets[0][1]["fields"][5:]]}),
+        *JobAdmin.fieldsets[1:],
+    ]
+    computed_fields = ["sheet", *JobAdmin.computed_fields]
+    search_help_text = "Job id (or its first characters), idempotency key, or uploaded file name."
+
+    def search_matches(self, term: str) -> Q:
+        matches = super().search_matches(term)
+        try:
+            matches |= Q(payload__sheet_id=str(uuid.UUID(term)))
+        except ValueError:
+            pass
+        # The file name lives on the uploaded PriceSheet; jobs name it by id.
+        sheet_ids = [str(pk) for pk in PriceSheet.objects.filter(original_name__icontains=term)
+                     .values_list("pk", flat=True)[:1000]]
+        if sheet_ids:
+            matches |= Q(payload__sheet_id__in=sheet_ids)
+        return matches
+
+    @admin.display(description="file")
+    def sheet(self, job: Job) -> str:
+        sheet_id = (job.payload or {}).get("sheet_id")
+        if not sheet_id:
+            return "-"
+        sheet = job_sheet(job=job)
+        if sheet is None:
+            return str(sheet_id)
+        url = reverse("admin:catalog_pricesheet_change", args=[sheet.pk])
+        return format_html('<a href="{}">{}</a> ({} bytes)', url, sheet.original_name, sheet.size)
 
 
-@admin.register(ApiToken)
-class ApiTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """A token is created here (shown once, in a message) and then only
-    revoked; a revoked token stays on record."""
-
-    list_display = ["prefix", "name", "user", "scope", "status", "created_at", "last_used_at",
-                    "revoked_at"]
-    list_filter = ["scope", ("revoked_at", admin.EmptyFieldListFilter)]
-    list_select_related = ["user"]
-    search_fields = ["prefix", "name", "user__username"]
-    fields = ["user", "name", "scope", "prefix", "token_hash", "created_at", "last_used_at",
-              "revoked_at"]
-    readonly_fields = fields
-    add_form = ApiTokenCreationForm
-    raw_id_fields = ["user"]
-    actions = ["revoke"]
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return request.user.has_perm("catalog.add_apitoken")
-
-    def get_form(self, request, obj=None, **kwargs):
-        if obj is None:
-            kwargs["form"] = self.add_form
-        return super().get_form(request, obj, **kwargs)
-
-    def get_fields(self, request, obj=None):
-        return ["user", "name", "scope"] if obj is None else self.fields
-
-    def get_readonly_fields(self, request, obj=None):
-        return [] if obj is None else self.readonly_fields
-
-    def save_model(self, request, obj, form, change) -> None:
-        if change:
-            return  # tokens are never edited
-        row, token = apitoken_create(user=form.cleaned_data["user"], name=form.cleaned_data["name"],
-                                     scope=form.cleaned_data["scope"])
-        obj.pk = row.pk  # the admin redirects to the row it believes it saved
-        self.message_user(request, MSG_TOKEN_CREATED.format(user=row.user, scope=row.scope,
-                                                            token=token), messages.WARNING)
-
-    def has_revoke_permission(self, request) -> bool:
-        return request.user.has_perm("catalog.change_apitoken")
-
-    @admin.display(description="status")
-    def status(self, token: ApiToken) -> str:
-        return "revoked" if token.revoked_at else "active"
-
-    def changelist_view(self, request, extra_context=None):
-        return super().changelist_view(request, {"title": TOKEN_LIST_TITLE, **(extra_context or {})})
-
-    @admin.action(permissions=["revoke"], description="Revoke selected tokens")
-    def revoke(self, request, queryset):
-        outcome = Counter()
-        for pk, revoked_at in queryset.values_list("pk", "revoked_at"):
-            if revoked_at is not None:
-                outcome["already"] += 1
-                continue
-            apitoken_revoke(token_id=pk)
-            outcome["revoked"] += 1
-        if outcome["revoked"]:
-            self.message_user(request, MSG_TOKENS_REVOKED.format(count=outcome["revoked"]),
-                              messages.SUCCESS)
-        if outcome["already"]:
-            self.message_user(request, MSG_TOKENS_ALREADY_REVOKED.format(count=outcome["already"]),
-                              messages.WARNING)
+admin.site.unregister(Job)
+admin.site.register(Job, SheetJobAdmin)

@@ -41,7 +41,7 @@ from catalog.selectors import (
     suppliers_for_member,
 )
 from jobs.api_schemas import Open
-from jobs.auth import authenticate
+from accounts.auth import authenticate
 from jobs.openapi import JSON, Answer, Body, empty, json_answer, operation, parse_query, problem
 from jobs.problems import Problem, api_view
 

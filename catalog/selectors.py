@@ -4,17 +4,23 @@ as missing (DoesNotExist), exactly like an unknown id."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
+from django.urls import reverse
 
-from catalog.models import CatalogItem, CatalogRevision, Membership, Supplier
+from accounts.models import Membership
+from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier
+from jobs.models import Job, State
+from jobs.selectors import job_status
 
 User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = ("description", "unit", "pack_size", "unit_price", "currency")
+ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
 EXPORT_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency",
                  "source_sheet", "source_row")
 
@@ -23,6 +29,50 @@ def member_workspace_ids(*, user: User) -> QuerySet:
     if not user.is_authenticated:
         return Membership.objects.none().values("workspace_id")
     return Membership.objects.filter(user=user).values("workspace_id")
+
+
+def _sheet_id(job: Job) -> uuid.UUID | None:
+    raw = (job.payload or {}).get("sheet_id")
+    try:
+        return uuid.UUID(str(raw)) if raw else None
+    except ValueError:
+        return None
+
+
+def job_sheets(*, jobs: list[Job]) -> dict[uuid.UUID, PriceSheet | None]:
+    """The uploaded sheet (with its supplier and workspace) of each job, in
+    one query for a whole page; None for jobs that read no sheet."""
+    ids = {sheet_id for job in jobs if (sheet_id := _sheet_id(job)) is not None}
+    sheets = PriceSheet.objects.filter(pk__in=ids).select_related("supplier", "workspace")
+    by_id = {sheet.pk: sheet for sheet in sheets}
+    return {job.pk: by_id.get(_sheet_id(job)) for job in jobs}
+
+
+def job_sheet(*, job: Job) -> PriceSheet | None:
+    """The uploaded sheet of one job."""
+    return job_sheets(jobs=[job])[job.pk]
+
+
+def job_items(job: Job) -> list[dict]:
+    """The job's items with their flags: published for a completed job,
+    staged (as the reviewer sees and edits them) otherwise."""
+    items = (job.output or {}).get("items") or []
+    return [{**{field: item.get(field) for field in ITEM_FIELDS}, "flags": item.get("flags") or []}
+            for item in items]
+
+
+def sheet_job_status(job: Job) -> dict:
+    """The status resource of an upload's job: the generic status, with the
+    links to its items, its page and (while it waits) its review."""
+    status = job_status(job)
+    status["links"] = {
+        **status["links"],
+        "items": reverse("api:job-items", args=[job.pk]),
+        "page": reverse("jobs:detail", args=[job.pk]),
+    }
+    if job.state == State.AWAITING_REVIEW:
+        status["links"]["review"] = reverse("review:detail", args=[job.pk])
+    return status
 
 
 def suppliers_for_member(*, user: User) -> QuerySet[Supplier]:

@@ -3,91 +3,23 @@ and only inside the transaction whose guarded UPDATE proved ownership."""
 
 import hashlib
 import os
-import secrets
 import tempfile
 from collections.abc import Iterable
-from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.utils import timezone
 
-from catalog.models import (
-    ApiToken,
-    CatalogItem,
-    CatalogRevision,
-    Membership,
-    PriceSheet,
-    Supplier,
-    Workspace,
-)
+from accounts.models import Workspace
+from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier
 from catalog.units import unit_normalize
 from jobs.models import Job
 from jobs.services import job_admit, outbox_write
 
-TOKEN_PREFIX = "psk_"
-
 
 class PublishOutsideTransaction(Exception):
     """revision_publish was called without the guarded transaction around it."""
-
-
-def workspace_create(*, slug: str, name: str = "") -> Workspace:
-    workspace, _ = Workspace.objects.get_or_create(slug=slug, defaults={"name": name or slug})
-    return workspace
-
-
-def membership_add(*, workspace: Workspace, username: str, role: str,
-                   password: str | None = None, email: str = "") -> Membership:
-    """Add (or change the role of) a member, creating the user if missing."""
-    User = get_user_model()
-    with transaction.atomic():
-        user, created = User.objects.get_or_create(username=username, defaults={"email": email})
-        if password:
-            user.set_password(password)
-            user.save(update_fields=["password"])
-        elif created:
-            user.set_unusable_password()
-            user.save(update_fields=["password"])
-        membership, _ = Membership.objects.update_or_create(
-            workspace=workspace, user=user, defaults={"role": role}
-        )
-    return membership
-
-
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-def apitoken_create(*, user, name: str = "", scope: str = ApiToken.Scope.FULL) -> tuple[ApiToken, str]:
-    """Create a bearer token; returns the row and the token, shown only once.
-    A `read` token may only read (see jobs.auth.authenticate)."""
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = ApiToken.objects.create(user=user, name=name, scope=scope, prefix=token[:12],
-                                  token_hash=_token_hash(token))
-    return row, token
-
-
-def apitoken_authenticate(*, token: str) -> ApiToken | None:
-    """The live token row (with its user and scope), or None (unknown, revoked,
-    or its user deactivated)."""
-    row = (ApiToken.objects.select_related("user")
-           .filter(token_hash=_token_hash(token), revoked_at__isnull=True).first())
-    if row is None or not row.user.is_active:
-        return None
-    # Recorded to the minute: a write on every request would cost each
-    # status read a commit.
-    now = timezone.now()
-    if row.last_used_at is None or row.last_used_at < now - timedelta(seconds=60):
-        ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-    return row
-
-
-def apitoken_revoke(*, token_id: int) -> None:
-    ApiToken.objects.filter(pk=token_id, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
 def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:

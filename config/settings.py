@@ -40,8 +40,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "axes",
-    "catalog",
+    "accounts",
     "jobs",
+    "catalog",
     "review",
 ]
 
@@ -102,7 +103,7 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "/jobs/"
+LOGIN_REDIRECT_URL = "jobs:list"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"

@@ -20,14 +20,12 @@ from django.contrib.admin import helpers
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
-from catalog.models import PriceSheet
-from jobs.admin_mixins import ReadOnlyAdminMixin
+from accounts.admin_mixins import ReadOnlyAdminMixin
 from jobs.models import (
     CANCELLABLE_STATES,
     FINISHED_STATES,
@@ -171,13 +169,13 @@ class JobAdmin(admin.ModelAdmin):
     list_filter = ["state", "kind", "workspace"]
     list_select_related = ["workspace"]
     search_fields = ["idempotency_key"]
-    search_help_text = "Job id (or its first characters), idempotency key, or uploaded file name."
+    search_help_text = "Job id (or its first characters) or idempotency key."
     show_full_result_count = False
     list_per_page = 50
     actions = ["cancel", "retry"]
     inlines = [AttemptInline]
     fieldsets = [
-        (None, {"fields": ["id", "kind", "workspace", "state", "reason", "sheet", "created_by",
+        (None, {"fields": ["id", "kind", "workspace", "state", "reason", "created_by",
                            "created_at", "updated_at", "finished_at"]}),
         ("Attempts and lease", {"fields": ["attempt", "max_attempts", "version", "worker_id",
                                            "lease_token", "lease_until", "run_after"]}),
@@ -186,7 +184,7 @@ class JobAdmin(admin.ModelAdmin):
         ("Input", {"fields": ["payload_display", "idempotency_key", "request_fingerprint"]}),
         ("Output", {"fields": ["review_required", "progress", "output_display", "result_display"]}),
     ]
-    computed_fields = ["sheet", "payload_display", "progress", "output_display", "result_display"]
+    computed_fields = ["payload_display", "progress", "output_display", "result_display"]
 
     def get_queryset(self, request):
         # The list never shows `output` (every extracted item); the change
@@ -241,35 +239,22 @@ class JobAdmin(admin.ModelAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
+        if all(c in "0123456789abcdefABCDEF-" for c in term):
+            queryset = queryset.annotate(id_text=Cast("id", TextField()))
+        return queryset.filter(self.search_matches(term)), False
+
+    def search_matches(self, term: str) -> Q:
+        """What a search term finds; apps that know more about their jobs'
+        payloads extend this in a subclass."""
         matches = Q(idempotency_key__icontains=term)
         try:
-            exact = uuid.UUID(term)
+            matches |= Q(pk=uuid.UUID(term))
         except ValueError:
-            exact = None
-        if exact is not None:
-            matches |= Q(pk=exact) | Q(payload__sheet_id=str(exact))
-        elif all(c in "0123456789abcdefABCDEF-" for c in term):
-            queryset = queryset.annotate(id_text=Cast("id", TextField()))
-            matches |= Q(id_text__startswith=term.lower())
-        # The file name lives on the uploaded PriceSheet; jobs name it by id.
-        sheet_ids = [str(pk) for pk in PriceSheet.objects.filter(original_name__icontains=term)
-                     .values_list("pk", flat=True)[:1000]]
-        if sheet_ids:
-            matches |= Q(payload__sheet_id__in=sheet_ids)
-        return queryset.filter(matches), False
+            if all(c in "0123456789abcdefABCDEF-" for c in term):
+                matches |= Q(id_text__startswith=term.lower())
+        return matches
 
     # --- detail ------------------------------------------------------------------------
-
-    @admin.display(description="file")
-    def sheet(self, job: Job) -> str:
-        sheet_id = (job.payload or {}).get("sheet_id")
-        if not sheet_id:
-            return "-"
-        sheet = PriceSheet.objects.filter(pk=sheet_id).first()
-        if sheet is None:
-            return str(sheet_id)
-        url = reverse("admin:catalog_pricesheet_change", args=[sheet.pk])
-        return format_html('<a href="{}">{}</a> ({} bytes)', url, sheet.original_name, sheet.size)
 
     @admin.display(description="payload")
     def payload_display(self, job: Job) -> str:

@@ -48,7 +48,7 @@ class JobQuerySet(models.QuerySet):
 class Job(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     kind = models.CharField(max_length=50)
-    workspace = models.ForeignKey("catalog.Workspace", on_delete=models.PROTECT, related_name="jobs")
+    workspace = models.ForeignKey("accounts.Workspace", on_delete=models.PROTECT, related_name="jobs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -175,7 +175,7 @@ class OutboxMessage(models.Model):
     delivers it at least once, and its id is the consumers' dedupe key."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    workspace = models.ForeignKey("catalog.Workspace", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey("accounts.Workspace", on_delete=models.CASCADE, related_name="+")
     topic = models.CharField(max_length=50)
     payload = models.JSONField(default=dict)
     created_at = models.DateTimeField(db_default=Now())
@@ -206,7 +206,7 @@ class WebhookEndpoint(models.Model):
     (https, public addresses only) when saved and again at every POST; the
     secret is generated here, never typed in."""
 
-    workspace = models.ForeignKey("catalog.Workspace", on_delete=models.CASCADE, related_name="webhooks")
+    workspace = models.ForeignKey("accounts.Workspace", on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField()
     secret = models.CharField(max_length=200, default=secret_generate)
     # After a rotation the previous secret signs too until it expires, so

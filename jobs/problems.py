@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied, RequestDataTooBig, TooManyF
 from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 
-from catalog.services import UploadTooLarge
+from accounts.auth import CHALLENGE, AuthenticationFailed, CsrfFailed, ReadOnlyToken
 from jobs.models import Job
 from jobs.services import IdempotencyConflict, InvalidTransition, VersionConflict
 
@@ -86,6 +86,12 @@ def problem_from_exception(exc: BaseException) -> Problem:
     """The problem an exception stands for; unknown exceptions are a 500."""
     if isinstance(exc, Problem):
         return exc
+    if isinstance(exc, AuthenticationFailed):
+        return Problem(401, exc.code, exc.detail, headers=CHALLENGE)
+    if isinstance(exc, CsrfFailed):
+        return Problem(403, "csrf-failed", str(exc))
+    if isinstance(exc, ReadOnlyToken):
+        return Problem(403, "read-only-token", str(exc))
     if isinstance(exc, (Http404, Job.DoesNotExist)):
         return not_found()
     if isinstance(exc, VersionConflict):
@@ -97,8 +103,6 @@ def problem_from_exception(exc: BaseException) -> Problem:
         return Problem(422, "idempotency-key-reused",
                        "This Idempotency-Key was already used with another file or supplier; "
                        "use a new key for a new upload.")
-    if isinstance(exc, UploadTooLarge):
-        return Problem(413, "upload-too-large", str(exc), limit_bytes=exc.limit)
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, MultiPartParserError)):
         return Problem(400, "invalid-request", f"The request body could not be read: {exc}")
     if isinstance(exc, PermissionDenied):

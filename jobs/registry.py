@@ -2,12 +2,11 @@
 `jobs` itself knows only the `noop` kind."""
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:
-    from jobs.worker import JobContext
-
-Handler = Callable[["JobContext"], None]
+# A handler takes the worker's `JobContext` (jobs.worker). It is typed `Any`
+# here so that this module, which the worker imports, imports nothing back.
+Handler = Callable[[Any], None]
 
 _handlers: dict[str, Handler] = {}
 

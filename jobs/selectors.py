@@ -1,14 +1,13 @@
-"""Reads shared by the API, the uploader's pages and the reviewer console:
-the status representation of a job, its timings and its attempts."""
+"""Reads shared by the API, the pages and the reviewer console: the generic
+status representation of a job, its timings and its attempts. Job kinds add
+their own fields and links on top (see `catalog.selectors.sheet_job_status`)."""
 
 from django.db.models import F, QuerySet
+from django.urls import reverse
 from django.utils import timezone
 
 from jobs.models import CANCELLABLE_STATES, CLAIMABLE_STATES, FINISHED_STATES, Attempt, Job, State
 from jobs.services import SecondsSince
-
-ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
-
 
 def jobs_with_live_phase(queryset: QuerySet | None = None, *, with_output: bool = False) -> QuerySet:
     """Jobs annotated with `phase_seconds`: the time spent so far in the
@@ -47,15 +46,8 @@ def job_timings(job: Job) -> dict:
 
 
 def job_links(job: Job) -> dict:
-    links = {
-        "self": f"/api/jobs/{job.pk}",
-        "items": f"/api/jobs/{job.pk}/items",
-        "cancel": f"/api/jobs/{job.pk}/cancel",
-        "page": f"/jobs/{job.pk}/",
-    }
-    if job.state == State.AWAITING_REVIEW:
-        links["review"] = f"/review/{job.pk}/"
-    return links
+    return {"self": reverse("api:job", args=[job.pk]),
+            "cancel": reverse("api:job-cancel", args=[job.pk])}
 
 
 def job_result(job: Job) -> dict | None:
@@ -65,7 +57,8 @@ def job_result(job: Job) -> dict | None:
 
 
 def job_status(job: Job) -> dict:
-    """The status resource of `GET /api/jobs/<id>` (DESIGN.md, the contract)."""
+    """The generic part of the status resource of `GET /api/jobs/<id>`
+    (DESIGN.md, the contract)."""
     return {
         "id": str(job.pk),
         "state": job.state,
@@ -79,14 +72,6 @@ def job_status(job: Job) -> dict:
         "result": job_result(job),
         "links": job_links(job),
     }
-
-
-def job_items(job: Job) -> list[dict]:
-    """The job's items with their flags: published for a completed job,
-    staged (as the reviewer sees and edits them) otherwise."""
-    items = (job.output or {}).get("items") or []
-    return [{**{field: item.get(field) for field in ITEM_FIELDS}, "flags": item.get("flags") or []}
-            for item in items]
 
 
 def job_attempts(job: Job) -> list[Attempt]:

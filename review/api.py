@@ -14,8 +14,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field
 
+from accounts.auth import authenticate
 from jobs.api_schemas import JobVersion, Open
-from jobs.auth import authenticate
 from jobs.models import Job
 from jobs.openapi import JSON, Body, json_answer, operation, problem
 from jobs.problems import Problem, api_view, not_found

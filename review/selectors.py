@@ -14,8 +14,10 @@ from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from accounts.models import Membership
 from catalog.currencies import currency_choices
-from catalog.models import CatalogRevision, Membership, PriceSheet, Supplier
+from catalog.models import CatalogRevision
+from catalog.selectors import job_sheets
 from catalog.units import unit_choices
 from jobs.models import Job, JobCheckpoint, State
 from jobs.services import job_load_checkpoint
@@ -69,29 +71,13 @@ def review_job_get(*, user: AbstractBaseUser | AnonymousUser, job_id: uuid.UUID)
 
 
 def job_sources(*, jobs: list[Job]) -> dict[uuid.UUID, dict[str, str]]:
-    """Supplier and file name per job, read in two queries for a whole page."""
-    sheet_ids, supplier_ids = set(), set()
-    for job in jobs:
-        payload = job.payload or {}
-        if payload.get("sheet_id"):
-            try:
-                sheet_ids.add(uuid.UUID(str(payload["sheet_id"])))
-            except ValueError:
-                pass
-        if payload.get("supplier_id"):
-            supplier_ids.add(payload["supplier_id"])
-    sheets = {s.pk: s for s in PriceSheet.objects.filter(pk__in=sheet_ids).select_related("supplier")}
-    suppliers = {s.pk: s.name for s in Supplier.objects.filter(pk__in=supplier_ids)}
+    """Supplier and file name per job, read in one query for a whole page."""
+    sheets = job_sheets(jobs=jobs)
     out = {}
     for job in jobs:
-        payload = job.payload or {}
-        try:
-            sheet = sheets.get(uuid.UUID(str(payload.get("sheet_id"))))
-        except ValueError:
-            sheet = None
-        supplier = suppliers.get(payload.get("supplier_id")) or (
-            sheet.supplier.name if sheet is not None and sheet.supplier else "")
-        out[job.pk] = {"supplier": supplier, "file": sheet.original_name if sheet else ""}
+        sheet = sheets[job.pk]
+        out[job.pk] = {"supplier": sheet.supplier.name if sheet and sheet.supplier else "",
+                       "file": sheet.original_name if sheet else ""}
     return out
 
 

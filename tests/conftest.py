@@ -1,7 +1,7 @@
 import pytest
 
-from catalog.models import Membership
-from catalog.services import membership_add, workspace_create
+from accounts.models import Membership
+from accounts.services import membership_add, workspace_create
 from tests import openapi_check
 from tests.helpers import ProcessGroup
 

@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 
 from catalog.models import CatalogItem, CatalogRevision
-from catalog.services import apitoken_create, sheet_path
+from accounts.services import apitoken_create
+from catalog.services import sheet_path
 from catalog.validation import MAX_PACK_SIZE, MAX_PRICE, MAX_TEXT
 from jobs.models import Attempt, State
 from jobs.worker import Worker

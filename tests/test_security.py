@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from catalog.services import apitoken_create
+from accounts.services import apitoken_create
 from tests.helpers import database_url
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -36,7 +36,7 @@ def restore_integer_results(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("catalog", "0004_apitoken_scope"),
+        ("catalog", "0003_catalogitem_unit_code"),
         ("jobs", "0002_webhook_delivery"),
     ]
 

@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('catalog', '0001_initial'),
+        ('accounts', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -47,7 +47,7 @@ class Migration(migrations.Migration):
                 ('updated_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='catalog.workspace')),
+                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='accounts.workspace')),
             ],
             options={
                 'ordering': ['-created_at'],
@@ -97,7 +97,7 @@ class Migration(migrations.Migration):
                 ('delivered_at', models.DateTimeField(blank=True, null=True)),
                 ('failed_at', models.DateTimeField(blank=True, null=True)),
                 ('last_error', models.TextField(blank=True)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='catalog.workspace')),
+                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.workspace')),
             ],
             options={
                 'ordering': ['created_at'],
@@ -111,7 +111,7 @@ class Migration(migrations.Migration):
                 ('secret', models.CharField(max_length=200)),
                 ('active', models.BooleanField(default=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='webhooks', to='catalog.workspace')),
+                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='webhooks', to='accounts.workspace')),
             ],
         ),
         migrations.AddIndex(

@@ -3,7 +3,7 @@ with the reviewer role, and the flag counts of a job awaiting review."""
 
 from django import template
 
-from catalog.models import Membership
+from accounts.models import Membership
 from review.selectors import review_flag_summary, user_is_reviewer_anywhere
 
 register = template.Library()

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from catalog.models import Membership
-from catalog.services import membership_add
+from accounts.models import Membership
+from accounts.services import membership_add
 from jobs.models import Job, State
 from tests.browser.axe import blocking_violations
 from tests.review import flagged_job, published_job, sheet_items

@@ -128,8 +128,8 @@ def test_reviewer_reviews_and_publishes_a_sheet_by_keyboard_alone(
 @pytest.mark.django_db(transaction=True)
 def test_two_reviewers_racing_publish_once_and_the_second_is_told(
         live_server, new_context, workspace, reviewer):
-    from catalog.models import Membership
-    from catalog.services import membership_add
+    from accounts.models import Membership
+    from accounts.services import membership_add
 
     membership_add(workspace=workspace, username="ria", role=Membership.Role.REVIEWER,
                    password="ria-password-1")

@@ -12,10 +12,10 @@ import pytest
 from django.db import connection
 from django.db.models.functions import Now
 
-from catalog.models import CatalogItem, CatalogRevision
+from catalog.models import CatalogItem, CatalogRevision, Supplier
 from catalog.services import pricesheet_store, sheet_path, supplier_get_or_create
 from jobs.models import Attempt, Job, State
-from jobs.services import job_admit
+from jobs.services import job_accept_output, job_admit, job_claim_next
 from jobs.worker import Worker
 from tests.catalog.sheets import ENTITY_BOMB_SHEET, minimal_xlsx
 from tests.fake_llm import FakeProvider
@@ -333,3 +333,47 @@ def test_xlsx_sheet_with_currency_in_header_is_published(workspace, tmp_path):
     prices = dict(CatalogItem.objects.filter(revision__job=job).values_list("sku", "unit_price"))
     assert {sku: str(price) for sku, price in prices.items()} == {"X-1": "1234.500000",
                                                                  "X-2": "0.450000"}
+
+
+class PublishBroke(Exception):
+    pass
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_publication_failing_after_its_catalog_writes_leaves_the_accept_undone(
+        workspace, monkeypatch):
+    """Publication shares the accept's transaction. Outside any test
+    transaction (every statement commits on its own unless an atomic block
+    holds it), a publish step that raises after writing the revision, its
+    items and the supplier's current revision leaves none of them, and the
+    guarded UPDATE of the accept is undone too: the job is still running
+    under the same claim and its attempt has not succeeded."""
+    from catalog import services as catalog_services
+
+    job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
+    claim = job_claim_next(worker_id="w1")
+    written = []
+
+    def outbox_write_then_break(**kwargs):
+        # The last step of revision_publish: everything else is written by now.
+        written.append((CatalogRevision.objects.count(), CatalogItem.objects.count(),
+                        Job.objects.get(pk=job.pk).state))
+        raise PublishBroke("the publish step broke after writing catalog rows")
+
+    monkeypatch.setattr(catalog_services, "outbox_write", outbox_write_then_break)
+    items = [{"sku": "A-1", "description": "Apples", "unit": "kg", "pack_size": None,
+              "unit_price": "1.50", "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}}]
+    assert not connection.in_atomic_block
+    with pytest.raises(PublishBroke):
+        job_accept_output(claim=claim, output={"items": items},
+                          publish=lambda job: catalog_services.revision_publish(job=job))
+
+    assert written == [(1, 1, State.COMPLETED)]  # the writes happened, inside the transaction
+    assert CatalogRevision.objects.count() == 0
+    assert CatalogItem.objects.count() == 0
+    job.refresh_from_db()
+    assert job.state == State.RUNNING
+    assert (job.attempt, job.lease_token) == (claim.attempt, claim.token)
+    assert job.result is None
+    assert Attempt.objects.get(job=job, number=claim.attempt).outcome == Attempt.Outcome.RUNNING
+    assert Supplier.objects.get(pk=job.payload["supplier_id"]).current_revision_id is None

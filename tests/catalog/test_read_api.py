@@ -12,9 +12,10 @@ from django.test import Client
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
-from catalog.models import ApiToken, CatalogRevision, Supplier
-from catalog.services import apitoken_create
-from jobs.auth import authenticate
+from accounts.models import ApiToken
+from catalog.models import CatalogRevision, Supplier
+from accounts.services import apitoken_create
+from accounts.auth import authenticate
 from jobs.models import Job, OutboxMessage
 from jobs.problems import api_view
 from jobs.worker import Worker

@@ -10,8 +10,9 @@ from django.contrib.auth.models import Permission
 from django.contrib.messages import get_messages
 from django.db.models.functions import Now
 
-from catalog.models import ApiToken, PriceSheet
-from catalog.services import apitoken_create
+from accounts.models import ApiToken
+from accounts.services import apitoken_create
+from catalog.models import PriceSheet
 from jobs.models import Attempt, Job, OutboxMessage, State
 from jobs.services import job_admit
 
@@ -333,7 +334,7 @@ def test_revoke_action_revokes_api_tokens(client, superuser, member):
     token, _ = apitoken_create(user=member, name="ci")
     client.force_login(superuser)
 
-    client.post("/admin/catalog/apitoken/", {"action": "revoke",
+    client.post("/admin/accounts/apitoken/", {"action": "revoke",
                                              ACTION_CHECKBOX_NAME: [str(token.pk)]})
 
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
@@ -341,7 +342,7 @@ def test_revoke_action_revokes_api_tokens(client, superuser, member):
 
 def test_admin_creates_a_read_token_and_shows_it_once(client, superuser, member):
     client.force_login(superuser)
-    response = client.post("/admin/catalog/apitoken/add/",
+    response = client.post("/admin/accounts/apitoken/add/",
                            {"user": member.pk, "name": "erp", "scope": "read"}, follow=True)
     row = ApiToken.objects.get(user=member)
     shown = [str(m) for m in get_messages(response.wsgi_request)] or [
@@ -349,17 +350,17 @@ def test_admin_creates_a_read_token_and_shows_it_once(client, superuser, member)
     token = next(word for m in shown for word in m.split() if word.startswith("psk_"))
     assert (row.name, row.scope) == ("erp", ApiToken.Scope.READ)
     assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
-    assert token not in client.get(f"/admin/catalog/apitoken/{row.pk}/change/").content.decode()
+    assert token not in client.get(f"/admin/accounts/apitoken/{row.pk}/change/").content.decode()
 
 
 def test_api_tokens_cannot_be_added_without_the_permission(client, django_user_model, db):
     client.force_login(staff_with(django_user_model, "vic", "view_apitoken"))
-    assert client.get("/admin/catalog/apitoken/add/").status_code == 403
+    assert client.get("/admin/accounts/apitoken/add/").status_code == 403
 
 
 @pytest.mark.parametrize("path", [
-    "/admin/catalog/workspace/", "/admin/catalog/supplier/", "/admin/catalog/pricesheet/",
-    "/admin/catalog/catalogrevision/", "/admin/catalog/apitoken/", "/admin/jobs/job/",
+    "/admin/accounts/workspace/", "/admin/catalog/supplier/", "/admin/catalog/pricesheet/",
+    "/admin/catalog/catalogrevision/", "/admin/accounts/apitoken/", "/admin/jobs/job/",
     "/admin/jobs/outboxmessage/", "/admin/jobs/webhookendpoint/",
 ])
 def test_admin_lists_render(client, superuser, path):
@@ -369,5 +370,5 @@ def test_admin_lists_render(client, superuser, path):
 
 def test_workspace_page_lists_its_members(client, superuser, workspace, member):
     client.force_login(superuser)
-    page = client.get(f"/admin/catalog/workspace/{workspace.pk}/change/").content.decode()
+    page = client.get(f"/admin/accounts/workspace/{workspace.pk}/change/").content.decode()
     assert "mia" in page

@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from catalog.models import ApiToken, Membership, Workspace
-from catalog.services import apitoken_authenticate
+from accounts.models import ApiToken, Membership, Workspace
+from accounts.services import apitoken_authenticate
 from jobs.models import Job, State
 
 

@@ -4,8 +4,9 @@ import uuid
 
 import pytest
 
-from catalog.models import CatalogItem, CatalogRevision, Membership
-from catalog.services import apitoken_create, membership_add
+from accounts.models import Membership
+from catalog.models import CatalogItem, CatalogRevision
+from accounts.services import apitoken_create, membership_add
 from jobs.models import Job, State
 from tests.review import flagged_job
 

@@ -6,8 +6,10 @@ import threading
 import pytest
 from django.db import connections
 
-from catalog.models import CatalogItem, CatalogRevision, Membership
-from catalog.services import membership_add, revision_publish
+from accounts.models import Membership
+from catalog.models import CatalogItem, CatalogRevision
+from accounts.services import membership_add
+from catalog.services import revision_publish
 from jobs.models import Job, State
 from jobs.services import (
     InvalidTransition,

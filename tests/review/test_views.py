@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from catalog.models import CatalogRevision, Membership
-from catalog.services import membership_add
+from accounts.models import Membership
+from catalog.models import CatalogRevision
+from accounts.services import membership_add
 from jobs.models import Job, State
 from jobs.services import job_cancel
 from review.models import ReviewDecision

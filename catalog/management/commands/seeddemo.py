@@ -3,8 +3,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from catalog.models import Membership, Workspace
-from catalog.services import membership_add, workspace_create
+from accounts.models import Membership, Workspace
+from accounts.services import membership_add, workspace_create
 from catalog.services import pricesheet_admit
 from jobs.models import Job
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog.models import Workspace
+from accounts.models import Workspace
 from jobs import registry
 from jobs.management.argtypes import positive_int
 from jobs.services import jobs_admit_many

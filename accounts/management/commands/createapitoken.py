@@ -1,8 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog.models import ApiToken
-from catalog.services import apitoken_create
+from accounts.models import ApiToken
+from accounts.services import apitoken_create
 
 
 class Command(BaseCommand):

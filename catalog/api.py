@@ -1,27 +1,30 @@
-"""The HTTP API of DESIGN.md: admission, status, items, list and cancel.
+"""The uploaders' HTTP API (DESIGN.md): admission of a sheet, the jobs list,
+a job's status and its items. The versioned cancel is generic and lives in
+`jobs.http`.
 
 Every view authenticates (bearer token or session), scopes every read and
 write to the caller's workspaces, and answers errors as problem+json.
 """
 
-import json
 import uuid
 
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.csrf import csrf_exempt
 
-from catalog.models import Workspace
+from accounts.auth import authenticate
+from accounts.models import Workspace
+from catalog.selectors import job_items, sheet_job_status
 from catalog.services import UploadTooLarge, pricesheet_admit
 from jobs import api_schemas as schemas
-from jobs.auth import authenticate
+from jobs.http import allow, member_job, positive_int
 from jobs.models import Job, State
-from jobs.openapi import JSON, Body, catch_all, json_answer, operation, problem
-from jobs.problems import Problem, api_view, not_found
-from jobs.selectors import job_items, job_status, jobs_with_live_phase
-from jobs.services import job_cancel
+from jobs.openapi import Body, json_answer, operation, problem
+from jobs.problems import Problem, api_view
+from jobs.selectors import jobs_with_live_phase
 
 MSG_KEY_REQUIRED = "Send an `Idempotency-Key` header (any unique string, e.g. a UUID) with each upload."
 MSG_KEY_TOO_LONG = "The Idempotency-Key is longer than 255 characters."
@@ -31,13 +34,8 @@ MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
 MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
 MSG_SUPPLIER_TOO_LONG = "The supplier name is longer than 200 characters."
 MSG_UNKNOWN_STATE = "Unknown state {state!r}; states are: {states}."
-MSG_BAD_NUMBER = "`{name}` must be a whole number from 1 to 1000000."
-MAX_NUMBER = 1_000_000
-MSG_BAD_JSON = "The body is not a JSON object."
 MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
 MSG_BAD_LENGTH = "Content-Length is not a number."
-MSG_NO_ENDPOINT = "There is no API endpoint at this address."
-MSG_METHOD = "Use {allowed}."
 
 PAGE_SIZE = 20
 PAGE_SIZE_MAX = 100
@@ -94,7 +92,7 @@ def limit_upload(request: HttpRequest, limit: int) -> None:
 def member_workspace(user, slug: str | None) -> Workspace:
     """The workspace an upload goes to: the named one (if the caller is a
     member), else the caller's only workspace."""
-    mine = Workspace.objects.filter(memberships__user=user).order_by("slug")
+    mine = Workspace.objects.for_member(user).order_by("slug")
     if slug:
         workspace = mine.filter(slug=slug).first()
         if workspace is None:
@@ -119,38 +117,8 @@ def clean_supplier_name(raw: str | None) -> str:
 # --- helpers ---------------------------------------------------------------------
 
 
-def _allow(request: HttpRequest, *methods: str) -> None:
-    if request.method not in methods:
-        allowed = ", ".join(methods)
-        raise Problem(405, "method-not-allowed", MSG_METHOD.format(allowed=allowed),
-                      headers={"Allow": allowed})
-
-
-def _positive_int(raw: str | None, *, name: str, default: int) -> int:
-    if raw in (None, ""):
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise Problem(400, "invalid-request", MSG_BAD_NUMBER.format(name=name)) from None
-    # An upper bound too: a huge page would overflow the query's OFFSET.
-    if not 1 <= value <= MAX_NUMBER:
-        raise Problem(400, "invalid-request", MSG_BAD_NUMBER.format(name=name))
-    return value
-
-
-def _member_job(user, job_id: uuid.UUID, *, with_output: bool = False) -> Job:
-    """The job, if the caller is a member of its workspace. Otherwise the
-    same 404 as for an id that does not exist: existence is not disclosed."""
-    job = (jobs_with_live_phase(Job.objects.for_member(user), with_output=with_output)
-           .filter(pk=job_id).first())
-    if job is None:
-        raise not_found()
-    return job
-
-
 def _admission_response(job: Job, *, created: bool) -> JsonResponse:
-    status_url = f"/api/jobs/{job.pk}"
+    status_url = reverse("api:job", args=[job.pk])
     response = JsonResponse({"id": str(job.pk), "state": job.state, "status_url": status_url},
                             status=202)
     response["Location"] = status_url
@@ -193,8 +161,8 @@ def _list(request: HttpRequest) -> HttpResponse:
         if state not in State.values:
             raise Problem(400, "invalid-request",
                           MSG_UNKNOWN_STATE.format(state=state, states=", ".join(State.values)))
-    page = _positive_int(request.GET.get("page"), name="page", default=1)
-    size = min(_positive_int(request.GET.get("page_size"), name="page_size", default=PAGE_SIZE),
+    page = positive_int(request.GET.get("page"), name="page", default=1)
+    size = min(positive_int(request.GET.get("page_size"), name="page_size", default=PAGE_SIZE),
                PAGE_SIZE_MAX)
     jobs = Job.objects.for_member(caller.user)
     if states:
@@ -204,10 +172,10 @@ def _list(request: HttpRequest) -> HttpResponse:
 
     def page_url(number: int) -> str:
         query = [("state", s) for s in states] + [("page", number), ("page_size", size)]
-        return f"/api/jobs?{urlencode(query)}"
+        return f"{reverse('api:jobs')}?{urlencode(query)}"
 
     return JsonResponse({
-        "results": [job_status(job) for job in rows],
+        "results": [sheet_job_status(job) for job in rows],
         "count": count,
         "next": page_url(page + 1) if page * size < count else None,
         "previous": page_url(page - 1) if page > 1 else None,
@@ -236,9 +204,12 @@ def _list(request: HttpRequest) -> HttpResponse:
 @api_view
 def jobs_collection(request: HttpRequest) -> HttpResponse:
     """POST: admit an upload. GET: the caller's jobs, paginated."""
-    _allow(request, "GET", "HEAD", "POST")
+    allow(request, "GET", "HEAD", "POST")
     if request.method == "POST":
-        return _admit(request)
+        try:
+            return _admit(request)
+        except UploadTooLarge as exc:
+            raise Problem(413, "upload-too-large", str(exc), limit_bytes=exc.limit) from exc
     return _list(request)
 
 
@@ -249,10 +220,10 @@ def jobs_collection(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 @api_view
 def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
-    _allow(request, "GET", "HEAD")
+    allow(request, "GET", "HEAD")
     caller = authenticate(request)
-    job = _member_job(caller.user, id)
-    response = JsonResponse(job_status(job))
+    job = member_job(caller.user, id)
+    response = JsonResponse(sheet_job_status(job))
     # The version a versioned cancel names (If-Match, or `version` in the body).
     response["ETag"] = f'"{job.version}"'
     return response
@@ -265,57 +236,7 @@ def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
 @csrf_exempt
 @api_view
 def job_items_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
-    _allow(request, "GET", "HEAD")
+    allow(request, "GET", "HEAD")
     caller = authenticate(request)
-    job = _member_job(caller.user, id, with_output=True)
+    job = member_job(caller.user, id, with_output=True)
     return JsonResponse({"items": job_items(job)})
-
-
-def _expected_version(request: HttpRequest) -> int | None:
-    """The version the caller saw: `If-Match: "N"`, or `version` in a JSON or form body."""
-    if_match = request.headers.get("If-Match", "").strip()
-    if if_match and if_match != "*":
-        return _positive_int(if_match.removeprefix("W/").strip('"'), name="If-Match", default=0)
-    raw = None
-    if request.content_type == "application/json":
-        if request.body.strip():
-            try:
-                data = json.loads(request.body)
-            except ValueError:
-                raise Problem(400, "invalid-request", MSG_BAD_JSON) from None
-            if not isinstance(data, dict):
-                raise Problem(400, "invalid-request", MSG_BAD_JSON)
-            raw = data.get("version")
-    else:
-        raw = request.POST.get("version")
-    if raw in (None, ""):
-        return None
-    return _positive_int(str(raw), name="version", default=0)
-
-
-@operation(
-    "POST", summary="Cancel a job", tags=("jobs",),
-    body=(Body(JSON, schemas.CancelRequest),), body_required=False,
-    headers={"If-Match": ('The version you saw, `"N"`: cancel only if nothing changed.', False)},
-    answers={200: json_answer(schemas.JobVersion, "Cancelled."),
-             404: problem("No such job in your workspaces."),
-             409: problem("The job can no longer be cancelled, or changed since that version.")})
-@csrf_exempt
-@api_view
-def job_cancel_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
-    """A versioned, authorized mutation; 409 when the job cannot be cancelled
-    any more (or changed since the version the caller names)."""
-    _allow(request, "POST")
-    caller = authenticate(request)
-    _member_job(caller.user, id)
-    job_cancel(job_id=id, expected_version=_expected_version(request),
-               by_label=caller.user.get_username())
-    job = Job.objects.get(pk=id)
-    return JsonResponse({"id": str(job.pk), "state": job.state, "version": job.version})
-
-
-@catch_all
-@csrf_exempt
-@api_view
-def unknown_endpoint(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-    raise Problem(404, "not-found", MSG_NO_ENDPOINT)

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from catalog.services import workspace_create
+from accounts.services import workspace_create
 
 
 class Command(BaseCommand):

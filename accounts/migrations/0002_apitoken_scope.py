@@ -2,9 +2,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+    """Token scopes, full or read. This was catalog 0004 while API tokens
+    were part of the catalog; a database that applied that one counts this
+    one as applied (the column and the check are already there)."""
+
+    replaces = [("catalog", "0004_apitoken_scope")]
 
     dependencies = [
-        ("catalog", "0003_catalogitem_unit_code"),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [

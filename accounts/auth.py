@@ -3,6 +3,9 @@
 A bearer token is not an ambient credential (the browser never attaches it
 on its own), so token requests skip the CSRF check; session requests get it
 on every unsafe method, exactly as the CSRF middleware would.
+
+Failures raise `AuthenticationFailed`, `ReadOnlyToken` or `CsrfFailed`;
+the API layer turns them into problem responses.
 """
 
 from dataclasses import dataclass
@@ -10,9 +13,8 @@ from dataclasses import dataclass
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware
 
-from catalog.models import ApiToken
-from catalog.services import apitoken_authenticate
-from jobs.problems import Problem
+from accounts.models import ApiToken
+from accounts.services import apitoken_authenticate
 
 MSG_NO_CREDENTIALS = "Send `Authorization: Bearer TOKEN`, or sign in."
 MSG_BAD_SCHEME = "Only the Bearer scheme is accepted: `Authorization: Bearer TOKEN`."
@@ -22,6 +24,24 @@ MSG_READ_ONLY = "This token is read-only: it may read (GET, HEAD) but not change
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS", "TRACE")
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="pricesheet"'}
+
+
+class AuthenticationFailed(Exception):
+    """No usable credentials. `code` is `not-authenticated` (none sent) or
+    `invalid-token` (a header that does not authenticate)."""
+
+    def __init__(self, code: str, detail: str):
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+class CsrfFailed(Exception):
+    """A session request that changes something came without a valid CSRF token."""
+
+
+class ReadOnlyToken(Exception):
+    """A read-only token was sent with a method that changes something."""
 
 
 @dataclass(frozen=True)
@@ -43,30 +63,30 @@ def _enforce_csrf(request: HttpRequest) -> None:
     check.process_request(request)
     reason = check.process_view(request, None, (), {})
     if reason:
-        raise Problem(403, "csrf-failed", MSG_CSRF.format(reason=reason))
+        raise CsrfFailed(MSG_CSRF.format(reason=reason))
 
 
 def authenticate(request: HttpRequest) -> Caller:
-    """The caller, or a 401 problem. An Authorization header that does not
-    authenticate is refused outright: it never falls back to the session.
+    """The caller, or AuthenticationFailed. An Authorization header that does
+    not authenticate is refused outright: it never falls back to the session.
 
-    A read-only token is refused here (403) on every unsafe method, so any
-    view that authenticates through this function, including views added
-    later, is closed to it without a check of its own."""
+    A read-only token is refused here (ReadOnlyToken, a 403) on every unsafe
+    method, so any view that authenticates through this function, including
+    views added later, is closed to it without a check of its own."""
     header = request.headers.get("Authorization")
     if header is not None:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise Problem(401, "invalid-token", MSG_BAD_SCHEME, headers=CHALLENGE)
+            raise AuthenticationFailed("invalid-token", MSG_BAD_SCHEME)
         row = apitoken_authenticate(token=token.strip())
         if row is None:
-            raise Problem(401, "invalid-token", MSG_BAD_TOKEN, headers=CHALLENGE)
+            raise AuthenticationFailed("invalid-token", MSG_BAD_TOKEN)
         if row.scope == ApiToken.Scope.READ and request.method not in SAFE_METHODS:
-            raise Problem(403, "read-only-token", MSG_READ_ONLY)
+            raise ReadOnlyToken(MSG_READ_ONLY)
         return Caller(user=row.user, via="token", scope=row.scope)
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
-        raise Problem(401, "not-authenticated", MSG_NO_CREDENTIALS, headers=CHALLENGE)
+        raise AuthenticationFailed("not-authenticated", MSG_NO_CREDENTIALS)
     if request.method not in SAFE_METHODS:
         _enforce_csrf(request)
     return Caller(user=user, via="session")

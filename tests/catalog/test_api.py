@@ -14,15 +14,11 @@ from django.db.models.functions import Now
 from django.core.handlers.wsgi import WSGIRequest
 from django.test import Client
 
-from catalog.models import CatalogItem, Membership, PriceSheet
-from catalog.services import (
-    apitoken_create,
-    apitoken_revoke,
-    membership_add,
-    pricesheet_admit,
-    workspace_create,
-)
-from jobs import api
+from accounts.models import Membership
+from catalog.models import CatalogItem, PriceSheet
+from accounts.services import apitoken_create, apitoken_revoke, membership_add, workspace_create
+from catalog import api
+from catalog.services import pricesheet_admit
 from jobs.models import Job, OutboxMessage, State
 from jobs.services import job_admit
 from jobs.worker import Worker
@@ -584,7 +580,7 @@ def test_unexpected_error_is_a_500_problem_without_a_stack_trace(api_client, wor
     def explode(job):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(api, "job_status", explode)
+    monkeypatch.setattr(api, "sheet_job_status", explode)
     response = api_client.get(f"/api/jobs/{job.pk}")
     assert response.status_code == 500
     assert response["Content-Type"] == "application/problem+json"

@@ -14,25 +14,23 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
-from catalog.models import PriceSheet, Supplier, Workspace
+from accounts.models import Workspace
+from accounts.selectors import workspaces_of
+from catalog.api import clean_supplier_name, limit_upload, refuse_declared_oversize
+from catalog.models import Supplier
+from catalog.selectors import job_items, job_sheet, job_sheets, sheet_job_status
 from catalog.services import UploadTooLarge, pricesheet_admit
-from jobs.api import (
-    clean_supplier_name,
-    limit_upload,
-    refuse_declared_oversize,
-)
 from jobs.models import Job, State
 from jobs.problems import Problem
 from jobs.selectors import (
     job_attempts,
     job_is_cancellable,
     job_is_finished,
-    job_items,
     job_progress_percent,
-    job_status,
     job_timings,
     jobs_with_live_phase,
 )
@@ -78,14 +76,6 @@ def _not_found(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/not_found.html", status=404)
 
 
-def _sheets_by_job(jobs: list[Job]) -> dict:
-    """The uploaded sheet (with its supplier) of each parse_sheet job."""
-    ids = {job.payload.get("sheet_id") for job in jobs if (job.payload or {}).get("sheet_id")}
-    sheets = PriceSheet.objects.filter(pk__in=ids).select_related("supplier", "workspace")
-    by_id = {str(sheet.pk): sheet for sheet in sheets}
-    return {job.pk: by_id.get((job.payload or {}).get("sheet_id")) for job in jobs}
-
-
 def _member_job(user, job_id: uuid.UUID) -> Job | None:
     return jobs_with_live_phase(Job.objects.for_member(user)).filter(pk=job_id).first()
 
@@ -110,7 +100,7 @@ def _list_context(request: HttpRequest) -> dict:
     count = jobs.count()
     rows = list(jobs_with_live_phase(jobs).order_by("-created_at", "-id")
                 [(page - 1) * LIST_PAGE_SIZE:page * LIST_PAGE_SIZE])
-    sheets = _sheets_by_job(rows)
+    sheets = job_sheets(jobs=rows)
     return {
         "rows": [{"job": job, "sheet": sheets.get(job.pk), "percent": job_progress_percent(job)}
                  for job in rows],
@@ -119,7 +109,7 @@ def _list_context(request: HttpRequest) -> dict:
         "states": State.choices,
         "page": page,
         "has_next": page * LIST_PAGE_SIZE < count,
-        "multi_workspace": Workspace.objects.filter(memberships__user=request.user).count() > 1,
+        "multi_workspace": Workspace.objects.for_member(request.user).count() > 1,
         "query": request.GET.urlencode(),
     }
 
@@ -198,7 +188,7 @@ def _fresh_form(workspaces: list[Workspace], previous=None) -> UploadForm:
 
 @csrf_protect
 def _job_new(request: HttpRequest) -> HttpResponse:
-    workspaces = list(Workspace.objects.filter(memberships__user=request.user).order_by("slug"))
+    workspaces = workspaces_of(request.user)
     if request.method != "POST":
         return _form_page(request, _fresh_form(workspaces))
     form = UploadForm(request.POST, request.FILES, workspaces=workspaces)
@@ -231,8 +221,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
             limit_upload(request, limit)
             return _job_new(request)
         except (UploadTooLarge, Problem) as exc:
-            workspaces = list(Workspace.objects.filter(memberships__user=request.user)
-                              .order_by("slug"))
+            workspaces = workspaces_of(request.user)
             if isinstance(exc, Problem):
                 return _form_page(request, _fresh_form(workspaces), status=exc.status,
                                   error=exc.detail)
@@ -245,12 +234,12 @@ def job_new(request: HttpRequest) -> HttpResponse:
 
 
 def _job_context(job: Job) -> dict:
-    sheet = _sheets_by_job([job]).get(job.pk)
+    sheet = job_sheet(job=job)
     timings = job_timings(job)
     attempts = job_attempts(job)
     return {
         "job": job,
-        "status": job_status(job),
+        "status": sheet_job_status(job),
         "sheet": sheet,
         "size_text": size_text(sheet.size) if sheet else "",
         "percent": job_progress_percent(job),
@@ -266,7 +255,8 @@ def _job_context(job: Job) -> dict:
             for attempt in attempts
         ],
         "items": job_items(job) if job.state == State.COMPLETED else [],
-        "review_url": f"/review/{job.pk}/" if job.state == State.AWAITING_REVIEW else "",
+        "review_url": (reverse("review:detail", args=[job.pk])
+                       if job.state == State.AWAITING_REVIEW else ""),
         "cancellable": job_is_cancellable(job),
         "finished": job_is_finished(job),
         "needs_attention": job.state == State.NEEDS_ATTENTION,

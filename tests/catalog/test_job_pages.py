@@ -10,8 +10,9 @@ from django.core.management import call_command
 from django.db.models.functions import Now
 from django.test import Client
 
-from catalog.models import Membership, PriceSheet, Workspace
-from catalog.services import membership_add, workspace_create
+from accounts.models import Membership, Workspace
+from catalog.models import PriceSheet
+from accounts.services import membership_add, workspace_create
 from jobs.models import Attempt, Job, State
 from jobs.services import job_admit, job_claim_next, job_fail
 

@@ -2,8 +2,8 @@ import getpass
 
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog.models import Membership, Workspace
-from catalog.services import membership_add
+from accounts.models import Membership, Workspace
+from accounts.services import membership_add
 
 
 class Command(BaseCommand):

@@ -1,6 +1,8 @@
+"""The uploaders' pages under /jobs/ (URL namespace `jobs`)."""
+
 from django.urls import path
 
-from jobs import pages
+from catalog import pages
 
 app_name = "jobs"
 
