@@ -98,13 +98,7 @@ def _module_graph(app: str) -> dict[str, set[str]]:
             for name, path in modules.items()}
 
 
-@pytest.mark.parametrize("app", [
-    "accounts",
-    "jobs",
-    pytest.param("catalog", marks=pytest.mark.xfail(
-        strict=True, reason="catalog.reading asks catalog.extraction for currency detection")),
-    "review",
-])
+@pytest.mark.parametrize("app", APPS)
 def test_no_import_cycle_within_an_app(app):
     assert _cycle(_module_graph(app)) is None
 
