@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("catalog", "0004_apitoken_scope")]
+BEFORE = [("catalog", "0003_catalogitem_unit_code")]
 AFTER = [("catalog", "0005_public_ids")]
 
 
@@ -14,7 +14,7 @@ def test_existing_rows_get_distinct_public_ids_and_results_follow():
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
     old = executor.loader.project_state(BEFORE).apps
-    workspace = old.get_model("catalog", "Workspace").objects.create(slug="acme", name="Acme")
+    workspace = old.get_model("accounts", "Workspace").objects.create(slug="acme", name="Acme")
     Supplier = old.get_model("catalog", "Supplier")
     suppliers = [Supplier.objects.create(workspace=workspace, name=n) for n in ("A", "B")]
     Job = old.get_model("jobs", "Job")

@@ -1,7 +1,12 @@
-"""Migrate the database in DATABASE_URL with the former migrations and fill
-it with one of everything; prints the API token it created.
+"""Migrate the database in DATABASE_URL with the migrations of before the
+move and fill it with one of everything; prints the API token it created.
 
-Run as `python -m tests.migration_history.build` from the project folder."""
+`python -m tests.migration_history.build first` stops at the first schema
+(catalog 0002, jobs 0002); `... last` applies every former migration (token
+scopes, public ids, unit codes, webhook secret rotation). Run from the
+project folder."""
+
+import sys
 
 import django
 from django.conf import settings
@@ -12,45 +17,12 @@ FORMER = {
     "review": "tests.migration_history.review",
     "accounts": None,  # did not exist yet
 }
-
-ROWS = """
-INSERT INTO django_content_type (app_label, model)
-VALUES ('catalog', 'workspace'), ('catalog', 'membership'), ('catalog', 'apitoken');
-INSERT INTO auth_permission (name, content_type_id, codename)
-SELECT 'Can change api token', id, 'change_apitoken' FROM django_content_type
-WHERE app_label = 'catalog' AND model = 'apitoken';
-INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email,
-                       is_staff, is_active, date_joined)
-VALUES ('!', false, 'ulla', '', '', '', true, true, now());
-INSERT INTO auth_user_user_permissions (user_id, permission_id)
-SELECT u.id, p.id FROM auth_user u, auth_permission p
-WHERE u.username = 'ulla' AND p.codename = 'change_apitoken';
-INSERT INTO catalog_workspace (slug, name, created_at) VALUES ('before', 'Before the move', now());
-INSERT INTO catalog_membership (workspace_id, user_id, role)
-SELECT w.id, u.id, 'reviewer' FROM catalog_workspace w, auth_user u
-WHERE w.slug = 'before' AND u.username = 'ulla';
-INSERT INTO catalog_apitoken (user_id, name, prefix, token_hash, created_at)
-SELECT id, 'old', 'psk_old', %(token_hash)s, now() FROM auth_user WHERE username = 'ulla';
-INSERT INTO catalog_supplier (workspace_id, name, created_at)
-SELECT id, 'Old Supplier', now() FROM catalog_workspace WHERE slug = 'before';
-INSERT INTO jobs_job (id, kind, workspace_id, payload, state, version, attempt, max_attempts,
-                      worker_id, idempotency_key, request_fingerprint, progress_done,
-                      progress_total, reason, review_required, result, waiting_seconds,
-                      running_seconds, review_seconds, finished_at)
-SELECT '00000000-0000-0000-0000-000000000001', 'parse_sheet', id, '{}', 'completed', 3, 1, 5,
-       '', 'old-key', '', 1, 1, '', false, '{"item_count": 1}', 0, 0, 0, now()
-FROM catalog_workspace WHERE slug = 'before';
-INSERT INTO catalog_catalogrevision (workspace_id, supplier_id, job_id, attempt, published_at,
-                                     item_count)
-SELECT w.id, s.id, '00000000-0000-0000-0000-000000000001', 1, now(), 1
-FROM catalog_workspace w JOIN catalog_supplier s ON s.workspace_id = w.id WHERE w.slug = 'before';
-INSERT INTO catalog_catalogitem (revision_id, sku, description, unit_price, currency,
-                                 source_sheet, source_row)
-SELECT id, 'OLD-1', 'Kept across the move', 1.5, 'EUR', 'Sheet1', 2 FROM catalog_catalogrevision;
-"""
+FIRST = [("catalog", "0002_initial"), ("jobs", "0002_webhook_delivery"), ("review", "0001_initial")]
+TOKEN = "psk_token-from-before-the-move"
+JOB_ID = "00000000-0000-0000-0000-000000000001"
 
 
-def main() -> None:
+def main(which: str) -> None:
     settings.MIGRATION_MODULES = FORMER
     django.setup()
     from django.db import connection
@@ -59,12 +31,39 @@ def main() -> None:
     from accounts.services import _token_hash
 
     executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
-    with connection.cursor() as cursor:
-        token = "psk_token-from-before-the-move"
-        cursor.execute(ROWS, {"token_hash": _token_hash(token)})
-    print(token)
+    leaves = executor.loader.graph.leaf_nodes()
+    targets = leaves if which == "last" else [
+        *FIRST, *(key for key in leaves if key[0] not in FORMER)]
+    executor.migrate(targets)
+    apps = MigrationExecutor(connection).loader.project_state(targets).apps
+
+    def model(label: str):
+        return apps.get_model(*label.split("."))
+
+    # The content types and a permission of the time, as `migrate` made them.
+    content_types = {name: model("contenttypes.ContentType").objects.create(app_label="catalog",
+                                                                             model=name)
+                     for name in ("workspace", "membership", "apitoken")}
+    permission = model("auth.Permission").objects.create(
+        name="Can change api token", content_type=content_types["apitoken"],
+        codename="change_apitoken")
+    user = model("auth.User").objects.create(username="ulla", password="!", is_staff=True)
+    user.user_permissions.add(permission)
+    workspace = model("catalog.Workspace").objects.create(slug="before", name="Before the move")
+    model("catalog.Membership").objects.create(workspace=workspace, user=user, role="reviewer")
+    model("catalog.ApiToken").objects.create(user=user, name="old", prefix=TOKEN[:12],
+                                             token_hash=_token_hash(TOKEN))
+    supplier = model("catalog.Supplier").objects.create(workspace=workspace, name="Old Supplier")
+    job = model("jobs.Job").objects.create(
+        id=JOB_ID, kind="parse_sheet", workspace=workspace, state="completed", attempt=1,
+        max_attempts=5, idempotency_key="old-key", result={"item_count": 1})
+    revision = model("catalog.CatalogRevision").objects.create(
+        workspace=workspace, supplier=supplier, job=job, attempt=1, item_count=1)
+    model("catalog.CatalogItem").objects.create(
+        revision=revision, sku="OLD-1", description="Kept across the move", unit_price="1.5",
+        currency="EUR", source_sheet="Sheet1", source_row=2)
+    print(TOKEN)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1])
