@@ -23,7 +23,13 @@ class PublishOutsideTransaction(Exception):
 
 
 def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
-    supplier, _ = Supplier.objects.get_or_create(workspace=workspace, name=name.strip())
+    """The workspace's supplier of that name, matched regardless of case and
+    of runs of spaces ("ACME  Ltd" is "Acme Ltd"); created when none is."""
+    clean = " ".join(name.split())
+    found = (Supplier.objects.filter(workspace=workspace, name__iexact=clean).order_by("pk").first())
+    if found is not None:
+        return found
+    supplier, _ = Supplier.objects.get_or_create(workspace=workspace, name=clean)
     return supplier
 
 

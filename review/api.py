@@ -22,7 +22,7 @@ from jobs.problems import Problem, api_view, not_found
 from review.parsing import BadEdits, edits_from_json, version_from_json
 from review.selectors import (
     NotAReviewer,
-    review_item_page,
+    review_item_page_json,
     review_job_get,
     review_source_rows,
 )
@@ -36,6 +36,7 @@ from review.services import (
     review_preview,
     review_reject,
     review_save_edits,
+    review_snapshot_current,
 )
 
 MSG_METHOD = "Use {allowed}."
@@ -268,7 +269,9 @@ def grid_items_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     _, job = _reviewer_job(request, id)
     start = _int(request, "start", default=0)
     count = min(_int(request, "count", default=200, low=1), PAGE_MAX)
-    return JsonResponse(review_item_page(job=job, start=start, count=count))
+    snapshot = review_snapshot_current(job=job)
+    return HttpResponse(review_item_page_json(snapshot=snapshot, start=start, count=count),
+                        content_type="application/json")
 
 
 @csrf_exempt

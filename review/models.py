@@ -59,3 +59,35 @@ class ReviewDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} of {self.job_id} by {self.reviewer_name}"
+
+
+class ReviewSnapshot(models.Model):
+    """What the review grid reads of one version of a job's staged output:
+    the flag summary, and the items cut into fixed pages (`ReviewChunk`).
+
+    Derived data, rebuilt whenever the job's version moves on: a sheet of
+    50,000 items is then served a page at a time without reading its whole
+    output (tens of MB of JSON) on every request."""
+
+    job = models.OneToOneField("jobs.Job", on_delete=models.CASCADE, related_name="review_snapshot")
+    version = models.PositiveIntegerField()
+    total = models.PositiveIntegerField()
+    summary = models.JSONField(default=dict)
+    built_at = models.DateTimeField(db_default=Now())
+
+    def __str__(self) -> str:
+        return f"snapshot of {self.job_id} at version {self.version}"
+
+
+class ReviewChunk(models.Model):
+    """One page of a snapshot's items, kept as the JSON text the grid is
+    sent (stored and served without decoding it again)."""
+
+    snapshot = models.ForeignKey(ReviewSnapshot, on_delete=models.CASCADE, related_name="chunks")
+    number = models.PositiveIntegerField()
+    items_json = models.TextField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "number"], name="reviewchunk_unique_number"),
+        ]

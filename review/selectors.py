@@ -21,7 +21,7 @@ from catalog.selectors import job_sheets
 from catalog.units import unit_choices
 from jobs.models import Job, JobCheckpoint, State
 from jobs.services import job_load_checkpoint
-from review.models import ReviewDecision
+from review.models import ReviewChunk, ReviewDecision, ReviewSnapshot
 
 
 class NotAReviewer(Exception):
@@ -62,7 +62,8 @@ def review_job_get(*, user: AbstractBaseUser | AnonymousUser, job_id: uuid.UUID)
     Not a member of its workspace: Job.DoesNotExist, exactly like an unknown
     id, so ids of other workspaces cannot be probed. A member without the
     reviewer or admin role: NotAReviewer."""
-    job = Job.objects.for_member(user).filter(pk=job_id).first()
+    # The output (up to tens of MB for a big sheet) is read only where it is used.
+    job = Job.objects.for_member(user).filter(pk=job_id).defer("output").first()
     if job is None:
         raise Job.DoesNotExist(f"job {job_id} does not exist")
     if not Membership.objects.reviewers().filter(user=user, workspace_id=job.workspace_id).exists():
@@ -152,19 +153,6 @@ _JOB_TABLE = Job._meta.db_table
 _CHECKPOINT_TABLE = JobCheckpoint._meta.db_table
 # Slices are cut in the database: a page of a 50,000-item output moves a few
 # hundred items, never the whole document, to Python and the browser.
-_ITEM_PAGE_SQL = (
-    f"SELECT jsonb_path_query_array({_ITEMS_SQL}, '$[$a to $b]', jsonb_build_object('a', %s, 'b', %s)), "
-    f"jsonb_array_length({_ITEMS_SQL}) FROM {_JOB_TABLE} jobs_job WHERE id = %s"
-)
-_FLAGGED_SQL = (
-    f"SELECT (t.n - 1)::int, (SELECT array_agg(f->>'code') FROM jsonb_array_elements("
-    f"CASE WHEN jsonb_typeof(t.e->'flags') = 'array' THEN t.e->'flags' ELSE '[]'::jsonb END) f), "
-    f"coalesce((t.e->>'omitted')::boolean, false), t.e ? 'provenance' "
-    f"FROM {_JOB_TABLE} jobs_job, jsonb_array_elements({_ITEMS_SQL}) WITH ORDINALITY t(e, n) "
-    f"WHERE jobs_job.id = %s AND (jsonb_array_length(CASE WHEN jsonb_typeof(t.e->'flags') = 'array' "
-    f"THEN t.e->'flags' ELSE '[]'::jsonb END) > 0 OR t.e ? 'omitted' OR t.e ? 'provenance') "
-    f"ORDER BY t.n"
-)
 _SOURCE_SQL = (
     f"SELECT (t.n - 1)::int, jsonb_array_length(t.s->'rows'), "
     f"jsonb_path_query_array(t.s->'rows', '$[$a to $b]', jsonb_build_object('a', %s, 'b', %s)) "
@@ -181,17 +169,51 @@ def _loaded(value):
     return json.loads(value) if isinstance(value, str) else value
 
 
-def review_item_page(*, job: Job, start: int, count: int) -> dict:
-    """Items `start` to `start + count - 1`, each with its index, as the grid shows them."""
-    with connection.cursor() as cursor:
-        cursor.execute(_ITEM_PAGE_SQL, [start, start + count - 1, job.pk])
-        row = cursor.fetchone()
-    items, total = (_loaded(row[0]) or [], row[1] or 0) if row else ([], 0)
-    return {
-        "start": start, "total": total, "version": job.version,
-        "items": [{"index": start + n, **{k: item.get(k) for k in ITEM_KEYS if k in item}}
-                  for n, item in enumerate(items) if isinstance(item, dict)],
-    }
+SNAPSHOT_CHUNK = 200
+
+
+def snapshot_item(index: int, item: dict) -> dict:
+    """An item as the grid reads it: its index and the keys the grid shows."""
+    return {"index": index, **{k: item.get(k) for k in ITEM_KEYS if k in item}}
+
+
+def snapshot_summary(items: list[dict]) -> dict:
+    """Flagged item indexes, flag counts per reason (with the first item that
+    has each), omitted and hand-changed counts (pure)."""
+    flagged, reasons, flags, omitted, changed = [], {}, 0, 0, 0
+    for index, item in enumerate(items):
+        if item.get("omitted"):
+            omitted += 1
+            continue
+        changed += bool(item.get("provenance"))
+        codes = [f.get("code") or "?" for f in item.get("flags") or [] if isinstance(f, dict)]
+        if codes:
+            flagged.append(index)
+            flags += len(codes)
+            for code in codes:
+                reason = reasons.setdefault(code, {"code": code, "count": 0, "first_index": index})
+                reason["count"] += 1
+    return {"flagged": flagged, "flag_count": flags, "omitted": omitted, "changed_by_hand": changed,
+            "reasons": sorted(reasons.values(), key=lambda r: (-r["count"], r["code"]))}
+
+
+def review_item_page_json(*, snapshot: ReviewSnapshot, start: int, count: int) -> str:
+    """Items `start` to `start + count - 1` of a snapshot as a JSON document
+    {start, total, version, items}, read from the few chunks that hold them.
+    A request for exactly one chunk (what the grid asks for) is answered
+    with the stored text, not decoded and encoded again."""
+    end = min(start + count, snapshot.total)
+    head = json.dumps({"start": start, "total": snapshot.total, "version": snapshot.version})[:-1]
+    if start >= end:
+        return head + ', "items": []}'
+    numbers = range(start // SNAPSHOT_CHUNK, (end - 1) // SNAPSHOT_CHUNK + 1)
+    chunks = list(ReviewChunk.objects.filter(snapshot=snapshot, number__in=numbers)
+                  .order_by("number").values_list("items_json", flat=True))
+    first = numbers[0] * SNAPSHOT_CHUNK
+    if len(chunks) == 1 and start == first and end == min(first + SNAPSHOT_CHUNK, snapshot.total):
+        return head + ', "items": ' + chunks[0] + "}"
+    items = [item for text in chunks for item in json.loads(text)][start - first:end - first]
+    return head + ', "items": ' + json.dumps(items) + "}"
 
 
 def review_source_rows(*, job: Job, sheet: str, row: int, around: int) -> dict:
@@ -233,36 +255,22 @@ class ReviewPage:
     history: str
 
 
-def review_flag_summary(*, job: Job) -> dict:
-    """Flagged item indexes, flag counts per reason (with the first item that
-    has each), omitted and hand-changed counts, read in one query."""
-    with connection.cursor() as cursor:
-        cursor.execute(_FLAGGED_SQL, [job.pk])
-        rows = cursor.fetchall()
-    flagged, reasons, omitted, changed, flags = [], {}, 0, 0, 0
-    for index, codes, is_omitted, has_provenance in rows:
-        if is_omitted:
-            omitted += 1
-            continue
-        changed += bool(has_provenance)
-        if codes:
-            flagged.append(index)
-            flags += len(codes)
-            for code in codes:
-                reason = reasons.setdefault(code, FlagReason(code or "?", 0, index))
-                reason.count += 1
-    return {"flagged": flagged, "reasons": sorted(reasons.values(), key=lambda r: -r.count),
-            "flag_count": flags, "omitted": omitted, "changed_by_hand": changed}
+def review_flag_summary(*, snapshot: ReviewSnapshot) -> dict:
+    """The snapshot's summary, reasons as objects the templates read."""
+    summary = dict(snapshot.summary)
+    summary["reasons"] = [FlagReason(**r) for r in summary.get("reasons") or []]
+    return summary
 
 
-def review_page(*, job: Job) -> ReviewPage:
+def review_page(*, job: Job, snapshot: ReviewSnapshot) -> ReviewPage:
     """What the detail page renders itself: the facts, the flag summary and
     the choices. The items and source rows are fetched by the grid in pages."""
-    output = job.output if isinstance(job.output, dict) else {}
-    summary = review_flag_summary(job=job)
+    summary = review_flag_summary(snapshot=snapshot)
+    total = snapshot.total
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {ITEM_COUNT_SQL} FROM {_JOB_TABLE} jobs_job WHERE id = %s", [job.pk])
-        total = cursor.fetchone()[0]
+        cursor.execute(f"SELECT jobs_job.output->'notes' FROM {_JOB_TABLE} jobs_job WHERE id = %s",
+                       [job.pk])
+        notes = cursor.fetchone()[0]
         cursor.execute(_SHEET_NAMES_SQL, [job.pk])
         names = _loaded(cursor.fetchone()[0]) or []
     revision = CatalogRevision.objects.filter(job_id=job.pk).select_related("supplier").first()
@@ -273,6 +281,6 @@ def review_page(*, job: Job) -> ReviewPage:
         currencies=currency_choices(), units=unit_choices(),
         decisions=list(ReviewDecision.objects.filter(job_id=job.pk).order_by("-pk")[:DECISIONS_SHOWN]),
         source=job_sources(jobs=[job])[job.pk],
-        notes=[str(n) for n in (output.get("notes") or [])][:NOTES_SHOWN],
+        notes=[str(n) for n in (_loaded(notes) if isinstance(_loaded(notes), list) else [])][:NOTES_SHOWN],
         revision=revision, history=job_history_sentence(job=job),
     )

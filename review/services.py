@@ -9,6 +9,7 @@ runs, or nothing is written and the reviewer is told what happened instead
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -17,7 +18,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from catalog.currencies import currency_error
@@ -33,12 +34,15 @@ from jobs.services import (
     job_reject,
     job_review_edit,
 )
-from review.models import ReviewDecision
+from review.models import ReviewChunk, ReviewDecision, ReviewSnapshot
 from review.selectors import (
     CHECKED_CODES,
     EDITABLE_FIELDS,
+    SNAPSHOT_CHUNK,
     job_history_sentence,
     review_job_get,
+    snapshot_item,
+    snapshot_summary,
 )
 
 MSG_STALE = "Nothing was changed: {history} That happened after you opened this page."
@@ -452,6 +456,45 @@ def _apply(*, user: AbstractBaseUser, job: Job, table: Table,
                        at=timezone.now().isoformat(timespec="seconds"))
 
 
+def _snapshot_store(*, job_id: uuid.UUID, version: int, items: list[dict]) -> ReviewSnapshot:
+    rows = [snapshot_item(n, item) for n, item in enumerate(items)]
+    try:
+        with transaction.atomic():
+            # Older versions' snapshots go; a newer one (a later save that won
+            # the race) stays, and this one is not stored.
+            ReviewSnapshot.objects.filter(job_id=job_id, version__lt=version).delete()
+            snapshot = ReviewSnapshot.objects.create(job_id=job_id, version=version, total=len(rows),
+                                                     summary=snapshot_summary(items))
+            ReviewChunk.objects.bulk_create(
+                (ReviewChunk(snapshot=snapshot, number=n // SNAPSHOT_CHUNK,
+                             items_json=json.dumps(rows[n:n + SNAPSHOT_CHUNK], separators=(",", ":")))
+                 for n in range(0, len(rows), SNAPSHOT_CHUNK)),
+                batch_size=20,
+            )
+    except IntegrityError:
+        return ReviewSnapshot.objects.get(job_id=job_id)
+    return snapshot
+
+
+def review_snapshot_current(*, job: Job) -> ReviewSnapshot:
+    """The grid's snapshot of the job's current version, built from the
+    staged output the first time that version is read."""
+    snapshot = ReviewSnapshot.objects.filter(job_id=job.pk, version=job.version).first()
+    if snapshot is not None:
+        return snapshot
+    # The items and their version are read in one statement, so they agree.
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT (output->'items')::text, version FROM {Job._meta.db_table} WHERE id = %s",
+                       [job.pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise Job.DoesNotExist(f"job {job.pk} does not exist")
+    items = json.loads(row[0]) if row[0] else []
+    items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+    version = row[1]
+    return _snapshot_store(job_id=job.pk, version=version, items=items)
+
+
 def review_save_edits(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int,
                       edits: ReviewEdits) -> int:
     """Store the reviewer's edits on the staged output (re-validated, so the
@@ -471,6 +514,8 @@ def review_save_edits(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_ver
                     version_seen=expected_version, changes=changes)
     except (VersionConflict, InvalidTransition, Job.DoesNotExist):
         raise _stale(job_id, expected_version) from None
+    # The grid's pages of the new version, from the items already in hand.
+    _snapshot_store(job_id=job_id, version=version, items=checked)
     return version
 
 

@@ -25,7 +25,12 @@ from review.selectors import (
     review_queue,
     user_is_reviewer_anywhere,
 )
-from review.services import ReasonRequired, ReviewStale, review_reject
+from review.services import (
+    ReasonRequired,
+    ReviewStale,
+    review_reject,
+    review_snapshot_current,
+)
 
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of a workspace review its extractions."
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."
@@ -52,6 +57,18 @@ def _version(request: HttpRequest) -> int | None:
         return None
 
 
+def index_ranges(indexes: list[int]) -> list[list[int]]:
+    """Sorted indexes as inclusive runs: [0..49999] all flagged is one pair,
+    so the page of a huge sheet stays small."""
+    runs: list[list[int]] = []
+    for index in indexes:
+        if runs and runs[-1][1] == index - 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return runs
+
+
 def _back(job_id: uuid.UUID) -> HttpResponse:
     return redirect(reverse("review:detail", args=[job_id]))
 
@@ -72,7 +89,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     job = _job_or_deny(request, job_id)
-    page = review_page(job=job)
+    page = review_page(job=job, snapshot=review_snapshot_current(job=job))
     return render(request, "review/detail.html", {
         "page": page,
         "job": job,
@@ -80,7 +97,7 @@ def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
         "fields": [(name, FIELD_LABELS[name]) for name in EDITABLE_FIELDS],
         "grid_config": {
             "job": str(job.pk), "version": job.version, "total": page.total,
-            "flagged": page.flagged, "editable": job.state == State.AWAITING_REVIEW,
+            "flagged": index_ranges(page.flagged), "editable": job.state == State.AWAITING_REVIEW,
             "fields": list(EDITABLE_FIELDS), "labels": FIELD_LABELS,
             "checked": sorted(CHECKED_CODES),
             "urls": {"items": reverse("review:items", args=[job.pk]),

@@ -5,6 +5,7 @@ from django import template
 
 from accounts.models import Membership
 from review.selectors import review_flag_summary, user_is_reviewer_anywhere
+from review.services import review_snapshot_current
 
 register = template.Library()
 
@@ -24,4 +25,4 @@ def can_review_job(user, job) -> bool:
 @register.simple_tag
 def flag_reasons(job):
     """Flag counts per reason, each with the first item that has it."""
-    return review_flag_summary(job=job)["reasons"]
+    return review_flag_summary(snapshot=review_snapshot_current(job=job))["reasons"]

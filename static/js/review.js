@@ -448,15 +448,20 @@
     say((omit ? "Omitted " : "Restored ") + rows.length + " item" + (rows.length === 1 ? "" : "s") + ".");
   }
 
+  // Flagged items come as inclusive runs [first, last], in order.
   function nextFlagged(step) {
     if (!flagged.length) { say("No item is flagged."); return; }
-    var target = null;
+    var row = active.row, target = null, i;
     if (step > 0) {
-      for (var i = 0; i < flagged.length; i++) { if (flagged[i] > active.row) { target = flagged[i]; break; } }
-      if (target === null) { target = flagged[0]; }
+      for (i = 0; i < flagged.length; i++) {
+        if (flagged[i][1] > row) { target = Math.max(flagged[i][0], row + 1); break; }
+      }
+      if (target === null) { target = flagged[0][0]; }
     } else {
-      for (var j = flagged.length - 1; j >= 0; j--) { if (flagged[j] < active.row) { target = flagged[j]; break; } }
-      if (target === null) { target = flagged[flagged.length - 1]; }
+      for (i = flagged.length - 1; i >= 0; i--) {
+        if (flagged[i][0] < row) { target = Math.min(flagged[i][1], row - 1); break; }
+      }
+      if (target === null) { target = flagged[flagged.length - 1][1]; }
     }
     goToFlaggedCell(target);
   }
@@ -724,8 +729,8 @@
   if (wanted > 0 || (wanted === 0 && window.location.search.indexOf("item=") !== -1)) {
     goToFlaggedCell(Math.min(wanted, config.total - 1));
   } else if (flagged.length) {
-    active = { row: flagged[0], col: 1 };
-    viewport.scrollTop = Math.max(0, flagged[0] * ROW_HEIGHT - viewport.clientHeight / 2);
+    active = { row: flagged[0][0], col: 1 };
+    viewport.scrollTop = Math.max(0, flagged[0][0] * ROW_HEIGHT - viewport.clientHeight / 2);
     render();
   }
   fetchPage(Math.floor(active.row / PAGE));

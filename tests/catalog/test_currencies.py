@@ -33,3 +33,4 @@ def test_validation_flags_an_extracted_code_that_is_not_active():
     flags = validate_items([item], table)[0]["flags"]
     assert [(f["code"], f["field"]) for f in flags] == [("missing_currency", "currency")]
     assert "'EUT' is not an active ISO 4217 code" in flags[0]["message"]
+
