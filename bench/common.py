@@ -297,7 +297,7 @@ class Drain:
 
 
 def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, concurrency: int = 1,
-                       prefetch: int = 1, expected: int, timeout: float = 300.0,
+                       prefetch: int | None = None, expected: int, timeout: float = 300.0,
                        prefix: list[str] | None = None, **env: object) -> Drain:
     """Start `processes` x `runworker --burst --concurrency N` and time the drain.
 
@@ -315,7 +315,8 @@ def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, c
     started: list[subprocess.Popen] = []
     try:
         for i in range(processes):
-            args = ["--burst", "--concurrency", str(concurrency), "--prefetch", str(prefetch)]
+            args = ["--burst", "--concurrency", str(concurrency),
+                    *(["--prefetch", str(prefetch)] if prefetch is not None else [])]
             started.append(procs.start(db, "runworker", "--worker-id", f"w{i}", *args,
                                        name=f"p{processes}c{concurrency}f{prefetch}-w{i}",
                                        prefix=prefix, **env))

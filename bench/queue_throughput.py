@@ -134,7 +134,7 @@ def run_pgbench(db: common.BenchDatabase, *, clients: int, jobs: int, mode: str)
 
 
 def run_workers(db: common.BenchDatabase, procs: common.Processes, *, processes: int,
-                concurrency: int, prefetch: int, jobs: int) -> common.Drain:
+                concurrency: int, prefetch: int | None, jobs: int) -> common.Drain:
     fill(db, jobs)
     return common.drain_with_workers(db, procs, processes=processes, concurrency=concurrency,
                                      prefetch=prefetch, expected=jobs, timeout=600)
@@ -301,9 +301,10 @@ def main() -> None:
     args = parser.parse_args()
     jobs = args.jobs or (2000 if args.quick else 10000)
     jobs -= jobs % 8  # pgbench's clients each drain an equal share
-    # (processes, --concurrency, --prefetch)
-    configs = [(1, 1, 1), (2, 1, 1), (8, 1, 1), (8, 1, 10)] if args.quick else \
-        [(1, 1, 1), (2, 1, 1), (4, 1, 1), (8, 1, 1), (1, 2, 1), (1, 4, 1), (2, 1, 10), (8, 1, 10)]
+    # (processes, --concurrency, --prefetch); None: the flag not given (the default claim)
+    configs = [(1, 1, None), (2, 1, None), (8, 1, None), (8, 1, 1), (8, 1, 10)] if args.quick else \
+        [(1, 1, None), (2, 1, None), (4, 1, None), (8, 1, None), (1, 2, None), (1, 4, None),
+         (8, 1, 1), (2, 1, 10), (8, 1, 10)]
 
     db = common.fresh_database(DATABASE)
     procs = common.Processes("queue")
@@ -335,7 +336,7 @@ def main() -> None:
     for processes, concurrency, prefetch in configs:
         label = f"{processes} process{'es' if processes > 1 else ''}" + \
             (f", --concurrency {concurrency}" if concurrency > 1 else "") + \
-            (f", --prefetch {prefetch}" if prefetch > 1 else "")
+            (f", --prefetch {prefetch}" if prefetch is not None else "")
         say(f"runworker: {label} ...")
         drains.append((label, run_workers(db, procs, processes=processes, concurrency=concurrency,
                                           prefetch=prefetch, jobs=jobs)))
@@ -394,7 +395,7 @@ def main() -> None:
         for label, drain in drains:
             say(f"  {label}: {drain.jobs_per_second / best:.2f}x the best peer")
     say("")
-    for label in ("8 processes", "8 processes, --prefetch 10"):
+    for label in ("8 processes", "8 processes, --prefetch 1", "8 processes, --prefetch 10"):
         eight = dict(drains).get(label)
         if eight is not None:
             ratio = eight.jobs_per_second / limit

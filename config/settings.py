@@ -134,6 +134,12 @@ JOB_BACKOFF_MAX_SECONDS = env.float("JOB_BACKOFF_MAX_SECONDS", default=300.0)
 # Idle workers wake on LISTEN/NOTIFY and poll at this interval as a fallback.
 JOB_POLL_INTERVAL_SECONDS = env.float("JOB_POLL_INTERVAL_SECONDS", default=2.0)
 JOB_NOTIFY = env.bool("JOB_NOTIFY", default=True)
+# A worker started without --prefetch claims several jobs per statement, but
+# only of kinds whose recent run time in that worker is below the threshold,
+# and only when the oldest claimable job is of such a kind: a long job is
+# never held behind prefetched ones.
+JOB_PREFETCH_MAX = env.int("JOB_PREFETCH_MAX", default=10)
+JOB_PREFETCH_SHORT_SECONDS = env.float("JOB_PREFETCH_SHORT_SECONDS", default=0.05)
 # Session limits of worker, relay and recovery connections (0: off). Far
 # above any normal statement of theirs (milliseconds; a large checkpoint
 # write takes seconds): they stop a runaway statement or a wait behind a

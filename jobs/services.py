@@ -467,6 +467,67 @@ def job_accept_output(
     return state
 
 
+# Several accepts with nothing to publish, as one statement: each row is
+# guarded by its own fence exactly as in _ACCEPT_SQL; the rows whose fence
+# no longer holds are simply not returned.
+_ACCEPT_MANY_SQL = """
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::integer[], %(tokens)s::uuid[],
+                         %(reviews)s::boolean[], %(outputs)s::jsonb[])
+        AS i(id, attempt, token, review, output)
+),
+accepted AS (
+    UPDATE jobs_job AS j
+    SET state = CASE WHEN i.review OR j.review_required THEN 'awaiting_review' ELSE 'completed' END,
+        review_required = i.review OR j.review_required,
+        finished_at = CASE WHEN i.review OR j.review_required THEN NULL ELSE clock_timestamp() END,
+        output = i.output, lease_token = NULL, lease_until = NULL, reason = '',
+        running_seconds = j.running_seconds
+            + EXTRACT(EPOCH FROM (clock_timestamp() - j.state_changed_at))::double precision,
+        state_changed_at = clock_timestamp(), updated_at = clock_timestamp(), version = j.version + 1
+    FROM input AS i
+    WHERE j.id = i.id AND j.state = 'running' AND j.attempt = i.attempt AND j.lease_token = i.token
+      AND j.lease_until > clock_timestamp()
+    RETURNING j.id, j.state, j.attempt, j.workspace_id, j.kind
+),
+closed AS (
+    UPDATE jobs_attempt AS a SET outcome = 'succeeded', finished_at = clock_timestamp()
+    FROM accepted WHERE a.job_id = accepted.id AND a.number = accepted.attempt
+),
+event AS (
+    INSERT INTO jobs_outboxmessage (id, workspace_id, topic, payload, created_at, available_at,
+                                    attempts, last_error)
+    SELECT gen_random_uuid(), workspace_id, 'job.' || state,
+           jsonb_build_object('job_id', id::text, 'kind', kind, 'state', state,
+                              'attempt', attempt, 'result', NULL),
+           clock_timestamp(), clock_timestamp(), 0, ''
+    FROM accepted
+)
+SELECT id, state FROM accepted
+"""
+
+
+def jobs_accept_outputs(*, accepts: list[tuple[Claim, Any, bool]]) -> dict[uuid.UUID, str]:
+    """Accept several claims' outputs (nothing to publish) in one statement,
+    each guarded by its own fence as `job_accept_output` guards one.
+
+    ``accepts`` holds (claim, output, needs_review). Returns the new state of
+    every job whose fence held; a claim missing from the answer has lost its
+    publication rights, exactly as a LeaseLost from `job_accept_output`."""
+    if not accepts:
+        return {}
+    params = {
+        "ids": [claim.job_id for claim, _, _ in accepts],
+        "attempts": [claim.attempt for claim, _, _ in accepts],
+        "tokens": [claim.token for claim, _, _ in accepts],
+        "reviews": [review for _, _, review in accepts],
+        "outputs": [Jsonb(output) for _, output, _ in accepts],
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_ACCEPT_MANY_SQL, params)
+        return {job_id: state for job_id, state in cursor.fetchall()}
+
+
 def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:
     """Keep a stale worker's result as its attempt's diagnostic, nothing more.
 

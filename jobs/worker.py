@@ -20,6 +20,7 @@ import secrets
 import signal
 import socket
 import threading
+import time
 import traceback
 from collections import deque
 from typing import Any
@@ -43,6 +44,7 @@ from jobs.services import (
     job_heartbeat,
     job_load_checkpoint,
     job_release,
+    jobs_accept_outputs,
     jobs_claim_batch,
     jobs_expire_leases,
 )
@@ -50,6 +52,30 @@ from jobs.services import (
 log = logging.getLogger("jobs.worker")
 
 MSG_INTERNAL_ERROR = "internal error, reference {reference}"
+
+
+class RunTimes:
+    """Recent run time per job kind in this worker (an exponential moving
+    average), to tell the kinds worth prefetching. A kind not run yet counts
+    as long."""
+
+    WEIGHT = 0.2  # of the newest run
+
+    def __init__(self, short_seconds: float):
+        self.short_seconds = short_seconds
+        self._mean: dict[str, float] = {}
+
+    def observe(self, kind: str, seconds: float) -> None:
+        previous = self._mean.get(kind)
+        self._mean[kind] = seconds if previous is None else \
+            previous + self.WEIGHT * (seconds - previous)
+
+    def is_short(self, kind: str) -> bool:
+        mean = self._mean.get(kind)
+        return mean is not None and mean < self.short_seconds
+
+    def short_kinds(self, known: set[str]) -> set[str]:
+        return {kind for kind in known if self.is_short(kind)}
 
 
 class WorkerStopping(Exception):
@@ -70,6 +96,9 @@ class JobContext:
         self._worker = worker
         self._lost = threading.Event()
         self.finished = False
+        # Claimed with other short jobs: an accept with nothing to publish
+        # joins the group's one accept statement, run when the group ends.
+        self.grouped = False
 
     @property
     def job_id(self):
@@ -127,8 +156,15 @@ class JobContext:
 
     def accept(self, output: Any, *, needs_review: bool = False, publish: Publish | None = None) -> str:
         """Accept output (and publish it in the same transaction). On a lost
-        fence the result is kept only as this attempt's stale diagnostic."""
+        fence the result is kept only as this attempt's stale diagnostic.
+
+        In a group of short jobs, output with nothing to publish is accepted
+        with the group's other outputs once the group is done, each under
+        its own fence; the state returned is then the one asked for."""
         self.finished = True
+        if self.grouped and publish is None:
+            self._worker.defer_accept(self, output, needs_review)
+            return "awaiting_review" if needs_review else "completed"
         try:
             return job_accept_output(
                 claim=self.claim, output=output, needs_review=needs_review, publish=publish
@@ -229,14 +265,17 @@ class Listener(threading.Thread):
 
 class Worker:
     def __init__(self, *, worker_id: str | None = None, concurrency: int = 1,
-                 burst: bool = False, relay: bool = False, prefetch: int = 1):
+                 burst: bool = False, relay: bool = False, prefetch: int | None = None):
         self.worker_id = worker_id or default_worker_id()
         self.concurrency = concurrency
         self.burst = burst
         self.relay = relay
         # Claims taken per statement. Each keeps its own token, attempt and
-        # lease (renewed while it waits here); more than 1 suits short jobs.
+        # lease (renewed while it waits here). None: decided per claim, see
+        # _claim(); a number: always that many (1 never prefetches).
         self.prefetch = prefetch
+        self.run_times = RunTimes(settings.JOB_PREFETCH_SHORT_SECONDS)
+        self._local = threading.local()  # each loop's accepts waiting for their group
         # _stop ends claiming (the first signal); _shutdown ends the helper
         # threads once no job is in hand any more.
         self._stop = threading.Event()
@@ -268,18 +307,67 @@ class Worker:
 
     def _run_one(self, claimed: deque[JobContext]) -> bool:
         if not claimed and not self.stopping:
-            for claim in jobs_claim_batch(worker_id=self.worker_id, limit=self.prefetch,
-                                          kinds=self.kinds):
+            claims = self._claim()
+            for claim in claims:
                 ctx = JobContext(claim, self)
+                ctx.grouped = len(claims) > 1
                 self._keeper.track(ctx)  # its lease is renewed while it waits
                 claimed.append(ctx)
         if not claimed:
             return False
         self.execute(claimed.popleft())
+        if not claimed:
+            self.flush_accepts()
         return True
 
+    def _pending(self) -> list[tuple[JobContext, Any, bool]]:
+        if not hasattr(self._local, "pending"):
+            self._local.pending = []
+        return self._local.pending
+
+    def defer_accept(self, ctx: JobContext, output: Any, needs_review: bool) -> None:
+        self._pending().append((ctx, output, needs_review))
+
+    def flush_accepts(self) -> None:
+        """Accept the finished jobs of this loop's group in one statement."""
+        pending = self._pending()
+        if not pending:
+            return
+        group = list(pending)
+        pending.clear()
+        try:
+            states = jobs_accept_outputs(accepts=[(ctx.claim, out, review) for ctx, out, review in group])
+        except DatabaseError:
+            # Nothing was accepted: the leases expire and recovery hands the
+            # jobs to new attempts.
+            log.exception("could not accept %d finished jobs", len(group))
+            connection.close()
+            return
+        for ctx, output, _ in group:
+            if ctx.job_id not in states:
+                log.warning("job %s attempt %s: lease lost, result discarded", ctx.job_id, ctx.attempt)
+                self._finish_quietly(attempt_record_stale, claim=ctx.claim,
+                                     diagnostic={"rejected": "accept", "output": output})
+
+    def _claim(self) -> list[Claim]:
+        if self.prefetch is not None:
+            return jobs_claim_batch(worker_id=self.worker_id, limit=self.prefetch, kinds=self.kinds)
+        # The oldest claimable job first, of any kind.
+        first = jobs_claim_batch(worker_id=self.worker_id, limit=1, kinds=self.kinds)
+        more = settings.JOB_PREFETCH_MAX - 1
+        if not first or more < 1 or not self.run_times.is_short(first[0].kind):
+            return first
+        # It is of a kind this worker runs in milliseconds: take the next
+        # ones of such kinds too, so they cost one claim statement together.
+        # A long job is never among them, so none waits in this worker
+        # while another worker is free.
+        short = self.run_times.short_kinds(set(self.kinds))
+        return first + jobs_claim_batch(worker_id=self.worker_id, limit=more, kinds=short)
+
     def release_claimed(self, claimed: deque[JobContext]) -> None:
-        """Hand back prefetched claims that were never started."""
+        """Hand back prefetched claims that were never started (after
+        accepting the ones that were run)."""
+        self.flush_accepts()
         while claimed:
             ctx = claimed.popleft()
             self._finish_quietly(job_release, claim=ctx.claim)
@@ -289,6 +377,7 @@ class Worker:
         claim = ctx.claim
         log.info("job %s attempt %s (%s) claimed", claim.job_id, claim.attempt, claim.kind)
         handler = registry.get_handler(claim.kind)
+        started = time.perf_counter()
         try:
             ctx.check()  # a prefetched claim may wait while the worker stops
             if handler is None:
@@ -329,6 +418,7 @@ class Worker:
                                         "traceback": traceback.format_exc(limit=5)})
         finally:
             self._keeper.untrack(ctx)
+            self.run_times.observe(claim.kind, time.perf_counter() - started)
 
     def _finish_quietly(self, transition, *, claim: Claim, stale: dict | None = None, **kwargs) -> None:
         """Run a closing transition; a lost fence is recorded, not raised."""

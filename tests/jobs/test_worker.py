@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.db.models.functions import Now
 
-from jobs.models import Attempt, Job, State
-from jobs.services import job_admit, jobs_claim_batch
+from jobs.models import Attempt, Job, OutboxMessage, State
+from jobs.services import job_admit, job_cancel, jobs_claim_batch
 from jobs.worker import JobContext, Worker, WorkerStopping
 from tests.helpers import wait_for
 
@@ -167,3 +167,110 @@ def test_stopping_worker_releases_prefetched_jobs_it_never_started(workspace):
     assert states == [State.COMPLETED, State.RETRYING, State.RETRYING]
     assert sorted(Attempt.objects.values_list("outcome", flat=True)) == [
         "released", "released", "succeeded"]
+
+
+def _running_for(worker_id):
+    return set(Job.objects.filter(state=State.RUNNING, worker_id=worker_id).values_list("pk", flat=True))
+
+
+def test_default_claim_takes_one_job_of_a_kind_it_has_not_run(workspace):
+    for _ in range(3):
+        admit(workspace, "noop")
+    worker = Worker(worker_id="w")
+    assert worker.run_one() is True
+    assert sorted(Job.objects.values_list("state", flat=True)) == [
+        State.COMPLETED, State.QUEUED, State.QUEUED]
+
+
+def test_default_claim_prefetches_a_kind_this_worker_runs_fast(workspace, settings):
+    settings.JOB_PREFETCH_MAX = 4
+    worker = Worker(worker_id="w")
+    admit(workspace, "noop")
+    assert worker.run_one() is True  # learns that noop takes milliseconds
+    later = [admit(workspace, "noop") for _ in range(6)]
+    assert worker.run_one() is True  # claims four, runs the first
+    assert Job.objects.filter(pk__in=[j.pk for j in later], worker_id="w").count() == 4
+    assert Job.objects.filter(pk__in=[j.pk for j in later], state=State.QUEUED).count() == 2
+    while worker.run_one():
+        pass
+    assert Job.objects.filter(state=State.COMPLETED).count() == 7
+    assert set(Attempt.objects.values_list("number", "outcome")) == {(1, "succeeded")}
+
+
+def test_a_long_job_is_never_prefetched(workspace, settings):
+    """A busy worker never holds a long job: a free worker can take it at once."""
+    settings.JOB_PREFETCH_MAX = 10
+    worker = Worker(worker_id="busy")
+    admit(workspace, "noop")
+    worker.run_one()  # noop is short for this worker; sleep was never run: long
+    first = admit(workspace, "noop")
+    long_job = admit(workspace, "sleep", {"seconds": 0})
+    rest = [admit(workspace, "noop") for _ in range(3)]
+    worker.run_one()  # runs the first noop, holds the other three
+    assert _running_for("busy") == {first.pk, *(j.pk for j in rest)}
+    long_job.refresh_from_db()
+    assert long_job.state == State.QUEUED
+    other = Worker(worker_id="free", prefetch=1)
+    assert other.run_one() is True
+    long_job.refresh_from_db()
+    assert (long_job.state, long_job.worker_id) == (State.COMPLETED, "free")
+
+
+def test_the_oldest_job_is_claimed_first_even_when_it_is_long(workspace, settings):
+    worker = Worker(worker_id="w")
+    admit(workspace, "noop")
+    worker.run_one()
+    long_job = admit(workspace, "sleep", {"seconds": 0})
+    for _ in range(3):
+        admit(workspace, "noop")
+    assert worker.run_one() is True
+    long_job.refresh_from_db()
+    assert long_job.state == State.COMPLETED
+    assert Job.objects.filter(state=State.QUEUED).count() == 3  # nothing prefetched with it
+
+
+def test_run_times_mark_only_fast_kinds_short():
+    from jobs.worker import RunTimes
+
+    times = RunTimes(short_seconds=0.05)
+    times.observe("noop", 0.001)
+    times.observe("parse", 2.0)
+    assert times.short_kinds({"noop", "parse", "never-run"}) == {"noop"}
+    for _ in range(20):
+        times.observe("noop", 1.0)  # it became slow: no longer prefetched
+    assert not times.is_short("noop")
+
+
+def test_a_group_of_short_jobs_is_accepted_in_one_statement(workspace, settings,
+                                                            django_assert_num_queries):
+    settings.JOB_PREFETCH_MAX = 5
+    worker = Worker(worker_id="w")
+    admit(workspace, "noop")
+    worker.run_one()
+    for _ in range(5):
+        admit(workspace, "noop")
+    for _ in range(4):
+        worker.run_one()
+    assert Job.objects.filter(state=State.COMPLETED).count() == 1  # four run, none accepted yet
+    with django_assert_num_queries(1):
+        worker.run_one()  # the fifth, then the group's one accept
+    assert Job.objects.filter(state=State.COMPLETED).count() == 6
+    assert set(Attempt.objects.values_list("outcome", flat=True)) == {"succeeded"}
+    topics = list(OutboxMessage.objects.filter(topic="job.completed").values_list("payload", flat=True))
+    assert len(topics) == 6 and {p["state"] for p in topics} == {"completed"}
+
+
+def test_a_group_member_that_lost_its_lease_is_not_accepted(workspace, settings):
+    settings.JOB_PREFETCH_MAX = 3
+    worker = Worker(worker_id="w")
+    admit(workspace, "noop")
+    worker.run_one()
+    jobs = [admit(workspace, "noop") for _ in range(3)]
+    worker.run_one()  # claims three, runs the first
+    job_cancel(job_id=jobs[0].pk)  # its fence goes while its output waits
+    while worker.run_one():
+        pass
+    states = dict(Job.objects.filter(pk__in=[j.pk for j in jobs]).values_list("pk", "state"))
+    assert states == {jobs[0].pk: State.CANCELLED, jobs[1].pk: State.COMPLETED,
+                      jobs[2].pk: State.COMPLETED}
+    assert Attempt.objects.get(job_id=jobs[0].pk).outcome == "cancelled"

@@ -16,13 +16,15 @@ class Command(BaseCommand):
                             help="exit once nothing is claimable")
         parser.add_argument("--worker-id", default=None,
                             help="name recorded on attempts (default host:pid)")
-        parser.add_argument("--prefetch", type=positive_int, default=1,
-                            help="jobs claimed per statement by each loop (short jobs)")
+        parser.add_argument("--prefetch", type=positive_int, default=None,
+                            help="jobs claimed per statement by each loop, always (1: never "
+                                 "prefetch); default: up to JOB_PREFETCH_MAX of kinds this "
+                                 "worker runs in under JOB_PREFETCH_SHORT_SECONDS")
         parser.add_argument("--relay", action="store_true",
                             help="also deliver outbox messages in this process")
 
     def handle(self, *args, concurrency: int, burst: bool, worker_id: str | None,
-               relay: bool, prefetch: int, **options) -> None:
+               relay: bool, prefetch: int | None, **options) -> None:
         use_job_session_limits()
         Worker(worker_id=worker_id, concurrency=concurrency, burst=burst, relay=relay,
                prefetch=prefetch).run()
