@@ -117,28 +117,8 @@ def run_clients(label: str, clients: int, total: int, one_request) -> Result:
     return Result(label, clients, latencies, time.perf_counter() - started, errors)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=400, help="admissions per run [400]")
-    parser.add_argument("--reads", type=int, default=1000, help="status reads per run [1000]")
-    args = parser.parse_args()
-
-    say(f"fresh database {DATABASE} ...")
-    db = common.fresh_database(DATABASE)
-    media = Path(tempfile.mkdtemp(prefix="bench-admission-media-"))
-    env = db.env(MEDIA_ROOT=media, LOG_LEVEL="WARNING", CONN_MAX_AGE=60)
-
-    common.setup_django(db, MEDIA_ROOT=media)
-    from django.db import connections
-
-    from accounts.models import Membership, Workspace
-    from accounts.services import apitoken_create, membership_add
-    from catalog.services import pricesheet_admit
-
-    workspace = Workspace.objects.get(pk=db.workspace_id)
-    user = membership_add(workspace=workspace, username="bench", role=Membership.Role.MEMBER).user
-    _, token = apitoken_create(user=user, name="bench")
-
+def start_gunicorn(env: dict) -> tuple[int, object]:
+    """gunicorn (2 workers x 4 threads) on a free local port, answering; and how to stop it."""
     port = common.free_port()
     gunicorn = subprocess.Popen(
         [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
@@ -166,6 +146,32 @@ def main() -> None:
             return False
 
     common.wait_for(answers, timeout=60, interval=0.1, message="gunicorn to answer")
+    return port, stop_gunicorn
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=400, help="admissions per run [400]")
+    parser.add_argument("--reads", type=int, default=1000, help="status reads per run [1000]")
+    args = parser.parse_args()
+
+    say(f"fresh database {DATABASE} ...")
+    db = common.fresh_database(DATABASE)
+    media = Path(tempfile.mkdtemp(prefix="bench-admission-media-"))
+    env = db.env(MEDIA_ROOT=media, LOG_LEVEL="WARNING", CONN_MAX_AGE=60)
+
+    common.setup_django(db, MEDIA_ROOT=media)
+    from django.db import connections
+
+    from accounts.models import Membership, Workspace
+    from accounts.services import apitoken_create, membership_add
+    from catalog.services import pricesheet_admit
+
+    workspace = Workspace.objects.get(pk=db.workspace_id)
+    user = membership_add(workspace=workspace, username="bench", role=Membership.Role.MEMBER).user
+    _, token = apitoken_create(user=user, name="bench")
+
+    port, stop_gunicorn = start_gunicorn(env)
     say(f"gunicorn on 127.0.0.1:{port} (2 workers x 4 threads); media in {media}")
 
     auth = {"Authorization": f"Bearer {token}"}

@@ -464,6 +464,36 @@ def _pg_ctl() -> str:
 # --- the run and the checks --------------------------------------------------------------
 
 
+# Each promise as a query counting the rows that break it, and how to say so.
+PROMISES = [
+    ("SELECT count(*) FROM jobs_job WHERE state IN ('queued','running','retrying')",
+     "{} job(s) still queued, running or retrying after quiescence"),
+    ("SELECT count(*) FROM jobs_job WHERE state = 'running' AND lease_until < clock_timestamp()",
+     "{} job(s) running with an expired lease"),
+    ("SELECT count(*) FROM (SELECT job_id FROM catalog_catalogrevision GROUP BY job_id "
+     "HAVING count(*) > 1) AS doubled",
+     "{} job(s) with more than one catalog revision"),
+    ("SELECT count(*) FROM jobs_job j LEFT JOIN catalog_catalogrevision r ON r.job_id = j.id "
+     "WHERE j.kind = 'parse_sheet' AND j.state = 'completed' AND r.id IS NULL",
+     "{} completed parse(s) without a revision"),
+    ("SELECT count(*) FROM catalog_catalogitem i JOIN catalog_catalogrevision r ON r.id = i.revision_id "
+     "JOIN jobs_job j ON j.id = r.job_id WHERE j.state <> 'completed'",
+     "{} catalog item(s) of jobs that are not completed"),
+    ("SELECT count(*) FROM catalog_catalogrevision r JOIN jobs_job j ON j.id = r.job_id "
+     "LEFT JOIN jobs_attempt a ON a.job_id = j.id AND a.number = r.attempt "
+     "WHERE r.attempt <> j.attempt OR a.outcome IS DISTINCT FROM 'succeeded'",
+     "{} revision(s) not from the attempt that held the fence"),
+    ("SELECT count(*) FROM jobs_job j JOIN catalog_catalogrevision r ON r.job_id = j.id "
+     "WHERE j.state = 'cancelled'",
+     "{} job(s) both cancelled and published"),
+    ("SELECT count(*) FROM jobs_job WHERE attempt > max_attempts",
+     "{} job(s) with more attempts than max_attempts"),
+    ("SELECT count(*) FROM (SELECT 1 FROM jobs_job WHERE idempotency_key IS NOT NULL "
+     "GROUP BY workspace_id, idempotency_key HAVING count(*) > 1) AS shared",
+     "{} idempotency key(s) mapping to two jobs"),
+]
+
+
 def check(report: Report, answers: dict[str, set[str]], receiver: Receiver) -> None:
     """The promises, by SQL."""
     from django.db import connection
@@ -476,54 +506,33 @@ def check(report: Report, answers: dict[str, set[str]], receiver: Receiver) -> N
     v = report.violations
     report.states = dict(rows("SELECT state, count(*) FROM jobs_job GROUP BY state"))
     report.jobs = sum(report.states.values())
-    unfinished = rows("SELECT count(*) FROM jobs_job WHERE state IN ('queued','running','retrying')")[0][0]
-    if unfinished:
-        v.append(f"{unfinished} job(s) still queued, running or retrying after quiescence")
-    expired = rows("SELECT count(*) FROM jobs_job WHERE state = 'running' "
-                   "AND lease_until < clock_timestamp()")[0][0]
-    if expired:
-        v.append(f"{expired} job(s) running with an expired lease")
-    doubled = rows("SELECT job_id FROM catalog_catalogrevision GROUP BY job_id HAVING count(*) > 1")
-    if doubled:
-        v.append(f"{len(doubled)} job(s) with more than one catalog revision")
-    missing = rows("SELECT j.id FROM jobs_job j LEFT JOIN catalog_catalogrevision r ON r.job_id = j.id "
-                   "WHERE j.kind = 'parse_sheet' AND j.state = 'completed' AND r.id IS NULL")
-    if missing:
-        v.append(f"{len(missing)} completed parse(s) without a revision")
-    orphans = rows("SELECT count(*) FROM catalog_catalogitem i "
-                   "JOIN catalog_catalogrevision r ON r.id = i.revision_id "
-                   "JOIN jobs_job j ON j.id = r.job_id WHERE j.state <> 'completed'")[0][0]
-    if orphans:
-        v.append(f"{orphans} catalog item(s) of jobs that are not completed")
-    unfenced = rows("SELECT r.id FROM catalog_catalogrevision r JOIN jobs_job j ON j.id = r.job_id "
-                    "LEFT JOIN jobs_attempt a ON a.job_id = j.id AND a.number = r.attempt "
-                    "WHERE r.attempt <> j.attempt OR a.outcome IS DISTINCT FROM 'succeeded'")
-    if unfenced:
-        v.append(f"{len(unfenced)} revision(s) not from the attempt that held the fence")
-    both = rows("SELECT count(*) FROM jobs_job j JOIN catalog_catalogrevision r ON r.job_id = j.id "
-                "WHERE j.state = 'cancelled'")[0][0]
-    if both:
-        v.append(f"{both} job(s) both cancelled and published")
-    over = rows("SELECT count(*) FROM jobs_job WHERE attempt > max_attempts")[0][0]
-    if over:
-        v.append(f"{over} job(s) with more attempts than max_attempts")
+    for sql, message in PROMISES:
+        broken = rows(sql)[0][0]
+        if broken:
+            v.append(message.format(broken))
     report.stale_rejected = rows("SELECT count(*) FROM jobs_attempt WHERE outcome = 'stale'")[0][0]
     if report.stale_rejected == 0:
         v.append("no stale completion was rejected: the faults did not hit a job in flight")
-    keys = rows("SELECT workspace_id, idempotency_key FROM jobs_job WHERE idempotency_key IS NOT NULL "
-                "GROUP BY 1, 2 HAVING count(*) > 1")
-    if keys:
-        v.append(f"{len(keys)} idempotency key(s) mapping to two jobs")
-    answered = {job_id for ids in answers.values() for job_id in ids}
+    _check_answers(v, answers, rows)
+    _check_outbox(report, receiver, rows)
+
+
+def _check_answers(v: list[str], answers: dict[str, set[str]], rows) -> None:
+    """Every idempotency key answered with one job, and every answered job exists."""
     for key, ids in answers.items():
         if len(ids) != 1:
             v.append(f"key {key} answered with {len(ids)} different jobs")
+    answered = {job_id for ids in answers.values() for job_id in ids}
     if answered:
         existing = {str(r[0]) for r in rows("SELECT id FROM jobs_job WHERE id = ANY(%s::uuid[])",
                                             [list(answered)])}
         lost = answered - existing
         if lost:
             v.append(f"{len(lost)} job(s) answered 202 but not in the database")
+
+
+def _check_outbox(report: Report, receiver: Receiver, rows) -> None:
+    v = report.violations
     report.outbox = dict(rows(
         "SELECT CASE WHEN delivered_at IS NOT NULL THEN 'delivered' WHEN failed_at IS NOT NULL "
         "THEN 'failed' ELSE 'pending' END, count(*) FROM jobs_outboxmessage GROUP BY 1"))
