@@ -18,7 +18,8 @@ from django.views.decorators.csrf import csrf_exempt
 from accounts.auth import authenticate
 from accounts.models import Workspace
 from catalog.selectors import job_items, sheet_job_status
-from catalog.services import UploadTooLarge, pricesheet_admit
+from catalog.services import pricesheet_admit
+from catalog.storage import UploadTooLarge
 from jobs import api_schemas as schemas
 from jobs.http import allow, member_job, positive_int
 from jobs.models import Job, State

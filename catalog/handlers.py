@@ -9,7 +9,8 @@ stay here, where the attempt records them."""
 from django.conf import settings
 
 from catalog.models import PriceSheet
-from catalog.services import revision_publish, sheet_path
+from catalog.services import revision_publish
+from catalog.storage import sheet_read_bytes
 from jobs.errors import PermanentError, TransientError
 from jobs.registry import register
 
@@ -74,7 +75,8 @@ def parse_sheet(ctx) -> None:
     result = None
     if saved is None or builtin:
         # A retry reuses the checkpointed table and never reads the file again.
-        data = sheet_path(sheet).read_bytes() if saved is None else None
+        # From the sheets storage: a local folder, or an object store.
+        data = sheet_read_bytes(sheet.storage_path) if saved is None else None
         result = _in_child(ctx, data=data, filename=sheet.original_name, table=saved, extract=builtin,
                            mapping=ctx.payload.get("mapping"))
         del data

@@ -23,7 +23,8 @@ from accounts.selectors import workspaces_of
 from catalog.api import clean_supplier_name, limit_upload, refuse_declared_oversize
 from catalog.models import Supplier
 from catalog.selectors import job_items, job_sheet, job_sheets, sheet_job_status
-from catalog.services import UploadTooLarge, pricesheet_admit
+from catalog.services import pricesheet_admit
+from catalog.storage import UploadTooLarge
 from jobs.models import Job, State
 from jobs.problems import Problem
 from jobs.selectors import (

@@ -3,16 +3,15 @@ and only inside the transaction whose guarded UPDATE proved ownership."""
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterable
 from decimal import Decimal
-from pathlib import Path
 
 from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.models import Workspace
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier
+from catalog.storage import sheet_file_store
 from catalog.units import unit_normalize
 from jobs.models import Job
 from jobs.services import job_admit, outbox_write
@@ -33,42 +32,19 @@ def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
     return supplier
 
 
-def sheet_path(sheet: PriceSheet) -> Path:
-    return Path(settings.MEDIA_ROOT) / sheet.storage_path
-
-
 def pricesheet_store(*, workspace: Workspace, chunks: Iterable[bytes], original_name: str,
                      content_type: str = "", supplier: Supplier | None = None,
                      uploaded_by=None, max_bytes: int | None = None) -> PriceSheet:
-    """Stream an upload to content-addressed storage and record it.
+    """Stream an upload into the sheets storage and record it.
 
-    The bytes go to a temporary file while their sha256 is computed, then
-    are renamed to `sheets/<sha256>`: the stored input never changes, so
-    every attempt of a job reads exactly what was uploaded."""
-    root = Path(settings.MEDIA_ROOT) / "sheets"
-    root.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    size = 0
-    with tempfile.NamedTemporaryFile(dir=root, delete=False) as tmp:
-        try:
-            for chunk in chunks:
-                size += len(chunk)
-                if max_bytes is not None and size > max_bytes:
-                    raise UploadTooLarge(max_bytes)
-                digest.update(chunk)
-                tmp.write(chunk)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    sha = digest.hexdigest()
-    relative = f"sheets/{sha}"
-    os.replace(tmp.name, root / sha)
+    The file is stored under the sha256 of its bytes (catalog.storage): the
+    stored input never changes, so every attempt of a job reads exactly what
+    was uploaded."""
+    stored = sheet_file_store(chunks, max_bytes=max_bytes)
     return PriceSheet.objects.create(
-        workspace=workspace, supplier=supplier, sha256=sha, size=size,
+        workspace=workspace, supplier=supplier, sha256=stored.sha256, size=stored.size,
         original_name=os.path.basename(original_name)[:255] or "upload",
-        content_type=content_type[:100], storage_path=relative, uploaded_by=uploaded_by,
+        content_type=content_type[:100], storage_path=stored.name, uploaded_by=uploaded_by,
     )
 
 
@@ -84,14 +60,14 @@ def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_
 
     The sheet row and the job commit together. When the key was used before,
     the transaction is rolled back: the job it names already has its sheet,
-    so a replay leaves no second row. The file itself is content-addressed
+    so a replay leaves no second row. The stored file is content-addressed
     and may already be shared by other sheets, so it stays.
     """
     supplier: Supplier | None = None
     if supplier_name:
         supplier = supplier_get_or_create(workspace=workspace, name=supplier_name)
-    # The file is written before the first statement of the transaction, so
-    # no transaction is open during the disk I/O.
+    # The file is stored before the first statement of the transaction, so
+    # no transaction is open while the bytes travel to the storage.
     with transaction.atomic():
         sheet: PriceSheet = pricesheet_store(
             workspace=workspace, chunks=chunks, original_name=original_name,
@@ -111,12 +87,6 @@ def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_
         if not created:
             transaction.set_rollback(True)
     return job, created
-
-
-class UploadTooLarge(Exception):
-    def __init__(self, limit: int):
-        super().__init__(f"the upload is larger than {limit} bytes")
-        self.limit = limit
 
 
 def revision_publish(*, job, approved_by=None) -> dict:

@@ -116,6 +116,34 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(BASE_DIR / "media")))
 
+# Uploaded sheets go through the `sheets` storage: a folder under MEDIA_ROOT
+# by default, or any S3-compatible object store (django-storages with boto3),
+# so that web and worker machines need no shared disk. Credentials come from
+# boto3's own chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, or a role).
+SHEETS_STORAGE = env.str("SHEETS_STORAGE", default="filesystem")
+if SHEETS_STORAGE == "filesystem":
+    # No `location`: the storage follows MEDIA_ROOT.
+    _sheets_storage = {"BACKEND": "catalog.storage.SyncedFileSystemStorage"}
+elif SHEETS_STORAGE == "s3":
+    _sheets_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env.str("SHEETS_S3_BUCKET"),
+            "endpoint_url": env.str("SHEETS_S3_ENDPOINT_URL", default="") or None,
+            "region_name": env.str("SHEETS_S3_REGION", default="") or None,
+            "location": env.str("SHEETS_S3_PREFIX", default=""),
+            "default_acl": None,  # the bucket's own policy: private
+            "file_overwrite": True,  # names are content hashes: same name, same bytes
+        },
+    }
+else:
+    raise ImproperlyConfigured("SHEETS_STORAGE must be 'filesystem' or 's3'")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "sheets": _sheets_storage,
+}
+
 # Uploads above this size are refused with 413 before they are buffered.
 UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=20 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

@@ -3,13 +3,14 @@ an internal error with a reference, its detail kept for staff; numbers out
 of range answer 400 or a form error, never 500."""
 
 import re
+from pathlib import Path
 
 import pytest
 from django.test import Client
 
 from catalog.models import CatalogItem, CatalogRevision
 from accounts.services import apitoken_create
-from catalog.services import sheet_path
+from catalog.storage import sheets_storage
 from catalog.validation import MAX_PACK_SIZE, MAX_PRICE, MAX_TEXT
 from jobs.models import Attempt, State
 from jobs.worker import Worker
@@ -79,7 +80,7 @@ def test_an_unexpected_failure_shows_members_a_reference_and_staff_the_detail(wo
     job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
     from catalog.models import PriceSheet
 
-    path = sheet_path(PriceSheet.objects.get(pk=job.payload["sheet_id"]))
+    path = Path(sheets_storage().path(PriceSheet.objects.get(pk=job.payload["sheet_id"]).storage_path))
     path.unlink()  # the stored file went missing: not the uploader's doing
     Worker(worker_id="w").run_one()
     job.refresh_from_db()

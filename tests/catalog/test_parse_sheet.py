@@ -13,7 +13,8 @@ from django.db import connection
 from django.db.models.functions import Now
 
 from catalog.models import CatalogItem, CatalogRevision, Supplier
-from catalog.services import pricesheet_store, sheet_path, supplier_get_or_create
+from catalog.services import pricesheet_store, supplier_get_or_create
+from catalog.storage import sheets_storage
 from jobs.models import Attempt, Job, State
 from jobs.services import job_accept_output, job_admit, job_claim_next
 from jobs.worker import Worker
@@ -194,7 +195,7 @@ def test_retry_reuses_the_table_checkpoint(workspace, provider):
     # The stored file is gone: only the checkpoint can feed attempt 2.
     from catalog.models import PriceSheet
 
-    sheet_path(PriceSheet.objects.get(pk=job.payload["sheet_id"])).unlink()
+    sheets_storage().delete(PriceSheet.objects.get(pk=job.payload["sheet_id"]).storage_path)
     make_due(job)
     run_until_idle()
     job.refresh_from_db()
