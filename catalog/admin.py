@@ -11,7 +11,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts.admin_mixins import ReadOnlyAdminMixin
-from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier
+from catalog.mapping import ROLES
+from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from catalog.selectors import job_sheet
 from jobs.admin import JobAdmin
 from jobs.models import Job
@@ -117,3 +118,37 @@ class SheetJobAdmin(JobAdmin):
 
 admin.site.unregister(Job)
 admin.site.register(Job, SheetJobAdmin)
+
+
+@admin.register(SupplierLayout)
+class SupplierLayoutAdmin(admin.ModelAdmin):
+    """Remembered column layouts: staff see them and delete the ones that
+    should no longer be used (the supplier's next sheet is then inferred);
+    they are written only by a reviewer's approval."""
+
+    list_display = ("supplier", "workspace", "sheet_names", "approved_by_name", "approved_at", "job")
+    list_filter = ("workspace",)
+    search_fields = ("supplier__name", "sheet_names", "approved_by_name")
+    readonly_fields = ("workspace", "supplier", "sheet_names", "mapping_text", "signature",
+                       "approved_by_name", "approved_at", "job")
+    fields = readonly_fields
+
+    @admin.display(description="mapping")
+    def mapping_text(self, obj: SupplierLayout) -> str:
+        lines = []
+        for entry in (obj.mapping or {}).get("sheets") or []:
+            header = entry.get("header_row") or "none"
+            given = entry.get("columns") or {}
+            columns = ", ".join(f"{role} {given[role]}" for role in ROLES if given.get(role))
+            lines.append(f"{entry.get('sheet')}: header row {header}; {columns}")
+        currency = (obj.mapping or {}).get("currency")
+        if currency:
+            lines.append(f"currency {currency}")
+        return " | ".join(lines)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Viewable (the change form is read-only), never edited by hand.
+        return False

@@ -17,7 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from accounts.auth import authenticate
 from accounts.models import Workspace
-from catalog.selectors import job_items, sheet_job_status
+from catalog.selectors import job_items, sheet_job_status, with_reading_report
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
 from jobs import api_schemas as schemas
@@ -169,7 +169,8 @@ def _list(request: HttpRequest) -> HttpResponse:
     if states:
         jobs = jobs.filter(state__in=states)
     count = jobs.count()
-    rows = jobs_with_live_phase(jobs).order_by("-created_at", "-id")[(page - 1) * size:page * size]
+    rows = (with_reading_report(jobs_with_live_phase(jobs)).order_by("-created_at", "-id")
+            [(page - 1) * size:page * size])
 
     def page_url(number: int) -> str:
         query = [("state", s) for s in states] + [("page", number), ("page_size", size)]

@@ -96,3 +96,34 @@ class CatalogItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.sku} {self.unit_price} {self.currency}"
+
+
+class SupplierLayout(models.Model):
+    """A column mapping a reviewer set (or confirmed) and approved for a
+    supplier, remembered with the signature of the sheets it reads (their
+    names, column counts and header cells). The supplier's next sheet with
+    the same signature is read with it instead of inferring its columns."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    supplier = models.ForeignKey(Supplier, on_delete=models.CASCADE, related_name="layouts")
+    signature = models.CharField(max_length=64, help_text="sha256 of the sheets' header signatures.")
+    sheet_names = models.CharField(max_length=500, help_text="The sheets this layout reads.")
+    mapping = models.JSONField(help_text="The column mapping: sheets, header rows, columns, currency.")
+    # Kept per sheet, so the signature can be compared sheet by sheet.
+    sheet_signatures = models.JSONField(default=dict)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_by_name = models.CharField(max_length=150)
+    approved_at = models.DateTimeField(auto_now=True)
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="+", help_text="The job whose approval stored it.")
+
+    class Meta:
+        ordering = ["-approved_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["supplier", "signature"], name="supplierlayout_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"layout of {self.supplier} ({self.sheet_names})"

@@ -22,10 +22,17 @@ from accounts.models import Workspace
 from accounts.selectors import workspaces_of
 from catalog.api import clean_supplier_name, limit_upload, refuse_declared_oversize
 from catalog.models import Supplier
-from catalog.selectors import job_items, job_sheet, job_sheets, sheet_job_status
+from catalog.selectors import (
+    job_items,
+    job_reading_report,
+    job_sheet,
+    job_sheets,
+    sheet_job_status,
+    with_reading_report,
+)
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
-from jobs.models import Job, State
+from jobs.models import REQUEUEABLE_STATES, Job, State
 from jobs.problems import Problem
 from jobs.selectors import (
     job_attempts,
@@ -78,7 +85,7 @@ def _not_found(request: HttpRequest) -> HttpResponse:
 
 
 def _member_job(user, job_id: uuid.UUID) -> Job | None:
-    return jobs_with_live_phase(Job.objects.for_member(user)).filter(pk=job_id).first()
+    return with_reading_report(jobs_with_live_phase(Job.objects.for_member(user))).filter(pk=job_id).first()
 
 
 # --- the list ------------------------------------------------------------------------
@@ -258,6 +265,9 @@ def _job_context(job: Job) -> dict:
         "items": job_items(job) if job.state == State.COMPLETED else [],
         "review_url": (reverse("review:detail", args=[job.pk])
                        if job.state == State.AWAITING_REVIEW else ""),
+        # A sheet that was read and that a reviewer can send back with a mapping.
+        "mapping_url": (reverse("review:mapping", args=[job.pk]) if job.state in REQUEUEABLE_STATES
+                        and job_reading_report(job)["columns"] is not None else ""),
         "cancellable": job_is_cancellable(job),
         "finished": job_is_finished(job),
         "needs_attention": job.state == State.NEEDS_ATTENTION,

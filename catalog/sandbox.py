@@ -77,25 +77,23 @@ last_report = ChildReport()
 
 
 def parse_upload(*, data: bytes | None, filename: str, table: dict | None,
-                 extract: bool, read_limits: ReadLimits, mapping: dict | None = None) -> dict:
+                 extract: bool, read_limits: ReadLimits, layouts: dict | None = None) -> dict:
     """Read the sheet (unless ``table``, a checkpoint, is given) and, with
-    ``extract``, run the built-in extractor (with ``mapping``, a reviewer's
-    column mapping, if any) and validation. Pure: bytes and plain data in,
-    plain data out; raises ``SheetError`` for bad input."""
+    ``extract``, run the built-in extractor and validation. Pure: bytes and
+    plain data in, plain data out; raises ``SheetError`` for bad input.
+
+    ``layouts`` (``{"given": reviewer's mapping | None, "remembered": [...]}``)
+    decides which columns are read (`catalog.mapping.read_items`); the result
+    then has ``items``, ``notes``, ``refusal`` (why no sheet is an item list)
+    and ``report`` (the columns report, the layout, whether to confirm it)."""
     parsed = Table.from_json(table) if table is not None else read_bytes(
         data, filename=filename, limits=read_limits)
     del data
     result: dict = {"table": parsed.to_json() if table is None else None}
     if extract:
-        from catalog.extraction import extract as extract_table
-        from catalog.validation import validate_items
+        from catalog.mapping import read_items
 
-        extracted = extract_table(parsed, mapping=mapping)
-        result["items"] = validate_items(extracted.items, parsed) if extracted.items else []
-        result["notes"] = list(extracted.notes)
-        result["refusal"] = extracted.refusal
-        result["report"] = {"columns": extracted.sheets, "needs_confirmation": extracted.needs_confirmation,
-                            "layout": {"source": "reviewer" if mapping else "inferred"}}
+        result.update(read_items(parsed, **(layouts or {})))
     return result
 
 
@@ -155,7 +153,7 @@ def _mp_context():
     if _context is None:
         ctx = multiprocessing.get_context("forkserver")
         # Children fork from a server that has already imported the parsers.
-        ctx.set_forkserver_preload(["catalog.sandbox", "catalog.extraction",
+        ctx.set_forkserver_preload(["catalog.sandbox", "catalog.extraction", "catalog.mapping",
                                     "catalog.validation", "openpyxl", "charset_normalizer"])
         _context = ctx
     return _context

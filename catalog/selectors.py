@@ -11,11 +11,12 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
+from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 
 from accounts.models import Membership
-from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier
-from jobs.models import Job, State
+from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
+from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
 from jobs.selectors import job_status
 
 User = AbstractBaseUser | AnonymousUser
@@ -61,10 +62,42 @@ def job_items(job: Job) -> list[dict]:
             for item in items]
 
 
+def with_reading_report(queryset: QuerySet) -> QuerySet:
+    """Jobs annotated with their output's `columns` and `layout`: two small
+    keys read in the database, so lists need not load the whole output."""
+    return queryset.annotate(output_columns=KeyTransform("columns", "output"),
+                             output_layout=KeyTransform("layout", "output"))
+
+
+def job_reading_report(job: Job) -> dict:
+    """How a sheet job's table was read: `columns` (per sheet: header row,
+    each column's role, evidence and confidence) and `layout` (where the
+    columns came from). From the accepted output, or, for a sheet that was
+    refused, from the checkpoint the handler left; both None before reading."""
+    if hasattr(job, "output_columns"):
+        report = {"columns": job.output_columns, "layout": job.output_layout}
+    elif "output" in job.get_deferred_fields():
+        report = (Job.objects.filter(pk=job.pk)
+                  .values(columns=KeyTransform("columns", "output"),
+                          layout=KeyTransform("layout", "output")).first()
+                  or {"columns": None, "layout": None})
+    else:
+        output = job.output if isinstance(job.output, dict) else {}
+        report = {"columns": output.get("columns"), "layout": output.get("layout")}
+    if report["columns"] is None and job.state == State.NEEDS_ATTENTION:
+        saved = (JobCheckpoint.objects.filter(job_id=job.pk, name="columns")
+                 .values_list("data", flat=True).first())
+        if isinstance(saved, dict):
+            report = {"columns": saved.get("columns"), "layout": saved.get("layout")}
+    return {"columns": report["columns"], "layout": report["layout"]}
+
+
 def sheet_job_status(job: Job) -> dict:
     """The status resource of an upload's job: the generic status, with the
-    links to its items, its page and (while it waits) its review."""
+    links to its items, its page and (while it waits) its review, and how
+    its sheet was read (`columns`, `layout`)."""
     status = job_status(job)
+    report = job_reading_report(job)
     status["links"] = {
         **status["links"],
         "items": reverse("api:job-items", args=[job.pk]),
@@ -72,7 +105,10 @@ def sheet_job_status(job: Job) -> dict:
     }
     if job.state == State.AWAITING_REVIEW:
         status["links"]["review"] = reverse("review:detail", args=[job.pk])
-    return status
+    if report["columns"] is not None and job.state in REQUEUEABLE_STATES:
+        # Where a reviewer sends a column mapping for the sheet that was read.
+        status["links"]["mapping"] = reverse("api:job-mapping", args=[job.pk])
+    return {**status, **report}
 
 
 def suppliers_for_member(*, user: User) -> QuerySet[Supplier]:
@@ -203,3 +239,16 @@ def revision_diff(*, old: CatalogRevision | None, new: CatalogRevision | None) -
     return RevisionDiff(old=old, new=new, added=sorted(added, key=lambda i: i["sku"]),
                         removed=sorted(removed, key=lambda i: i["sku"]),
                         changed=sorted(changed, key=lambda c: c.sku), unchanged=unchanged)
+
+
+def supplier_layouts_data(*, supplier_id: int | None) -> list[dict]:
+    """The supplier's remembered layouts, newest first, as plain data for
+    `catalog.mapping.choose_mapping`."""
+    if supplier_id is None:
+        return []
+    return [
+        {"id": layout.pk, "mapping": layout.mapping, "sheet_signatures": layout.sheet_signatures,
+         "sheet_names": layout.sheet_names, "approved_by": layout.approved_by_name,
+         "approved_at": layout.approved_at.isoformat()}
+        for layout in SupplierLayout.objects.filter(supplier_id=supplier_id).order_by("-approved_at", "-pk")
+    ]

@@ -8,17 +8,31 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.utils import timezone
 
 from accounts.models import Workspace
-from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier
+from catalog.mapping import mapping_parse
+from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
+from catalog.reading import Table
 from catalog.storage import sheet_file_store
 from catalog.units import unit_normalize
 from jobs.models import Job
-from jobs.services import job_admit, outbox_write
+from jobs.services import job_admit, job_load_checkpoint, job_requeue_with_input, outbox_write
+
+
+MSG_NOT_READ = ("This job's sheet was never read (it could not be opened), so there are no "
+               "columns to map; upload a readable file.")
 
 
 class PublishOutsideTransaction(Exception):
     """revision_publish was called without the guarded transaction around it."""
+
+
+class SheetNotRead(Exception):
+    """A mapping was sent for a job whose table was never stored."""
+
+    def __init__(self):
+        super().__init__(MSG_NOT_READ)
 
 
 def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
@@ -122,6 +136,8 @@ def revision_publish(*, job, approved_by=None) -> dict:
     )
     if supplier_id is not None:
         Supplier.objects.filter(pk=supplier_id).update(current_revision=revision)
+        if approved_by is not None:
+            supplier_layout_remember(job=job, approved_by=approved_by)
     supplier_public_id = None
     if supplier_id is not None:
         supplier_public_id = str(Supplier.objects.values_list("public_id", flat=True).get(pk=supplier_id))
@@ -135,3 +151,62 @@ def revision_publish(*, job, approved_by=None) -> dict:
                  "approved_by": getattr(approved_by, "username", None)},
     )
     return {"revision_id": str(revision.public_id), "item_count": len(items)}
+
+
+# --- column mappings and remembered layouts ------------------------------------
+
+
+def job_table(*, job_id) -> Table | None:
+    """The table a job's sheet was read into (its checkpoint), or None."""
+    data = job_load_checkpoint(job_id=job_id, name="table")
+    return Table.from_json(data) if data else None
+
+
+def pricesheet_mapping_apply(*, job_id, expected_version: int, data: dict, user) -> int:
+    """Check a reviewer's column mapping against the job's table and send the
+    job back to the queue with it; returns the job's new version.
+
+    Raises MappingInvalid (nothing changed) for a mapping the table cannot
+    take, SheetNotRead when there is no table, and the transition's
+    VersionConflict / InvalidTransition when the job moved on."""
+    table = job_table(job_id=job_id)
+    if table is None:
+        raise SheetNotRead()
+    mapping = mapping_parse(data, table)
+    by = user.get_username()
+    stamped = {**mapping, "set_by": by, "set_at": timezone.now().isoformat()}
+    return job_requeue_with_input(job_id=job_id, expected_version=expected_version,
+                                  payload_changes={"mapping": stamped}, by_label=by,
+                                  reason="column mapping applied")
+
+
+def supplier_layout_remember(*, job, approved_by) -> SupplierLayout | None:
+    """Remember the mapping a reviewer set for this job's supplier, keyed by
+    the signature of the sheets it read. Only a mapping a person set is
+    remembered: inferred columns are never stored as a layout. Runs in the
+    approval's transaction."""
+    output = job.output if isinstance(job.output, dict) else {}
+    mapping = (job.payload or {}).get("mapping")
+    supplier_id = (job.payload or {}).get("supplier_id")
+    if (supplier_id is None or not isinstance(mapping, dict)
+            or (output.get("layout") or {}).get("source") != "reviewer"):
+        return None
+    signatures = {r["sheet"]: r["signature"] for r in output.get("columns") or []
+                  if isinstance(r, dict) and r.get("signature")}
+    names = [entry["sheet"] for entry in mapping["sheets"]]
+    if any(name not in signatures for name in names):
+        return None
+    signature = hashlib.sha256("\n".join(signatures[n] for n in names).encode()).hexdigest()
+    layout, _ = SupplierLayout.objects.update_or_create(
+        supplier_id=supplier_id, signature=signature,
+        defaults={
+            "workspace_id": job.workspace_id,
+            "sheet_names": ", ".join(names)[:500],
+            "mapping": {"sheets": mapping["sheets"], "currency": mapping.get("currency")},
+            "sheet_signatures": {n: signatures[n] for n in names},
+            "approved_by": approved_by,
+            "approved_by_name": approved_by.get_username(),
+            "job": job,
+        },
+    )
+    return layout

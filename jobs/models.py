@@ -13,7 +13,7 @@ from jobs.webhooks import EndpointRefused, secret_generate, target_vet
 
 
 class State(models.TextChoices):
-    QUEUED = "queued"  # admit, or retry by staff
+    QUEUED = "queued"  # admit, retry by staff, or requeue with a reviewer's input
     RUNNING = "running"  # claim
     RETRYING = "retrying"  # fail (transient), expire, or release by a stopping worker
     AWAITING_REVIEW = "awaiting_review"  # accept of output that a reviewer must check
@@ -25,6 +25,8 @@ class State(models.TextChoices):
 CLAIMABLE_STATES = [State.QUEUED, State.RETRYING]
 CANCELLABLE_STATES = [State.QUEUED, State.RETRYING, State.RUNNING, State.AWAITING_REVIEW]
 RETRYABLE_STATES = [State.NEEDS_ATTENTION, State.CANCELLED]
+# A person can send these back to the queue with new input (e.g. a column mapping).
+REQUEUEABLE_STATES = [State.AWAITING_REVIEW, State.NEEDS_ATTENTION]
 FINISHED_STATES = [State.COMPLETED, State.NEEDS_ATTENTION, State.CANCELLED]
 
 

@@ -39,6 +39,8 @@ TITLES = {
     "method-not-allowed": "Method not allowed",
     "not-cancellable": "The job cannot be cancelled in its current state",
     "version-conflict": "The job changed since you read it",
+    "not-mappable": "The job cannot take a column mapping in its current state",
+    "invalid-mapping": "The column mapping does not fit the sheet",
     "upload-too-large": "The upload is too large",
     "length-required": "A Content-Length is required",
     "empty-file": "The uploaded file is empty",

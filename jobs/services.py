@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import (
     Case,
+    JSONField,
     DateTimeField,
     DurationField,
     F,
@@ -37,6 +38,7 @@ from psycopg.types.json import Jsonb
 from jobs.models import (
     CANCELLABLE_STATES,
     CLAIMABLE_STATES,
+    REQUEUEABLE_STATES,
     RETRYABLE_STATES,
     Attempt,
     Job,
@@ -733,6 +735,42 @@ def job_retry(*, job_id: uuid.UUID, by_label: str = "") -> None:
         job = Job.objects.filter(pk=job_id).values("kind").get()
         _job_event(job_id, "job.retried")
         _notify(job["kind"])
+
+
+def job_requeue_with_input(*, job_id: uuid.UUID, expected_version: int, payload_changes: dict,
+                           by_label: str, reason: str) -> int:
+    """Send a job a person is looking at (awaiting review, or needing
+    attention) back to the queue with new input merged into its payload;
+    returns the new version.
+
+    Versioned like approve: one guarded UPDATE on (state, version), so a
+    decision made on a page that is no longer current changes nothing. The
+    job gets a fresh attempt budget (the new input is a new piece of work,
+    as with a staff retry), comes back to review whatever it produces (a
+    person asked for it), and its staged output is cleared."""
+    merged = Func(F("payload"), Value(payload_changes, output_field=JSONField()),
+                  template="(%(expressions)s)", arg_joiner=" || ", output_field=JSONField())
+    with transaction.atomic():
+        if not Job.objects.filter(
+            pk=job_id, state__in=REQUEUEABLE_STATES, version=expected_version
+        ).update(
+            **_leave_state(
+                state=State.QUEUED,
+                payload=merged,
+                run_after=ClockTimestamp(),
+                max_attempts=F("attempt") + settings.JOB_MAX_ATTEMPTS,
+                review_required=True,
+                output=None,
+                result=None,
+                finished_at=None,
+                reason=f"{reason} by {by_label}" if by_label else reason,
+            )
+        ):
+            raise _why_not(job_id, "requeue", expected_version)
+        job = Job.objects.filter(pk=job_id).values("kind").get()
+        _job_event(job_id, "job.requeued", by=by_label, reason=reason)
+        _notify(job["kind"])
+    return expected_version + 1
 
 
 # --- review -------------------------------------------------------------------------

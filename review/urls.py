@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review import api, views
+from review import api, mapping_views, views
 
 app_name = "review"
 
@@ -9,6 +9,7 @@ urlpatterns = [
     path("<uuid:job_id>/", views.detail, name="detail"),
     path("<uuid:job_id>/next/", views.next_job, name="next"),
     path("<uuid:job_id>/reject/", views.reject, name="reject"),
+    path("<uuid:job_id>/mapping/", mapping_views.mapping, name="mapping"),
     # JSON for the page's grid (session and CSRF, like the API).
     path("<uuid:id>/items", api.grid_items_view, name="items"),
     path("<uuid:id>/source", api.grid_source_view, name="source"),

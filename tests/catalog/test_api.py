@@ -28,7 +28,7 @@ DEMO = Path(__file__).resolve().parents[2] / "catalog" / "demo"
 CSV = b"SKU,Description,Unit,Price,Currency\nA-1,Bolt M8,piece,0.42,EUR\nA-2,Nut M8,piece,0.09,EUR\n"
 OTHER_CSV = b"SKU,Description,Unit,Price,Currency\nB-1,Washer M8,piece,0.05,EUR\n"
 STATUS_KEYS = {"id", "state", "attempt", "max_attempts", "progress", "reason", "created_at",
-               "updated_at", "timings", "result", "links"}
+               "updated_at", "timings", "result", "links", "columns", "layout"}
 
 
 @pytest.fixture(autouse=True)
