@@ -9,7 +9,8 @@ import pytest
 from django.test import Client
 
 from catalog.models import CatalogRevision, SupplierLayout
-from catalog.services import apitoken_create, pricesheet_store, supplier_get_or_create
+from accounts.services import apitoken_create
+from catalog.services import pricesheet_store, supplier_get_or_create
 from jobs.models import Job, OutboxMessage, State
 from jobs.services import job_admit, job_cancel
 from jobs.worker import Worker
