@@ -17,7 +17,9 @@ def media(settings, tmp_path):
 
 
 def signed_in(client, username):
-    assert client.login(username=username, password=f"{username}-password-1")
+    from django.contrib.auth import get_user_model
+
+    client.force_login(get_user_model().objects.get(username=username))
     return client
 
 
@@ -35,6 +37,12 @@ def test_the_job_page_links_a_refused_sheet_to_the_mapping_page(client, workspac
     job = refused_job(workspace)
     page = signed_in(client, "rey").get(f"/jobs/{job.pk}/").content.decode()
     assert f'href="/review/{job.pk}/mapping/"' in page
+
+
+def test_the_job_page_offers_the_mapping_link_only_to_reviewers(client, workspace, reviewer, member):
+    job = refused_job(workspace)
+    page = signed_in(client, "mia").get(f"/jobs/{job.pk}/").content.decode()
+    assert 'id="mapping-card"' in page and f'href="/review/{job.pk}/mapping/"' not in page
 
 
 def test_a_member_without_the_role_gets_403_and_an_outsider_404(client, workspace, reviewer, member,
