@@ -171,6 +171,15 @@ class Attempt(models.Model):
     def __str__(self) -> str:
         return f"attempt {self.number} of {self.job_id} ({self.outcome})"
 
+    @property
+    def member_error(self) -> str:
+        """The error as a workspace member may read it: an unexpected
+        failure (recorded as "reference X: <detail>") shows only its
+        reference; the detail is for staff."""
+        if self.error.startswith("reference "):
+            return f"internal error, {self.error.split(':', 1)[0]}"
+        return self.error
+
 
 class OutboxMessage(models.Model):
     """An event written in the transaction of the change it reports; the relay

@@ -91,3 +91,20 @@ def test_an_unexpected_failure_shows_members_a_reference_and_staff_the_detail(wo
     error = Attempt.objects.get(job=job, number=1).error
     assert error.startswith(f"reference {match.group(1)}: FileNotFoundError")
     assert str(path) in error
+
+
+def test_the_job_page_shows_members_the_reference_and_staff_the_detail(workspace, member, media):
+    job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
+    from catalog.models import PriceSheet
+
+    sheet_path(PriceSheet.objects.get(pk=job.payload["sheet_id"])).unlink()
+    Worker(worker_id="w").run_one()
+    reference = Attempt.objects.get(job=job, number=1).error.split(":", 1)[0]
+    client = Client()
+    client.force_login(member)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"internal error, {reference}" in page
+    assert "FileNotFoundError" not in page and str(media) not in page
+    member.is_staff = True
+    member.save()
+    assert "FileNotFoundError" in client.get(f"/jobs/{job.pk}/").content.decode()
