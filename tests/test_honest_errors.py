@@ -97,7 +97,7 @@ def test_the_job_page_shows_members_the_reference_and_staff_the_detail(workspace
     job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
     from catalog.models import PriceSheet
 
-    sheet_path(PriceSheet.objects.get(pk=job.payload["sheet_id"])).unlink()
+    Path(sheets_storage().path(PriceSheet.objects.get(pk=job.payload["sheet_id"]).storage_path)).unlink()
     Worker(worker_id="w").run_one()
     reference = Attempt.objects.get(job=job, number=1).error.split(":", 1)[0]
     client = Client()
