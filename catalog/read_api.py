@@ -24,6 +24,7 @@ from uuid import UUID
 
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
+from django.urls import reverse
 from django.utils.http import parse_etags, urlencode
 from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt
@@ -199,10 +200,11 @@ def item_json(item: CatalogItem | dict) -> dict:
 
 def supplier_json(supplier: Supplier) -> dict:
     current = supplier.current_revision
-    base = f"/api/suppliers/{supplier.public_id}"
-    links = {"self": base, "items": f"{base}/items", "changes": f"{base}/changes"}
+    links = {"self": reverse("catalog-api:supplier", args=[supplier.public_id]),
+             "items": reverse("catalog-api:supplier-items", args=[supplier.public_id]),
+             "changes": reverse("catalog-api:supplier-changes", args=[supplier.public_id])}
     if current is not None:
-        links["revision"] = f"/api/revisions/{current.public_id}"
+        links["revision"] = reverse("catalog-api:revision", args=[current.public_id])
     return {
         "id": str(supplier.public_id),
         "name": supplier.name,
@@ -216,7 +218,7 @@ def supplier_json(supplier: Supplier) -> dict:
 
 def revision_json(revision: CatalogRevision) -> dict:
     previous = revision_previous(revision=revision)
-    base = f"/api/revisions/{revision.public_id}"
+    items = reverse("catalog-api:revision-items", args=[revision.public_id])
     return {
         "id": str(revision.public_id),
         "supplier_id": str(revision.supplier.public_id) if revision.supplier else None,
@@ -227,8 +229,8 @@ def revision_json(revision: CatalogRevision) -> dict:
         "approved_by": revision.approved_by.get_username() if revision.approved_by else None,
         "item_count": revision.item_count,
         "previous_revision_id": str(previous.public_id) if previous else None,
-        "links": {"self": base, "items": f"{base}/items", "csv": f"{base}/items?format=csv",
-                  "xlsx": f"{base}/items?format=xlsx"},
+        "links": {"self": reverse("catalog-api:revision", args=[revision.public_id]),
+                  "items": items, "csv": f"{items}?format=csv", "xlsx": f"{items}?format=xlsx"},
     }
 
 

@@ -104,7 +104,7 @@ def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
                      "source": reverse("review:source", args=[job.pk]),
                      "save": reverse("review:save", args=[job.pk]),
                      "preview": reverse("review:preview", args=[job.pk]),
-                     "approve": f"/api/jobs/{job.pk}/approve",
+                     "approve": reverse("api:job-approve", args=[job.pk]),
                      "next": reverse("review:next", args=[job.pk])},
         },
     })
