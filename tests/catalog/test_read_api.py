@@ -132,7 +132,8 @@ def test_catalog_published_event_names_the_ids_changes_takes(uploader, reader, w
 # --- read-only tokens -------------------------------------------------------------
 
 
-MUTATIONS = ["/api/jobs", "/api/jobs/{job}/cancel", "/api/jobs/{job}/approve", "/api/jobs/{job}/reject"]
+MUTATIONS = ["/api/jobs", "/api/jobs/{job}/cancel", "/api/jobs/{job}/approve", "/api/jobs/{job}/reject",
+             "/api/jobs/{job}/mapping"]
 
 
 @pytest.mark.parametrize("path", MUTATIONS)

@@ -16,6 +16,7 @@ CONTRACT = {
     ("post", "/api/jobs/{id}/cancel"): {"200", "401", "403", "404", "409"},
     ("post", "/api/jobs/{id}/approve"): {"200", "400", "401", "403", "404", "409", "422"},
     ("post", "/api/jobs/{id}/reject"): {"200", "400", "401", "403", "404", "409"},
+    ("post", "/api/jobs/{id}/mapping"): {"202", "400", "401", "403", "404", "409", "422"},
     ("get", "/api/suppliers"): {"200", "401"},
     ("get", "/api/suppliers/{id}/items"): {"200", "304", "401", "404"},
     ("get", "/api/suppliers/{id}/changes"): {"200", "304", "401", "404"},
