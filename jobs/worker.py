@@ -119,6 +119,10 @@ class JobContext:
     def lease_lost(self) -> None:
         self._lost.set()
 
+    @property
+    def lost(self) -> bool:
+        return self._lost.is_set()
+
     def check(self) -> None:
         """The check-in before expensive work (the next model call, the next
         slice of a long computation): raise LeaseLost if the lease is gone
@@ -201,14 +205,14 @@ class LeaseKeeper(threading.Thread):
                 with self._lock:
                     contexts = list(self._contexts)
                 for ctx in contexts:
-                    if ctx.finished:
+                    if ctx.finished or ctx.lost:
                         continue
                     try:
                         job_heartbeat(claim=ctx.claim)
                     except LeaseLost:
                         log.warning("job %s attempt %s lost its lease", ctx.job_id, ctx.attempt)
                         ctx.lease_lost()
-                    except DatabaseError:
+                    except Exception:  # noqa: BLE001  the keeper must outlive any error
                         log.exception("lease renewal failed; retrying next turn")
                         connection.close()
         finally:
@@ -230,7 +234,7 @@ class RecoveryScanner(threading.Thread):
             while not self._stop_event.wait(settings.JOB_RECOVERY_INTERVAL_SECONDS):
                 try:
                     self._worker.recover()
-                except DatabaseError:
+                except Exception:  # noqa: BLE001  the scanner must outlive any error
                     log.exception("recovery scan failed; retrying next turn")
                     connection.close()
                 close_old_connections()
