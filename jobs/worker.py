@@ -451,7 +451,11 @@ class Worker:
             signal.signal(signal.SIGINT, self._on_signal)
         self._wakers = [threading.Event() for _ in range(self.concurrency)]
         self._keeper.start()
-        self.recover()  # once at start (a burst run may end before the first interval)
+        try:
+            self.recover()  # once at start (a burst run may end before the first interval)
+        except DatabaseError:
+            log.exception("recovery scan failed; the scanner retries on its clock")
+            connection.close()
         recovery = RecoveryScanner(self._shutdown, self)
         recovery.start()
         helpers: list[threading.Thread] = [self._keeper, recovery]
