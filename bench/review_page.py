@@ -141,8 +141,9 @@ def main() -> None:
     env = db.env(LOG_LEVEL="WARNING", CONN_MAX_AGE=60, HTTPS="false", DEBUG="false")
     db.manage("collectstatic", "--noinput", "--verbosity", "0", env=env)
     common.setup_django(db, HTTPS="false")
-    from catalog.models import Membership, Supplier, Workspace
-    from catalog.services import membership_add
+    from accounts.models import Membership, Workspace
+    from accounts.services import membership_add
+    from catalog.models import Supplier
 
     workspace = Workspace.objects.get(pk=db.workspace_id)
     membership_add(workspace=workspace, username="bench-reviewer", role=Membership.Role.REVIEWER,
