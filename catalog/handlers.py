@@ -93,7 +93,8 @@ def _mapped(layouts: dict, saved: dict) -> bool:
 @register("parse_sheet")
 def parse_sheet(ctx) -> None:
     from catalog.reading import Table
-    from catalog.validation import needs_review, validate_items
+    from catalog.selectors import supplier_current_items
+    from catalog.validation import check_model_items, needs_review, review_flags, validate_items
 
     sheet = PriceSheet.objects.get(pk=ctx.payload["sheet_id"])
     layouts = _layouts(ctx)
@@ -131,9 +132,12 @@ def parse_sheet(ctx) -> None:
         items, notes = _model_extract(ctx, table)
         if not items:
             raise PermanentError(MSG_NO_ITEMS)
-        checked = validate_items(items, table)
+        checked = validate_items(check_model_items(items, table), table)
         columns, confirm, extractor = [], False, settings.EXTRACTOR
         layout = {"source": "inferred", "approved_by": None, "approved_at": None}
+    # Questions for a reviewer that need the supplier's current catalog.
+    checked = review_flags(checked, previous=supplier_current_items(supplier_id=sheet.supplier_id),
+                           ratio=settings.PRICE_CHANGE_REVIEW_RATIO)
     output = {"items": checked, "notes": notes, "extractor": extractor, "columns": columns,
               "layout": layout, "needs_confirmation": confirm}
     # A reviewer's own mapping always comes back to them; columns inferred

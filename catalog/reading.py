@@ -109,11 +109,20 @@ class Sheet:
     ``currency_formats`` carries currencies that exist only in a cell's number
     format (e.g. ``"£"#,##0.00``): column index (0-based) -> runs
     ``(first_row, last_row, ISO code)`` with 1-based inclusive rows.
+    ``raw`` keeps, for XLSX numbers whose display differs from the stored
+    value or that a formula computed, ``"row:col"`` (1-based row, 0-based
+    column) -> ``{"value": stored value as text, "formula": bool}``; the cell
+    text itself is what the number format displays.
     """
 
     name: str
     rows: list[list[str]]
     currency_formats: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
+    raw: dict[str, dict] = field(default_factory=dict)
+
+    def raw_value(self, row: int, col: int) -> dict | None:
+        """The stored value behind cell (row 1-based, col 0-based), when it differs or is computed."""
+        return self.raw.get(f"{row}:{col}")
 
     def format_currency(self, row: int, col: int) -> str | None:
         """The currency of cell (row 1-based, col 0-based)'s number format, if any."""
@@ -142,6 +151,7 @@ class Table:
                         str(col): [list(run) for run in runs]
                         for col, runs in s.currency_formats.items()
                     },
+                    **({"raw": s.raw} if s.raw else {}),
                 }
                 for s in self.sheets
             ]
@@ -158,6 +168,7 @@ class Table:
                         int(col): [(int(a), int(b), str(c)) for a, b, c in runs]
                         for col, runs in (s.get("currency_formats") or {}).items()
                     },
+                    raw=dict(s.get("raw") or {}),
                 )
                 for s in d["sheets"]
             ]
@@ -235,6 +246,10 @@ def _decode(data: bytes) -> str:
         cp_isolation=["cp1251", "cp1252", "cp1250", "koi8_r", "latin_1", "iso8859_2", "cp1254"],
     ).best()
     encoding = best.encoding if best is not None else "cp1252"
+    # The detector can pick a neighbouring code page; the language decides.
+    from catalog.codepages import best_code_page
+
+    encoding = best_code_page(data, preferred=encoding)
     try:
         return data.decode(encoding)
     except UnicodeDecodeError:
@@ -421,6 +436,40 @@ def currency_from_number_format(fmt: str | None) -> str | None:
     return result
 
 
+_FMT_DROP = re.compile(r'"[^"]*+"|\[[^\]]*+\]|\\.|_.|\*.')
+_FMT_PLACES = re.compile(r"\.([0#?]++)")
+
+
+def decimal_places_of_format(fmt: str | None) -> int | None:
+    """Decimals a number format shows ("0.00" -> 2, "#,##0" -> 0); None for General,
+    percentages, fractions, scientific and text formats (shown as stored)."""
+    if not fmt or fmt == "General":
+        return None
+    first = _FMT_DROP.sub("", fmt.split(";", 1)[0])
+    if not any(ch in first for ch in "0#?") or any(ch in first for ch in "%/Ee@"):
+        return None
+    m = _FMT_PLACES.search(first)
+    return m.group(1).count("0") if m else 0
+
+
+def _displayed_number(value, places: int | None, formula: bool, raw: dict, key: str) -> str:
+    """The text a number shows under its format; the stored value goes to ``raw``
+    when it differs or a formula computed it."""
+    stored = _cell_text(value)
+    text = stored
+    if places is not None and stored:
+        from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+        try:
+            shown = Decimal(stored).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+            text = format(shown, "f")
+        except InvalidOperation:
+            text = stored
+    if formula or text != stored:
+        raw[key] = {"value": stored, "formula": formula}
+    return text
+
+
 def _read_xlsx(data: bytes, limits: ReadLimits) -> Table:
     _check_zip(data, limits)
     from catalog.xlsx import Workbook, XlsxError
@@ -454,20 +503,23 @@ def _read_workbook(book, limits: ReadLimits) -> Table:
         raise UnreadableSheet(MSG_TOO_MANY_SHEETS.format(count=len(book.worksheets), limit=limits.max_sheets))
     # style id -> currency of its number format, computed once per style.
     style_currency = [currency_from_number_format(fmt) for fmt in book.style_formats]
+    style_places = [decimal_places_of_format(fmt) for fmt in book.style_formats]
     held = [0]  # rows held over the whole workbook
-    sheets = [_read_worksheet(book, ws, style_currency, limits, held) for ws in book.worksheets]
+    sheets = [_read_worksheet(book, ws, (style_currency, style_places), limits, held) for ws in book.worksheets]
     if not sheets:
         raise UnreadableSheet("the XLSX workbook has no worksheets")
     return Table(sheets=sheets)
 
 
-def _read_worksheet(book, ws, style_currency: list[str | None], limits: ReadLimits,
+def _read_worksheet(book, ws, styles: tuple[list, list], limits: ReadLimits,
                     held: list[int]) -> Sheet:
+    """``styles``: per style id, the currency and the decimals its number format shows."""
     rows: list[list[str]] = []
+    raw: dict[str, dict] = {}
     runs: dict[int, list[list]] = {}
     last_valued: dict[int, int] = {}
     for idx, cells in book.rows(ws):
-        row = _row_texts(cells, idx, ws.title, style_currency, runs, last_valued, limits)
+        row = _row_texts(cells, idx, ws.title, styles, runs, last_valued, limits, raw)
         if not row:
             continue
         if idx > limits.max_rows:
@@ -484,13 +536,15 @@ def _read_worksheet(book, ws, style_currency: list[str | None], limits: ReadLimi
         else:  # a repeated <row r=..>: later wins
             rows[idx - 1] = row
     return Sheet(name=ws.title, rows=rows,
-                 currency_formats={c: [tuple(r) for r in rs] for c, rs in runs.items()})
+                 currency_formats={c: [tuple(r) for r in rs] for c, rs in runs.items()}, raw=raw)
 
 
-def _row_texts(cells, idx: int, title: str, style_currency: list[str | None],
+def _row_texts(cells, idx: int, title: str, styles: tuple[list, list],
                runs: dict[int, list[list]], last_valued: dict[int, int],
-               limits: ReadLimits) -> list[str]:
-    """One row's display texts; notes the runs of currency number formats."""
+               limits: ReadLimits, raw: dict[str, dict]) -> list[str]:
+    """One row's display texts (a number as its format shows it, the stored
+    value kept in ``raw``); notes the runs of currency number formats."""
+    style_currency, style_places = styles
     row: list[str] = []
     for col, value, style_id in cells:
         if value is None:
@@ -499,7 +553,10 @@ def _row_texts(cells, idx: int, title: str, style_currency: list[str | None],
         if code is not None:
             _extend_run(runs, last_valued, col, idx, code)
         last_valued[col] = idx
-        text = value.strip() if type(value) is str else _cell_text(value)
+        if type(value) in (int, float) and 0 < style_id < len(style_places):
+            text = _displayed_number(value, style_places[style_id], False, raw, f"{idx}:{col}")
+        else:
+            text = value.strip() if type(value) is str else _cell_text(value)
         if len(text) > limits.max_cell_chars:
             text = text[:limits.max_cell_chars]  # stripped already; a cut text keeps its full length
         if not text:

@@ -252,3 +252,17 @@ def supplier_layouts_data(*, supplier_id: int | None) -> list[dict]:
          "approved_at": layout.approved_at.isoformat()}
         for layout in SupplierLayout.objects.filter(supplier_id=supplier_id).order_by("-approved_at", "-pk")
     ]
+
+
+def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
+    """The items of the supplier's current revision, as plain data ([] without one)."""
+    if supplier_id is None:
+        return []
+    revision_id = Supplier.objects.filter(pk=supplier_id).values_list("current_revision_id", flat=True).first()
+    if revision_id is None:
+        return []
+    return [
+        {"sku": sku, "description": description, "unit_price": str(price), "currency": currency}
+        for sku, description, price, currency in CatalogItem.objects.filter(revision_id=revision_id)
+        .values_list("sku", "description", "unit_price", "currency").iterator()
+    ]

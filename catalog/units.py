@@ -63,7 +63,7 @@ UNITS: tuple[Unit, ...] = (
        "pair|pairs|pr|paar|paire|par|pares|paio|paia|pár|para|пара|пар|çift|cift"
        "|对|對|双|雙|足"),
     _u("SET", "set", "set",
-       "set|sets|satz|jeu|juego|jg|jogo|sada|komplet|kpl|zestaw|комплект|компл|к-т|набор"
+       "set|sets|satz|jeu|juego|jg|jogo|sada|komplet|kpl|zestaw|комплект|компл|комп|к-т|набор"
        "|takım|takim|套|セット|組|组"),
     _u("KT", "kit", "kit", "kit|kits|bausatz"),
     _u("DZN", "dozen", "dozen",

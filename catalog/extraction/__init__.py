@@ -14,12 +14,12 @@ from catalog.extraction.money import (
     ambiguous_currency_symbol, canonical_decimal, detect_currency, find_currencies, parse_decimal,
 )
 from catalog.extraction.packs import (
-    AMBIGUOUS_UNITS, normalize_unit, pack_in_description, split_pack, unit_ambiguity,
+    normalize_unit, pack_in_description, split_pack, unit_ambiguity,
 )
 from catalog.extraction.text import MAX_CELL_CHARS, cap, col_index, col_letter, fold
 
 __all__ = [
-    "AMBIGUOUS_UNITS", "Extraction", "MAX_CELL_CHARS", "MappingError", "ambiguous_currency_symbol",
+    "Extraction", "MAX_CELL_CHARS", "MappingError", "ambiguous_currency_symbol",
     "canonical_decimal", "cap", "classify_header", "col_index", "col_letter", "detect_currency",
     "extract", "extract_items", "find_currencies", "fold", "mapping_errors", "normalize_unit",
     "pack_in_description", "parse_decimal", "split_pack", "unit_ambiguity",

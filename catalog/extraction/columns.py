@@ -231,7 +231,29 @@ def _doubts(scores: dict, roles: dict[str, int], labels: list[str]) -> tuple[lis
         doubts.append(f"the description column {col_letter(desc)} is weak (short or repeated values)")
     for role in ("description", "unit_price", "sku"):
         doubts.extend(_header_disagrees(role, roles, labels))
+    if any(labels):
+        doubts.extend(_header_silent(roles, labels))
     return doubts, sorted(other_prices)
+
+
+def _named(label: str, role: str) -> bool:
+    got = classify_header(label)
+    return bool(got) and got[0] == role
+
+
+def _header_silent(roles: dict[str, int], labels: list[str]) -> list[str]:
+    """A header row that names neither the price column nor a column naming the items."""
+    doubts = []
+    price = roles.get("unit_price")
+    if price is not None and not _named(labels[price] if price < len(labels) else "", "unit_price"):
+        doubts.append(f"the header does not name the price column; column {col_letter(price)} "
+                      "was taken by its values")
+    names = [(r, roles[r]) for r in ("sku", "description") if r in roles]
+    if names and not any(_named(labels[c] if c < len(labels) else "", r) for r, c in names):
+        doubts.append("the header names no SKU or description column; "
+                      + " and ".join(f"the {r} from column {col_letter(c)}" for r, c in names)
+                      + " were taken by their values")
+    return doubts
 
 
 def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> list[str]:

@@ -164,12 +164,22 @@ class _ItemBuilder:
         item = {
             "sku": sku, "description": desc, "unit": unit, "pack_size": pack,
             "unit_price": canonical_decimal(value) if value is not None else price_text,
-            "currency": code, "source": {"sheet": self.sheet.name, "row": r},
+            "currency": code, "source": self._source(r),
         }
         flags += more + pack_flags
         if flags:
             item["flags"] = flags
         return item
+
+    def _source(self, r: int) -> dict:
+        """The cited row; for an XLSX price shown rounded or computed, the stored value too."""
+        source = {"sheet": self.sheet.name, "row": r}
+        raw = self.sheet.raw_value(r, self.cols.price) if self.sheet.raw else None
+        if raw:
+            source["raw_price"] = raw["value"]
+            if raw.get("formula"):
+                source["formula"] = True
+        return source
 
     def _fallback_description(self, r: int, row: list[str]) -> tuple[str, list[dict]]:
         """The longest text of the row outside the price column, and the flag that says so."""

@@ -53,7 +53,7 @@ DESC_NOT_WORDS = (
     "shop name", "shop", "store", "supplier", "vendor", "brand", "manufacturer", "customer",
     "company", "city", "country", "страна", "город", "производитель", "поставщик", "бренд",
     "hersteller", "lieferant", "herkunft", "marca", "marcas", "marque", "fabricante",
-    "výrobce", "značka", "品牌", "厂家", "メーカー", "ブランド", "adic", "adicional",
+    "výrobce", "značka", "品牌", "厂家", "メーカー", "ブランド",
 )
 DESC_WEAK_WORDS = ("category name", "category", "kategorie", "группа", "type", "тип", "categoria",
                    "kategorie", "类别", "分类", "カテゴリ")

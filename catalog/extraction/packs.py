@@ -8,53 +8,14 @@ quantifiers, so their time is linear in the text they see.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
-
 from catalog.extraction.text import fold
+from catalog.units import unit_is_ambiguous, unit_normalize
 
-# Written form (folded, trailing '.' removed) -> normalized unit.
-UNIT_SYNONYMS: dict[str, str] = {}
-for _norm, _forms in {
-    "piece": "each ea pc pcs piece pieces unit st stk stck stück stueck stk. pce pces pièce pièces "
-             "pieza piezas pz pezzo pezzi stuk stuks шт штук штука штуки шт. szt sztuka sztuk adet ad "
-             "cái chiếc nos no pc. pcs. un und unid unidad unidades ks kus kusů peça peças pç 个 件 個 本",
-    "set": "set sets satz kit комплект комп к-т к-та к-тов компл набор zestaw kpl takım takim bộ jeu juego "
-           "jg jgo sada conjunto 套",
-    "pair": "pair pairs pr paar paire par paio пара пар para çift 双",
-    "kg": "kg kgs kilo kilogram kilogramm kilogramme кг kilogramy 公斤 千克",
-    "g": "g gr gram grams gramm gramme гр г gm 克",
-    "t": "t tonne tonnes ton т тонна",
-    "l": "l lt ltr liter litre litres liters л литр litro литр. litr 升",
-    "ml": "ml мл",
-    "m": "m meter metre meters metres mtr м метр м.п м/п пог.м п.м mb metr metre mt mts metro metros 米",
-    "m2": "m2 m² sqm sq m sq.m qm м2 м² кв.м кв м",
-    "m3": "m3 m³ cbm м3 м³ куб.м",
-    "sq ft": "sq ft sqft ft2",
-    "box": "box boxes karton carton cartons ctn schachtel boîte boite caja scatola doos коробка кор короб "
-           "pudełko kutu cx caixa 箱",
-    "case": "case cases cs kiste caisse",
-    "pack": "pack packs pk pkt packung paquet paquete confezione pak pakje упак уп упаковка пачка opak "
-            "opakowanie paket pq paq ve vpe pacote balení bal 包",
-    "roll": "roll rolls rolle rouleau rollo rotolo rol рулон rolka rulo ro rl",
-    "bag": "bag bags beutel sack sac bolsa sacchetto zak мешок пакет worek torba 袋",
-    "bottle": "bottle bottles btl flasche bouteille botella bottiglia fles бутылка butelka şişe 瓶",
-    "can": "can cans dose boîte de conserve lata банка puszka 罐",
-    "bunch": "bunch bund bd botte manojo mazzo bos пучок pęczek demet",
-    "hour": "hour hours hr h std stunde heure hora ora uur час ч godz saat hod",
-    "service": "service услуга",
-    "tube": "tube tubes туба",
-    "pot": "pot pots topf töpfe горшок",
-    "tray": "tray trays schale steige barquette лоток",
-    "portion": "portion portions порция",
-    "sheet": "sheet sheets blatt feuille hoja foglio vel лист arkusz",
-    "dozen": "dozen dz dtz dutzend douzaine docena dozzina дюжина tuzin",
-}.items():
-    for _form in _forms.split():
-        UNIT_SYNONYMS[fold(_form).rstrip(".")] = _norm
-# Written units that do not say what is counted ("ME": Mengeneinheit).
-AMBIGUOUS_UNITS = {fold(u) for u in (
-    "ед", "ед.", "од", "од.", "units", "unité", "unit.", "einheit", "e", "u", "ue", "x", "me",
-)}
+# The units themselves (UN/CEFACT Recommendation 20 codes and the words for
+# them in every language read) live in ``catalog.units``; only what a pack
+# parser needs is named here.
+_PACK_UNITS = {"SET", "H87", "PK", "BX", "PR"}  # a count in parentheses: "(24 комп.)"
+_CONTENT_UNITS = {"GRM", "KGM", "LTR", "MLT", "CLT", "DLT", "ONZ", "LBR", "MGM"}
 
 _MAX_UNIT_CHARS = 64  # a unit or pack cell is short; longer text is not parsed
 _DESC_TAIL_CHARS = 120  # a pack at the end of a description ("454G X12")
@@ -94,13 +55,10 @@ _LIQUID_CUES = re.compile(
 
 
 def normalize_unit(unit: str | None) -> str | None:
-    """The normalized unit of a written one ("Stk." -> "piece"), or None if unknown."""
+    """The Recommendation 20 code of a written unit ("Stk." -> "H87"), or None if unknown."""
     if not unit or len(unit) > _MAX_UNIT_CHARS:
         return None
-    key = fold(unit).rstrip(".").strip()
-    if key in UNIT_SYNONYMS:
-        return UNIT_SYNONYMS[key]
-    return UNIT_SYNONYMS.get(key.replace(" ", ""))
+    return unit_normalize(unit)[0]
 
 
 def unit_ambiguity(unit: str | None, description: str | None) -> str | None:
@@ -111,19 +69,15 @@ def unit_ambiguity(unit: str | None, description: str | None) -> str | None:
     """
     if not unit:
         return None
-    key = fold(unit).rstrip(".").strip()
-    if key in AMBIGUOUS_UNITS:
+    if len(unit) > _MAX_UNIT_CHARS:
+        return None
+    if unit_is_ambiguous(unit):
         return "does not say what is counted (piece, kg, box...)"
-    if key == "ml":
+    if unit_normalize(unit)[0] == "MLT" and fold(unit).rstrip(".") == "ml":
         text = fold(description or "")[:_DESC_HEAD_CHARS]
         if _LENGTH_CUES.search(text) and not _LIQUID_CUES.search(text):
             return "may be a linear metre (mètre linéaire) here, not a millilitre: the item is sold by length"
     return None
-
-
-def _number(text: str):
-    n = Decimal(text.replace(",", "."))
-    return int(n) if n == n.to_integral_value() else float(n)
 
 
 def _split_patterns(t: str) -> tuple[str | None, int | None] | None:
@@ -180,13 +134,13 @@ def pack_in_description(desc: str) -> tuple[str | None, int | None, str | None]:
         return None, None, None
     for m in _PAREN_COUNT.finditer(desc[:_DESC_HEAD_CHARS]):
         unit = m.group("unit")
-        if normalize_unit(unit) in ("set", "piece", "pack", "box", "pair"):
+        if normalize_unit(unit) in _PACK_UNITS:
             return unit, int(m.group("n")), None
     m = _CONTENT_X_COUNT.search(desc.rstrip()[-_DESC_TAIL_CHARS:])
     if not m or int(m.group("n")) <= 1:
         return None, None, None
     n, cu = int(m.group("n")), m.group("cu")
-    if cu and (normalize_unit(cu) or fold(cu) in ("gm", "gms", "grm", "kgs", "ltr", "ml")):
+    if cu and (normalize_unit(cu) in _CONTENT_UNITS or fold(cu) in ("gms", "grms")):
         return "case", n, None
     if not cu:
         return "case", n, (
