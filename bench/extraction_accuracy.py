@@ -1,20 +1,20 @@
-"""Score the built-in extractor against hand-made ground truth.
+"""Accuracy of the built-in extractor, per sheet and in total.
 
-    python bench/extraction_accuracy.py [--truth DIR] [--real DIR]
+    python bench/extraction_accuracy.py [--truth DIR] [--real DIR] [--no-generated]
 
-Scoring follows shared/corpus/README.md ("the honest way"), per file:
-1. item rows: precision and recall, keyed by (sheet, row), inside the truth's
-   covered rows;
-2. per field on matched rows (sku, unit_price, currency, unit, pack_size): a
-   value where truth has null is a false positive; prices compared as
-   decimals, currency exactly, units through the synonym table, pack size by
-   count;
-3. unflagged guesses: a value filled in where truth has null on a review row,
-   without a flag on that field (and, stricter, on any row);
-4. flag recall over review rows and false flags on clean rows;
-5. source support over every sheet in the real folder (needs no truth),
-   plus a per-file outcome table.
-Needs no database and no Django: it imports catalog.* from the repo root.
+Sheets scored: the invented sheets of tests/catalog/sheetgen.py (generated
+here, with their ground truth) and the hand-made ground truth of
+../shared/corpus/truth/ (when present). Per sheet and in total:
+- item rows: precision and recall (keyed by row, inside the truth's range);
+- price, currency and description accuracy on the matched rows;
+- the outcome (publish, review, refuse) against the expected one;
+- unflagged wrong values per field (sku, description, unit_price, currency):
+  a value that differs from the truth with no flag on its field or row and
+  no column mapping waiting for confirmation, and items on rows that hold no
+  item; the worst defect, so the number that matters most;
+- rows dropped silently: truth item rows that are not items of a sheet that
+  was not refused.
+Then the outcome of every real sheet (no truth needed). Needs no database.
 """
 
 from __future__ import annotations
@@ -23,201 +23,128 @@ import argparse
 import collections
 import json
 import sys
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from catalog.errors import SheetError  # noqa: E402
-from catalog.extraction import extract_items, normalize_unit  # noqa: E402
 from catalog.reading import CSV_SHEET_NAME, read_table  # noqa: E402
-from catalog.validation import validate_items  # noqa: E402
+from tests.catalog import sheetgen  # noqa: E402
 
-FIELDS = ("sku", "unit_price", "currency", "unit", "pack_size")
 DEFAULT_TRUTH = REPO.parent / "shared" / "corpus" / "truth"
 DEFAULT_REAL = REPO.parent / "shared" / "corpus" / "real"
 
 
-def run(path: Path):
-    """(validated items, notes, error) for one file."""
-    try:
-        table = read_table(path, filename=path.name)
-        extraction = extract_items(table)
-    except SheetError as exc:
-        return [], [], exc
-    return validate_items(extraction.items, table), extraction.notes, None
+def _truth_sheet(truth: dict, real_dir: Path) -> tuple[sheetgen.Generated, tuple[int, int]]:
+    """A corpus truth file as a generated sheet: bytes, item rows, expected outcome."""
+    path = real_dir / truth["file"]
+    items = {t["source"]["row"]: {"sku": t.get("sku") or "", "description": t.get("description") or "",
+                                  "unit_price": t["unit_price"], "currency": t.get("currency")}
+             for t in truth["items"]}
+    review = truth.get("review_rows") or any(f.get("severity") == "review" for f in truth.get("file_flags") or [])
+    gen = sheetgen.Generated(truth["file"], path.read_bytes(), "review" if review else "publish",
+                             sheet=truth["scope"].get("sheet") or CSV_SHEET_NAME, items=items)
+    return gen, tuple(truth["scope"]["rows_covered"])
 
 
-def _dec(v):
-    try:
-        return Decimal(str(v))
-    except (InvalidOperation, ValueError):
-        return None
+def _review_in_scope(got: sheetgen.Outcome, sheet: str, lo: int, hi: int) -> bool:
+    if any(s.get("needs_confirmation") for s in got.sheets if s["sheet"] == sheet):
+        return True
+    return any(i.get("flags") and i["source"]["sheet"] == sheet and lo <= i["source"]["row"] <= hi
+               for i in got.items)
 
 
-def _norm(field: str, value, truth_item: dict | None = None):
-    if value in (None, ""):
-        return None
-    if field == "unit_price":
-        return _dec(value)
-    if field == "unit":
-        if truth_item is not None and truth_item.get("unit_normalized"):
-            return truth_item["unit_normalized"]
-        return normalize_unit(value) or str(value).strip().casefold()
-    if field == "pack_size":
-        if isinstance(value, dict):
-            value = value.get("count")
-        return None if value is None else _dec(value)
-    return str(value).strip()
+def score(name: str, gen: sheetgen.Generated, rows: tuple[int, int] | None = None) -> dict:
+    got = sheetgen.run(gen)
+    lo, hi = rows or (1, 10**9)
+    mine = {i["source"]["row"]: i for i in got.items if i["source"]["sheet"] == gen.sheet and lo <= i["source"]["row"] <= hi}
+    matched = set(mine) & set(gen.items)
+    wrong = collections.Counter()
+    for row, field, _value, _want in sheetgen.unflagged_wrong(gen, got):
+        if lo <= row <= hi:
+            wrong[field if row in gen.items else "row"] += 1
+    outcome = got.outcome
+    if rows and outcome == "review" and gen.outcome == "publish" and not _review_in_scope(got, gen.sheet, lo, hi):
+        outcome = "publish"  # only rows the truth does not cover wait for a reviewer
+    return {
+        "name": name, "expected": gen.outcome, "outcome": outcome,
+        "tp": len(matched), "mine": len(mine), "truth": len(gen.items),
+        "price": sum(sheetgen.same("unit_price", mine[r]["unit_price"], gen.items[r]["unit_price"]) for r in matched),
+        "currency": sum(sheetgen.same("currency", mine[r]["currency"], gen.items[r]["currency"]) for r in matched),
+        "description": sum(sheetgen.same("description", mine[r]["description"], gen.items[r]["description"])
+                           for r in matched),
+        "wrong": wrong, "dropped": [r for r in sheetgen.silently_dropped(gen, got) if lo <= r <= hi],
+        "reason": got.refusal,
+    }
 
 
-def _ratio(a: int, b: int) -> str:
+def _r(a: int, b: int) -> str:
     return f"{a / b:.3f}" if b else "  n/a"
 
 
-def _f1(p_num, p_den, r_num, r_den):
-    if not p_den or not r_den:
-        return None
-    p, r = p_num / p_den, r_num / r_den
-    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
-
-
-def score_file(truth: dict, real_dir: Path) -> dict:
-    path = real_dir / truth["file"]
-    items, notes, error = run(path)
-    scope = truth["scope"]
-    sheet = scope.get("sheet") or CSV_SHEET_NAME
-    lo, hi = scope["rows_covered"]
-    mine = {
-        (i["source"]["sheet"], i["source"]["row"]): i
-        for i in items
-        if i["source"]["sheet"] == sheet and lo <= i["source"]["row"] <= hi
-    }
-    want = {((t["source"]["sheet"] or CSV_SHEET_NAME), t["source"]["row"]): t for t in truth["items"]}
-    review = {((r["sheet"] or CSV_SHEET_NAME), r["row"]) for r in truth.get("review_rows", [])}
-    matched = set(mine) & set(want)
-    s = {
-        "file": truth["file"],
-        "error": error.reason if error else None,
-        "rows_tp": len(matched), "rows_mine": len(mine), "rows_truth": len(want),
-        "fields": {f: collections.Counter() for f in FIELDS},
-        "guesses_review": 0, "guesses_any": 0, "guess_detail": [],
-        "review_rows": len(review), "review_flagged": 0,
-        "clean_rows": 0, "false_flags": 0, "false_flag_detail": collections.Counter(),
-    }
-    for key in matched:
-        m, t = mine[key], want[key]
-        flagged_fields = {f["field"] for f in m.get("flags", [])}
-        for f in FIELDS:
-            mv = _norm(f, m.get(f))
-            tv = _norm(f, t.get(f), t if f == "unit" else None)
-            c = s["fields"][f]
-            if mv is not None and tv is not None:
-                if mv == tv:
-                    c["tp"] += 1
-                else:
-                    c["fp"] += 1
-                    c["fn"] += 1
-            elif mv is not None:
-                c["fp"] += 1
-                if f not in flagged_fields:
-                    s["guesses_any"] += 1
-                    if key in review:
-                        s["guesses_review"] += 1
-                    s["guess_detail"].append((key[1], f, m.get(f)))
-            elif tv is not None:
-                c["fn"] += 1
-    for key in review:
-        if key in mine and mine[key].get("flags"):
-            s["review_flagged"] += 1
-    for key in set(want) - review:
-        if key in mine:
-            s["clean_rows"] += 1
-            if mine[key].get("flags"):
-                s["false_flags"] += 1
-                for f in mine[key]["flags"]:
-                    s["false_flag_detail"][f["code"]] += 1
-    return s
-
-
-def print_truth_report(scores: list[dict]) -> dict:
-    total = collections.Counter()
-    fields_total = {f: collections.Counter() for f in FIELDS}
-    print("== Ground truth files (built-in extractor) ==")
+def print_scores(scores: list[dict]) -> None:
+    print(f"{'sheet':36s} {'expected':>8s} {'outcome':>8s} {'prec':>6s} {'recall':>6s} {'price':>6s} "
+          f"{'curr':>6s} {'desc':>6s} {'unflagged wrong':>16s} {'dropped':>7s}")
     for s in scores:
-        print(f"\n-- {s['file']}" + (f"  [error: {s['error']}]" if s["error"] else ""))
-        print(f"   item rows: precision {_ratio(s['rows_tp'], s['rows_mine'])} ({s['rows_tp']}/{s['rows_mine']})"
-              f"  recall {_ratio(s['rows_tp'], s['rows_truth'])} ({s['rows_tp']}/{s['rows_truth']})")
-        for f in FIELDS:
-            c = s["fields"][f]
-            print(f"   {f:10s} precision {_ratio(c['tp'], c['tp'] + c['fp'])} ({c['tp']}/{c['tp'] + c['fp']})"
-                  f"  recall {_ratio(c['tp'], c['tp'] + c['fn'])} ({c['tp']}/{c['tp'] + c['fn']})")
-            fields_total[f].update(c)
-        print(f"   unflagged guesses: {s['guesses_review']} on review rows, {s['guesses_any']} on any row"
-              + (f"  {s['guess_detail'][:5]}" if s["guess_detail"] else ""))
-        print(f"   flag recall over review rows: {_ratio(s['review_flagged'], s['review_rows'])}"
-              f" ({s['review_flagged']}/{s['review_rows']})")
-        print(f"   false flags on clean rows: {s['false_flags']}/{s['clean_rows']}"
-              + (f"  {dict(s['false_flag_detail'])}" if s["false_flag_detail"] else ""))
-        for k in ("rows_tp", "rows_mine", "rows_truth", "guesses_review", "guesses_any",
-                  "review_rows", "review_flagged", "clean_rows", "false_flags"):
-            total[k] += s[k]
-    print("\n-- total over truth files")
-    print(f"   item rows: precision {_ratio(total['rows_tp'], total['rows_mine'])}"
-          f"  recall {_ratio(total['rows_tp'], total['rows_truth'])}"
-          f"  F1 {_fmt(_f1(total['rows_tp'], total['rows_mine'], total['rows_tp'], total['rows_truth']))}")
-    for f in FIELDS:
-        c = fields_total[f]
-        print(f"   {f:10s} precision {_ratio(c['tp'], c['tp'] + c['fp'])}  recall {_ratio(c['tp'], c['tp'] + c['fn'])}"
-              f"  F1 {_fmt(_f1(c['tp'], c['tp'] + c['fp'], c['tp'], c['tp'] + c['fn']))}")
-    print(f"   unflagged guesses: {total['guesses_review']} on review rows, {total['guesses_any']} on any row")
-    print(f"   flag recall over review rows: {_ratio(total['review_flagged'], total['review_rows'])}"
-          f" ({total['review_flagged']}/{total['review_rows']})")
-    print(f"   false flags on clean rows: {total['false_flags']}/{total['clean_rows']}")
-    return {"total": total, "fields": fields_total}
+        mark = "" if s["outcome"] == s["expected"] else "  <- outcome"
+        print(f"{s['name'][:36]:36s} {s['expected']:>8s} {s['outcome']:>8s} {_r(s['tp'], s['mine']):>6s} "
+              f"{_r(s['tp'], s['truth']):>6s} {_r(s['price'], s['tp']):>6s} {_r(s['currency'], s['tp']):>6s} "
+              f"{_r(s['description'], s['tp']):>6s} {sum(s['wrong'].values()):>16d} {len(s['dropped']):>7d}{mark}")
 
 
-def _fmt(x):
-    return "  n/a" if x is None else f"{x:.3f}"
+def print_total(scores: list[dict]) -> None:
+    t = collections.Counter()
+    wrong = collections.Counter()
+    for s in scores:
+        for k in ("tp", "mine", "truth", "price", "currency", "description"):
+            t[k] += s[k]
+        wrong.update(s["wrong"])
+        t["dropped"] += len(s["dropped"])
+        t["right_outcome"] += s["outcome"] == s["expected"]
+        t["needless_refusals"] += s["outcome"] == "refuse" and s["expected"] != "refuse"
+    p, r = (t["tp"] / t["mine"] if t["mine"] else 0), (t["tp"] / t["truth"] if t["truth"] else 0)
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    print(f"\nTOTAL over {len(scores)} sheets")
+    print(f"  item rows: precision {p:.3f}  recall {r:.3f}  F1 {f1:.3f}  ({t['tp']} of {t['truth']} truth rows, "
+          f"{t['mine']} extracted)")
+    print(f"  price accuracy {_r(t['price'], t['tp'])}  currency accuracy {_r(t['currency'], t['tp'])}  "
+          f"description accuracy {_r(t['description'], t['tp'])}")
+    print(f"  right outcome: {t['right_outcome']}/{len(scores)} ({t['right_outcome'] / len(scores):.0%}); "
+          f"ordinary item lists refused: {t['needless_refusals']}")
+    fields = ", ".join(f"{f} {wrong[f]}" for f in (*sheetgen.FIELDS, "row"))
+    print(f"  unflagged wrong values: {sum(wrong.values())} ({fields})")
+    print(f"  rows dropped silently: {t['dropped']}")
 
 
 def print_outcomes(real_dir: Path) -> None:
-    print("\n== Outcome and source support on every real sheet ==")
-    print(f"{'file':48s} {'outcome':>10s} {'flagged':>8s} {'support':>9s}  currencies / flags / reason")
-    supported_total = items_total = 0
+    from catalog.extraction import extract
+
+    print("\n== Outcome of every real sheet (no truth needed) ==")
     for path in sorted(p for p in real_dir.iterdir() if p.is_file()):
-        items, _notes, error = run(path)
-        if error:
-            print(f"{path.name:48s} {type(error).__name__:>10s} {'':>8s} {'':>9s}  {error.reason}")
-            continue
-        supported = sum(1 for i in items if not any(f["code"] == "unsupported_source" for f in i["flags"]))
-        flagged = sum(1 for i in items if i["flags"])
-        supported_total += supported
-        items_total += len(items)
-        currencies = collections.Counter(i["currency"] or "null" for i in items)
-        codes = collections.Counter(f["code"] for i in items for f in i["flags"])
-        print(f"{path.name:48s} {len(items):>5d} items {flagged:>8d} {_ratio(supported, len(items)):>9s}  "
-              f"{dict(currencies)} {dict(codes)}")
-    print(f"\nsource support over all items of all sheets: {_ratio(supported_total, items_total)}"
-          f" ({supported_total}/{items_total})")
+        got = sheetgen.run(sheetgen.Generated(path.name, path.read_bytes(), ""))
+        sheets = extract(read_table(path, filename=path.name)).sheets
+        read = [s for s in sheets if s["status"] == "read"]
+        refused = [s.get("kind", "") for s in sheets if s["status"] == "refused"]
+        flagged = sum(1 for i in got.items if i.get("flags"))
+        print(f"{path.name[:46]:46s} {got.outcome:>8s} {len(got.items):>6d} items {flagged:>6d} flagged  "
+              f"{len(read)} sheet(s) read" + (f", refused: {', '.join(sorted(set(refused)))}" if refused else ""))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--truth", type=Path, default=DEFAULT_TRUTH)
     parser.add_argument("--real", type=Path, default=DEFAULT_REAL)
+    parser.add_argument("--no-generated", action="store_true", help="skip the invented sheets")
     args = parser.parse_args(argv)
-    if not args.real.is_dir():
-        print(f"corpus folder {args.real} not found", file=sys.stderr)
-        return 2
-    scores = [
-        score_file(json.loads(p.read_text(encoding="utf-8")), args.real)
-        for p in sorted(args.truth.glob("*.json"))
-    ] if args.truth.is_dir() else []
-    if scores:
-        print_truth_report(scores)
-    print_outcomes(args.real)
+    scores = [] if args.no_generated else [score(name, make()) for name, make in sorted(sheetgen.SHEETS.items())]
+    if args.truth.is_dir() and args.real.is_dir():
+        for path in sorted(args.truth.glob("*.json")):
+            gen, rows = _truth_sheet(json.loads(path.read_text(encoding="utf-8")), args.real)
+            scores.append(score("corpus:" + gen.filename, gen, rows))
+    print_scores(scores)
+    print_total(scores)
+    if args.real.is_dir():
+        print_outcomes(args.real)
     return 0
 
 

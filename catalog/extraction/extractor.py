@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from catalog.errors import NotAnItemList
 from catalog.extraction.columns import ROLES, assign_roles, profile_columns
 from catalog.extraction.headers import classify_header
-from catalog.extraction.layout import Header, find_header, header_at, not_an_item_list
+from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
 from catalog.extraction.mapping import MappingError, sheet_mapping
 from catalog.extraction.money import (
     ISO_CODES, PLAIN_NUMBER_RE, ambiguous_currency_symbol, canonical_decimal, decimal_style,
@@ -234,6 +234,13 @@ def _summary(sheet: Sheet, header: Header, assignment, builder: _ItemBuilder) ->
     return notes
 
 
+def _named_by_bands(body: list[list[str]], assignment) -> bool:
+    """Rows named by weight or size bands are rates, not items."""
+    names = [cell(r, assignment.get("sku")) or cell(r, assignment.get("description")) for r in body[:500]]
+    names = [n for n in names if n]
+    return len(names) >= 3 and sum(1 for n in names if is_band(n)) >= 0.6 * len(names)
+
+
 def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _SheetResult:
     rows = sheet.rows
     header = header_at(rows, mapped["header_row"]) if mapped else find_header(rows)
@@ -251,6 +258,9 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
         return _refused(sheet, header, MSG_NO_PRICE.format(sheet=sheet.name), "no prices")
     if "description" not in assignment.roles and "sku" not in assignment.roles:
         return _refused(sheet, header, MSG_NO_NAME.format(sheet=sheet.name), "no item names")
+    if not mapped and _named_by_bands(body, assignment):
+        kind = "rate card (prices by weight or size bands)"
+        return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
     builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:

@@ -23,7 +23,7 @@ _DATA_RUN = 8  # rows looked at to decide that data starts here
 
 _DIMENSION = re.compile(
     r"(?:(?:do|up to|bis|до|az|<|≤|>|≥|od|from|over|nad|above|ab|von|from)\s*+)?+"
-    r"\d++(?:[.,]\d++)?+\s*+(?:(?:-|–|—|to|do|az|bis|a|…|\.\.)\s*+\d++(?:[.,]\d++)?+\s*+)?+"
+    r"\d[\d.,]*+\s*+(?:(?:-|–|—|to|do|az|bis|a|…|\.\.)\s*+\d[\d.,]*+\s*+)?+"
     r"(?:[x×х*]\s*+\d++(?:[.,]\d++)?+\s*+)?+(?:kg|g|t|cm|mm|m|km|l|ml|lb|lbs|oz|кг|см|мм|м)?+\.?+"
 )
 _ZONE = re.compile(
@@ -41,6 +41,17 @@ class Header:
     @property
     def body_start(self) -> int:
         return self.rows[-1] + 1 if self.rows else 1
+
+
+_BAND = re.compile(
+    r"(?:(?:do|up to|bis|до|az|<|≤|>|≥|od|from|over|nad|above|ab|von)\s*+\d|\d[\d.,]*+\s*+"
+    r"(?:-|–|—|to|do|az|bis|…|\.\.)\s*+\d)"
+)
+
+
+def is_band(text: str) -> bool:
+    """A weight or size band ("0 až 3.00", "do 5 kg", "10-20 kg"): a rate, not an item."""
+    return is_dimension(text) and bool(_BAND.search(fold(text)))
 
 
 def is_dimension(text: str) -> bool:
@@ -68,10 +79,13 @@ def _is_data_row(row: list[str]) -> bool:
     return len(cells) >= 2 and any(_is_number(c) for c in cells) and any(not _is_number(c) for c in cells)
 
 
-def _label_score(labels: list[str]) -> tuple[int, bool]:
-    """(number of roles the labels name, whether a price is among them)."""
-    roles = {got[0] for got in map(classify_header, labels) if got}
-    return len(roles), "unit_price" in roles
+def _label_score(labels: list[str]) -> tuple[int, int]:
+    """(roles the labels name, a price counted twice; the strength of the best label per role)."""
+    best: dict[str, int] = {}
+    for got in map(classify_header, labels):
+        if got:
+            best[got[0]] = max(best.get(got[0], 0), got[1])
+    return len(best) + ("unit_price" in best), sum(best.values())
 
 
 def _combined(row: list[str], nxt: list[str]) -> list[str]:
@@ -83,20 +97,27 @@ def cell_at(row: list[str], i: int) -> str:
     return row[i] if i < len(row) else ""
 
 
+def _price_under(labels: list[str], row: list[str]) -> bool:
+    return any((got := classify_header(label)) and got[0] == "unit_price" and _is_number(cell_at(row, i))
+               for i, label in enumerate(labels))
+
+
 def _by_words(rows: list[list[str]]) -> Header | None:
     best: tuple[tuple, Header] | None = None
     for r in range(1, min(len(rows), HEADER_SCAN_ROWS) + 1):
         row = rows[r - 1]
         if not _is_text_row(row):
             continue
-        n, price = _label_score(row)
-        cand = ((n + price, -r), Header((r,), list(row)))
+        score = _label_score(row)
+        cand = ((*score, -r), Header((r,), list(row)))
         nxt = rows[r] if r < len(rows) else []
-        if _is_text_row(nxt) and not _is_data_row(nxt):
+        if _is_text_row(nxt):
             labels = _combined(row, nxt)
-            n2, price2 = _label_score(labels)
-            if n2 + price2 > n + price:
-                cand = ((n2 + price2, -r), Header((r, r + 1), labels))
+            double = _label_score(labels)
+            # The second line continues the header unless it holds a price
+            # under the price label: then it is the first item.
+            if double > score and not _price_under(labels, nxt):
+                cand = ((*double, -r), Header((r, r + 1), labels))
         if cand[0][0] >= 2 and (best is None or cand[0] > best[0]):
             best = cand
     return best[1] if best else None

@@ -412,6 +412,20 @@ def run(gen: Generated, previous: dict | None = None) -> Outcome:
 FIELDS = ("sku", "description", "unit_price", "currency")
 
 
+def same(name: str, value, expected) -> bool:
+    """Equal as the field means it: prices as decimals, text with spaces collapsed."""
+    from decimal import Decimal, InvalidOperation
+
+    if name == "unit_price":
+        try:
+            return Decimal(str(value)) == Decimal(str(expected))
+        except InvalidOperation:
+            return str(value) == str(expected)
+    if name == "description":
+        return " ".join(str(value).split()) == " ".join(str(expected).split())
+    return str(value or "") == str(expected or "")
+
+
 def unflagged_wrong(gen: Generated, got: Outcome) -> list[tuple[int, str, object, object]]:
     """(row, field, value, expected) for each wrong value with no flag to say so."""
     confirm = {s["sheet"] for s in got.sheets if s.get("needs_confirmation")}
@@ -425,7 +439,7 @@ def unflagged_wrong(gen: Generated, got: Outcome) -> list[tuple[int, str, object
         for name in FIELDS:
             value = item.get(name) or ""
             expected = "" if want is None else (want.get(name) or "")
-            if want is None or (value != expected and name not in flagged):
+            if want is None or (not same(name, value, expected) and name not in flagged):
                 out.append((row, name, value, expected))
                 if want is None:
                     break

@@ -1,0 +1,123 @@
+"""Every pattern of the extractor runs in time linear in the text it reads.
+
+Each compiled pattern of the extraction modules, and each function that
+applies patterns to cell text, runs on adversarial inputs of 10,000 and
+100,000 characters; the ratio of the two times (best of several runs, both
+measured in this run) must stay near 10, the ratio of the lengths. A
+pattern that backtracks quadratically shows a ratio near 100.
+"""
+
+import re
+import time
+import types
+
+import pytest
+
+import catalog.codepages
+import catalog.extraction.columns
+import catalog.extraction.headers
+import catalog.extraction.layout
+import catalog.extraction.money
+import catalog.extraction.packs
+import catalog.extraction.rows
+import catalog.extraction.text
+import catalog.validation
+from catalog.extraction import (
+    MAX_CELL_CHARS, cap, classify_header, detect_currency, extract, find_currencies, fold,
+    normalize_unit, pack_in_description, parse_decimal, split_pack, unit_ambiguity,
+)
+from catalog.reading import Sheet, Table
+
+MODULES = (catalog.extraction.text, catalog.extraction.money, catalog.extraction.packs,
+           catalog.extraction.headers, catalog.extraction.columns, catalog.extraction.layout,
+           catalog.extraction.rows, catalog.validation, catalog.codepages)
+SMALL, LARGE = 10_000, 100_000
+# Linear growth gives about 10 (up to 20 once the text outgrows the CPU's
+# caches); quadratic about 100. The margin absorbs a busy machine.
+MAX_RATIO = 40
+
+# Repeating units that make backtracking patterns try every split.
+UNITS = ("1", " ", "1 ", "1,", "1.", "1x", "a", "a1", "x1 ", "(1 ", "- ", "€1", "do 1 ", "ignore ")
+
+
+def adversarial(unit: str, n: int) -> str:
+    return (unit * (n // len(unit) + 1))[:n] + "!"
+
+
+def _patterns():
+    seen = {}
+    for module in MODULES:
+        for name, value in vars(module).items():
+            if isinstance(value, re.Pattern):
+                seen[f"{module.__name__}.{name}"] = value
+            elif isinstance(value, dict):
+                for key, item in value.items():
+                    if isinstance(item, re.Pattern):
+                        seen[f"{module.__name__}.{name}[{key}]"] = item
+    return seen
+
+
+PATTERNS = _patterns()
+
+
+def _best_time(func, text: str, loops: int, repeat: int = 7) -> float:
+    """Seconds per call: the best of ``repeat`` runs of ``loops`` calls."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(loops):
+            func(text)
+        best = min(best, (time.perf_counter() - start) / loops)
+    return best
+
+
+def _ratio(func, unit: str) -> float:
+    small_text, large_text = adversarial(unit, SMALL), adversarial(unit, LARGE)
+    func(large_text)  # warm up: the first pass over a large text pays for its allocation
+    once = _best_time(func, small_text, 1, repeat=1)
+    loops = max(1, min(200, int(0.002 / max(once, 1e-7))))  # about 2 ms per small run
+    small = _best_time(func, small_text, loops)
+    large = _best_time(func, large_text, max(1, loops // 10))
+    return large / max(small, 1e-7)
+
+
+def test_the_extractor_has_patterns_to_check():
+    assert len(PATTERNS) >= 30
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_pattern_grows_linearly_on_adversarial_text(name):
+    pattern = PATTERNS[name]
+    worst = max((_ratio(pattern.search, unit), unit) for unit in UNITS)
+    assert worst[0] < MAX_RATIO, worst
+
+
+def _one_row_extract(text: str):
+    return extract(Table(sheets=[Sheet(name="S", rows=[["Code", "Name", "Unit", "Price"],
+                                                       [text[:50], text, text, "1.50"]])]))
+
+
+FUNCTIONS = {
+    "fold": fold, "find_currencies": find_currencies, "detect_currency": detect_currency,
+    "parse_decimal": parse_decimal, "split_pack": split_pack, "pack_in_description": pack_in_description,
+    "classify_header": classify_header, "normalize_unit": normalize_unit,
+    "unit_ambiguity": lambda t: unit_ambiguity("ml", t), "is_instruction": catalog.validation.is_instruction,
+    "language_fit": catalog.codepages.language_fit, "extract": _one_row_extract,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_text_function_grows_linearly_on_adversarial_text(name):
+    func = FUNCTIONS[name]
+    worst = max((_ratio(func, unit), unit) for unit in UNITS)
+    assert worst[0] < MAX_RATIO, worst
+
+
+def test_cell_text_is_capped_at_excels_limit_before_any_pattern():
+    assert len(cap("x" * 1_000_000)) == MAX_CELL_CHARS == 32_767
+
+
+def test_patterns_are_collected_from_every_extraction_module():
+    assert {p.rsplit(".", 1)[0].split("[")[0] for p in PATTERNS} >= {
+        m.__name__ for m in MODULES if any(isinstance(v, re.Pattern) for v in vars(m).values())}
+    assert all(isinstance(m, types.ModuleType) for m in MODULES)
