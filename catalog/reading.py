@@ -110,9 +110,9 @@ class Sheet:
     format (e.g. ``"£"#,##0.00``): column index (0-based) -> runs
     ``(first_row, last_row, ISO code)`` with 1-based inclusive rows.
     ``raw`` keeps, for XLSX numbers whose display differs from the stored
-    value or that a formula computed, ``"row:col"`` (1-based row, 0-based
-    column) -> ``{"value": stored value as text, "formula": bool}``; the cell
-    text itself is what the number format displays.
+    value, ``"row:col"`` (1-based row, 0-based column) -> ``{"value": stored
+    value as text, "formula": bool}``; the cell text itself is what the number
+    format displays.
     """
 
     name: str
@@ -452,9 +452,9 @@ def decimal_places_of_format(fmt: str | None) -> int | None:
     return m.group(1).count("0") if m else 0
 
 
-def _displayed_number(value, places: int | None, formula: bool, raw: dict, key: str) -> str:
+def _displayed_number(value, places: int | None, raw: dict, key: str) -> str:
     """The text a number shows under its format; the stored value goes to ``raw``
-    when it differs or a formula computed it."""
+    when it differs."""
     stored = _cell_text(value)
     text = stored
     if places is not None and stored:
@@ -465,8 +465,8 @@ def _displayed_number(value, places: int | None, formula: bool, raw: dict, key: 
             text = format(shown, "f")
         except InvalidOperation:
             text = stored
-    if formula or text != stored:
-        raw[key] = {"value": stored, "formula": formula}
+    if text != stored:
+        raw[key] = {"value": stored, "formula": False}
     return text
 
 
@@ -554,7 +554,7 @@ def _row_texts(cells, idx: int, title: str, styles: tuple[list, list],
             _extend_run(runs, last_valued, col, idx, code)
         last_valued[col] = idx
         if type(value) in (int, float) and 0 < style_id < len(style_places):
-            text = _displayed_number(value, style_places[style_id], False, raw, f"{idx}:{col}")
+            text = _displayed_number(value, style_places[style_id], raw, f"{idx}:{col}")
         else:
             text = value.strip() if type(value) is str else _cell_text(value)
         if len(text) > limits.max_cell_chars:
