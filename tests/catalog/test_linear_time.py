@@ -32,9 +32,13 @@ MODULES = (catalog.extraction.text, catalog.extraction.money, catalog.extraction
            catalog.extraction.headers, catalog.extraction.columns, catalog.extraction.layout,
            catalog.extraction.rows, catalog.validation, catalog.codepages)
 SMALL, LARGE = 10_000, 100_000
-# Linear growth gives about 10 (up to 20 once the text outgrows the CPU's
-# caches); quadratic about 100. The margin absorbs a busy machine.
-MAX_RATIO = 40
+# Linear growth gives about 10, but measured here up to about 50 for long
+# alternations of words (the larger text outgrows the CPU's caches; 100,000
+# to 1,000,000 characters is 10 again); quadratic growth is 100 or more.
+# Each limit also allows three times a baseline measured in the same run on
+# the same text (a pattern known to be linear), so a loaded machine moves both.
+MAX_RATIO = 70
+BASELINE = re.compile(r"(?<![\w])(?:qqqzzz)(?![\w])")
 
 # Repeating units that make backtracking patterns try every split.
 UNITS = ("1", " ", "1 ", "1,", "1.", "1x", "a", "a1", "x1 ", "(1 ", "- ", "€1", "do 1 ", "ignore ")
@@ -81,6 +85,10 @@ def _ratio(func, unit: str) -> float:
     return large / max(small, 1e-7)
 
 
+def _limit(unit: str) -> float:
+    return max(MAX_RATIO, 3 * _ratio(BASELINE.search, unit))
+
+
 def test_the_extractor_has_patterns_to_check():
     assert len(PATTERNS) >= 30
 
@@ -88,8 +96,9 @@ def test_the_extractor_has_patterns_to_check():
 @pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_pattern_grows_linearly_on_adversarial_text(name):
     pattern = PATTERNS[name]
-    worst = max((_ratio(pattern.search, unit), unit) for unit in UNITS)
-    assert worst[0] < MAX_RATIO, worst
+    over = [(unit, ratio, limit) for unit in UNITS
+            if (ratio := _ratio(pattern.search, unit)) >= (limit := _limit(unit))]
+    assert over == []
 
 
 def _one_row_extract(text: str):
@@ -109,8 +118,9 @@ FUNCTIONS = {
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_text_function_grows_linearly_on_adversarial_text(name):
     func = FUNCTIONS[name]
-    worst = max((_ratio(func, unit), unit) for unit in UNITS)
-    assert worst[0] < MAX_RATIO, worst
+    over = [(unit, ratio, limit) for unit in UNITS
+            if (ratio := _ratio(func, unit)) >= (limit := _limit(unit))]
+    assert over == []
 
 
 def test_cell_text_is_capped_at_excels_limit_before_any_pattern():
