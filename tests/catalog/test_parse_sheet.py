@@ -132,7 +132,7 @@ def test_model_output_is_published_with_request_id_and_usage(workspace, provider
 
 
 def test_model_citing_a_row_without_the_value_is_flagged(workspace, provider):
-    provider.script.append((200, {"items": [item("A-1", "1.50", 3), item("B-2", "2.25", 3)]}, 0))
+    provider.script.append((200, {"items": [item("A-1", "1.50", 3), item("B-2", "2.25", 3, description="Bananas")]}, 0))
     job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
     run_until_idle()
     job.refresh_from_db()
