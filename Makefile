@@ -12,7 +12,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 export SECRET_KEY ?= $(shell test -s .secret_key || $(PYTHON) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key; cat .secret_key)
 export HTTPS ?= false
 
-.PHONY: setup db run test stop-db reset-db clean
+.PHONY: setup db run test apitoken stop-db reset-db clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ run: setup
 
 test: db
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Print a new API token for TOKEN_USER (the demo user by default), with the
+# settings `make run` uses: `TOKEN=$$(make -s apitoken)`.
+TOKEN_USER ?= demo
+apitoken: db
+	@$(BIN)/python manage.py createapitoken $(TOKEN_USER)
 
 # Stop the embedded server this folder's .pgdata/ runs, or say why there is nothing to stop.
 stop-db:

@@ -6,7 +6,9 @@ finding jobs by the file name."""
 import uuid
 
 from django.contrib import admin
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery, UUIDField
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -80,15 +82,36 @@ class CatalogRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 class SheetJobAdmin(JobAdmin):
-    """The generic job admin, plus the uploaded sheet of `parse_sheet` jobs."""
+    """The generic job admin, plus the uploaded sheet of `parse_sheet` jobs:
+    its file and supplier as list columns, and on the job's page."""
+
+    list_display = [*JobAdmin.list_display[:4], "file", "supplier",
+                    *JobAdmin.list_display[4:]]
 
     fieldsets = [
         (None, {**JobAdmin.fieldsets[0][1],
-                "fields": [*JobAdmin.fieldsets[0][1]["fields"][:5], "sheet",
+                "fields": [*JobAdmin.fieldsets[0][1]["fields"][:5], "sheet", "supplier",
                            *JobAdmin.fieldsets[0][1]["fields"][5:]]}),
         *JobAdmin.fieldsets[1:],
     ]
-    computed_fields = ["sheet", *JobAdmin.computed_fields]
+    computed_fields = ["sheet", "supplier", *JobAdmin.computed_fields]
+
+    def get_queryset(self, request):
+        # The file and supplier come from the sheet the payload names, in the
+        # list's own query.
+        sheets = PriceSheet.objects.filter(pk=Cast(KeyTextTransform("sheet_id", OuterRef("payload")),
+                                                   UUIDField()))
+        return (super().get_queryset(request)
+                .annotate(file_name=Subquery(sheets.values("original_name")[:1]),
+                          supplier_label=Subquery(sheets.values("supplier_name")[:1])))
+
+    @admin.display(description="file", ordering="file_name")
+    def file(self, job: Job) -> str:
+        return getattr(job, "file_name", None) or "-"
+
+    @admin.display(description="supplier", ordering="supplier_label")
+    def supplier(self, job: Job) -> str:
+        return getattr(job, "supplier_label", None) or "-"
     search_help_text = "Job id (or its first characters), idempotency key, or uploaded file name."
 
     def search_matches(self, term: str) -> Q:

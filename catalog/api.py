@@ -31,6 +31,7 @@ MSG_KEY_REQUIRED = "Send an `Idempotency-Key` header (any unique string, e.g. a 
 MSG_KEY_TOO_LONG = "The Idempotency-Key is longer than 255 characters."
 MSG_FILE_REQUIRED = "Send the sheet as the multipart field `file`."
 MSG_EMPTY_FILE = "The uploaded file has no content."
+MSG_PAGE_OUT_OF_RANGE = "Page {page} is past the last page ({last}; {count} jobs in all)."
 MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
 MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
 MSG_SUPPLIER_TOO_LONG = "The supplier name is longer than 200 characters."
@@ -169,6 +170,13 @@ def _list(request: HttpRequest) -> HttpResponse:
     if states:
         jobs = jobs.filter(state__in=states)
     count = jobs.count()
+    last_page = max(1, -(-count // size))
+    if page > last_page:
+        # Past the end is an error, not an empty page: its `previous` link
+        # would point at another page past the end. Page 1 always exists.
+        raise Problem(404, "page-out-of-range",
+                      MSG_PAGE_OUT_OF_RANGE.format(page=page, last=last_page, count=count),
+                      last_page=last_page)
     rows = (with_reading_report(jobs_with_live_phase(jobs)).order_by("-created_at", "-id")
             [(page - 1) * size:page * size])
 
@@ -187,7 +195,8 @@ def _list(request: HttpRequest) -> HttpResponse:
 @operation(
     "GET", summary="List your workspaces' jobs", tags=("jobs",), query=schemas.JobListQuery,
     answers={200: json_answer(schemas.JobPage, "One page of jobs, newest first."),
-             400: problem("An unknown state or a bad page number.")})
+             400: problem("An unknown state or a bad page number."),
+             404: problem("A page past the last (`/problems/page-out-of-range`, with `last_page`).")})
 @operation(
     "POST", summary="Upload a price sheet (admit a job)", tags=("jobs",),
     body=(Body("multipart/form-data", schemas.UploadForm),),

@@ -2,10 +2,16 @@
 
 Spreadsheets run a cell that starts with `=`, `+`, `-` or `@` as a formula
 (and tab or carriage return can hide such a start), so a supplier's text like
-`=HYPERLINK(...)` would execute on the reader's machine. Every text cell that
-starts with one of them is prefixed with a single quote, which spreadsheets
-read as "this is text". XLSX text cells are written as strings, never as
-formulas; numbers are written as numbers (a number cannot be a formula).
+`=HYPERLINK(...)` would execute on the reader's machine.
+
+- CSV has no cell types: every text cell that starts with one of them is
+  prefixed with a single quote, which spreadsheets read as "this is text".
+- XLSX has them: text cells are stored with the explicit string type, which
+  no spreadsheet evaluates, so the text stays exactly as the supplier wrote
+  it (no visible quote). Numbers are numbers (a number cannot be a formula):
+  prices carry a number format with as many decimals as the revision's
+  prices use (at least two), the currency sits in its own column, columns
+  are sized to their content and the header row stays in view.
 """
 
 from __future__ import annotations
@@ -18,14 +24,17 @@ from typing import Any
 
 from openpyxl import Workbook
 from openpyxl.cell.cell import TYPE_STRING
+from openpyxl.utils import get_column_letter
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-COLUMNS = ("sku", "description", "unit", "pack_size", "unit_price", "currency",
+COLUMNS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "currency",
            "source_sheet", "source_row")
-HEADERS = ("SKU", "Description", "Unit", "Pack size", "Unit price", "Currency",
+HEADERS = ("SKU", "Description", "Unit", "Unit code", "Pack size", "Unit price", "Currency",
            "Source sheet", "Source row")
 NUMERIC_COLUMNS = frozenset({"pack_size", "unit_price", "source_row"})
 XLSX_SHEET_TITLE = "Catalog"
+MIN_PRICE_PLACES, MAX_PRICE_PLACES = 2, 6
+MIN_WIDTH, MAX_WIDTH = 8, 60
 
 
 def escape_cell(value: Any) -> str:
@@ -72,23 +81,52 @@ def rows_to_csv(rows: Iterable[Mapping[str, Any]]) -> bytes:
     return buffer.getvalue().encode("utf-8-sig")
 
 
+def price_places(prices: Iterable[Any]) -> int:
+    """Decimals every price of the list needs to be shown exactly, at least two."""
+    places = MIN_PRICE_PLACES
+    for value in prices:
+        if isinstance(value, Decimal) and value.is_finite():
+            places = max(places, -value.normalize().as_tuple().exponent)
+    return min(places, MAX_PRICE_PLACES)
+
+
+def _number_format(places: int) -> str:
+    return "#,##0." + "0" * places if places else "#,##0"
+
+
 def rows_to_xlsx(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    rows = list(rows)
+    places = price_places(row.get("unit_price") for row in rows)
+    price_format = _number_format(places)
     workbook = Workbook(write_only=False)
     sheet = workbook.active
     sheet.title = XLSX_SHEET_TITLE
     sheet.append(HEADERS)
+    widths = [len(header) for header in HEADERS]
     for r, row in enumerate(rows, start=2):
         for c, column in enumerate(COLUMNS, start=1):
             value = row.get(column)
             is_number = isinstance(value, (int, Decimal)) and not isinstance(value, bool)
             if column in NUMERIC_COLUMNS and is_number:
-                sheet.cell(row=r, column=c, value=value)
-                continue
-            cell = sheet.cell(row=r, column=c, value=_text(column, value) or None)
-            if cell.value is not None:
-                # openpyxl guesses a formula from a leading "="; the type is
-                # set explicitly so no text cell is ever stored as one.
+                cell = sheet.cell(row=r, column=c, value=value)
+                if column == "unit_price":
+                    cell.number_format = price_format
+                    shown = len(f"{value:,.{places}f}")
+                else:
+                    shown = len(number_text(value))
+            else:
+                text = "" if value is None else str(value)
+                if not text:
+                    continue
+                cell = sheet.cell(row=r, column=c, value=text)
+                # openpyxl guesses a formula from a leading "="; the explicit
+                # string type is what is saved, and a string is never evaluated.
                 cell.data_type = TYPE_STRING
+                shown = max(len(line) for line in text.splitlines() or [text])
+            widths[c - 1] = max(widths[c - 1], shown)
+    for c, width in enumerate(widths, start=1):
+        sheet.column_dimensions[get_column_letter(c)].width = min(max(width + 2, MIN_WIDTH), MAX_WIDTH)
+    sheet.freeze_panes = "A2"
     out = io.BytesIO()
     workbook.save(out)
     return out.getvalue()

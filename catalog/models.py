@@ -34,6 +34,11 @@ class PriceSheet(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="sheets")
+    # The supplier as the uploader named it. The Supplier row is created when
+    # a revision is first published for it, so an upload that is refused or
+    # never published leaves no supplier behind; `supplier` is set only when
+    # the supplier already existed at upload.
+    supplier_name = models.CharField(max_length=200, blank=True)
     supplier = models.ForeignKey(
         Supplier, null=True, blank=True, on_delete=models.PROTECT, related_name="sheets"
     )

@@ -41,6 +41,7 @@ from jobs.selectors import (
     job_progress_percent,
     job_timings,
     jobs_with_live_phase,
+    one_snapshot,
 )
 from jobs.services import IdempotencyConflict, InvalidTransition, VersionConflict, job_cancel
 
@@ -277,20 +278,22 @@ def _job_context(job: Job) -> dict:
 @login_required
 @require_GET
 def job_page(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
-    job = _member_job(request.user, id)
-    if job is None:
-        return _not_found(request)
-    return render(request, "jobs/detail.html", _job_context(job))
+    with one_snapshot():  # the state and the attempts as of one moment
+        job = _member_job(request.user, id)
+        if job is None:
+            return _not_found(request)
+        return render(request, "jobs/detail.html", _job_context(job))
 
 
 @login_required
 @require_GET
 def job_live(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     """The job page's live part alone, polled every few seconds."""
-    job = _member_job(request.user, id)
-    if job is None:
-        return _not_found(request)
-    return render(request, "jobs/_live.html", _job_context(job))
+    with one_snapshot():  # the state and the attempts as of one moment
+        job = _member_job(request.user, id)
+        if job is None:
+            return _not_found(request)
+        return render(request, "jobs/_live.html", _job_context(job))
 
 
 @login_required

@@ -22,7 +22,7 @@ from jobs.selectors import job_status
 User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = ("description", "unit", "pack_size", "unit_price", "currency")
 ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
-EXPORT_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency",
+EXPORT_FIELDS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "currency",
                  "source_sheet", "source_row")
 
 

@@ -23,6 +23,9 @@ from jobs.services import job_admit, job_load_checkpoint, job_requeue_with_input
 MSG_NOT_READ = ("This job's sheet was never read (it could not be opened), so there are no "
                "columns to map; upload a readable file.")
 
+MSG_UNCHANGED = ("Unchanged: this sheet is identical to catalog revision {revision} of "
+                 "{supplier} (same file, same items), so no new revision was published.")
+
 
 class PublishOutsideTransaction(Exception):
     """revision_publish was called without the guarded transaction around it."""
@@ -35,11 +38,19 @@ class SheetNotRead(Exception):
         super().__init__(MSG_NOT_READ)
 
 
-def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
+def supplier_find(*, workspace_id: int, name: str) -> Supplier | None:
     """The workspace's supplier of that name, matched regardless of case and
-    of runs of spaces ("ACME  Ltd" is "Acme Ltd"); created when none is."""
+    of runs of spaces ("ACME  Ltd" is "Acme Ltd"), or None."""
     clean = " ".join(name.split())
-    found = (Supplier.objects.filter(workspace=workspace, name__iexact=clean).order_by("pk").first())
+    return (Supplier.objects.filter(workspace_id=workspace_id, name__iexact=clean)
+            .order_by("pk").first())
+
+
+def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
+    """The workspace's supplier of that name (see supplier_find); created
+    when none is."""
+    clean = " ".join(name.split())
+    found = supplier_find(workspace_id=workspace.pk, name=clean)
     if found is not None:
         return found
     supplier, _ = Supplier.objects.get_or_create(workspace=workspace, name=clean)
@@ -48,7 +59,8 @@ def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
 
 def pricesheet_store(*, workspace: Workspace, chunks: Iterable[bytes], original_name: str,
                      content_type: str = "", supplier: Supplier | None = None,
-                     uploaded_by=None, max_bytes: int | None = None) -> PriceSheet:
+                     supplier_name: str = "", uploaded_by=None,
+                     max_bytes: int | None = None) -> PriceSheet:
     """Stream an upload into the sheets storage and record it.
 
     The file is stored under the sha256 of its bytes (catalog.storage): the
@@ -57,6 +69,7 @@ def pricesheet_store(*, workspace: Workspace, chunks: Iterable[bytes], original_
     stored = sheet_file_store(chunks, max_bytes=max_bytes)
     return PriceSheet.objects.create(
         workspace=workspace, supplier=supplier, sha256=stored.sha256, size=stored.size,
+        supplier_name=supplier_name or (supplier.name if supplier else ""),
         original_name=os.path.basename(original_name)[:255] or "upload",
         content_type=content_type[:100], storage_path=stored.name, uploaded_by=uploaded_by,
     )
@@ -77,23 +90,25 @@ def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_
     so a replay leaves no second row. The stored file is content-addressed
     and may already be shared by other sheets, so it stays.
     """
-    supplier: Supplier | None = None
-    if supplier_name:
-        supplier = supplier_get_or_create(workspace=workspace, name=supplier_name)
+    supplier_name = " ".join(supplier_name.split())
+    # No supplier is created here: the first publication for the name
+    # creates it (revision_publish), so a refused sheet leaves none behind.
+    supplier = supplier_find(workspace_id=workspace.pk, name=supplier_name) if supplier_name else None
     # The file is stored before the first statement of the transaction, so
     # no transaction is open while the bytes travel to the storage.
     with transaction.atomic():
         sheet: PriceSheet = pricesheet_store(
             workspace=workspace, chunks=chunks, original_name=original_name,
-            content_type=content_type, supplier=supplier, uploaded_by=user,
-            max_bytes=settings.UPLOAD_MAX_BYTES,
+            content_type=content_type, supplier=supplier, supplier_name=supplier_name,
+            uploaded_by=user, max_bytes=settings.UPLOAD_MAX_BYTES,
         )
         # The unique (workspace, idempotency_key) constraint decides between
         # concurrent requests with one key: the second INSERT waits for the
         # first to commit, fails, and returns the first one's job.
         job, created = job_admit(
             workspace_id=workspace.pk, kind="parse_sheet",
-            payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk if supplier else None},
+            payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk if supplier else None,
+                     "supplier_name": supplier_name},
             idempotency_key=idempotency_key,
             fingerprint=pricesheet_fingerprint(sha256=sheet.sha256, supplier_name=supplier_name),
             created_by_id=user.pk,
@@ -103,15 +118,69 @@ def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_
     return job, created
 
 
+def _pack_size(item: dict) -> Decimal | None:
+    return None if item.get("pack_size") is None else Decimal(str(item["pack_size"]))
+
+
+def _publish_supplier(job) -> Supplier | None:
+    """The job's supplier, created on its first publication, row-locked so
+    that two publications for one supplier take turns (current revision)."""
+    payload = job.payload or {}
+    suppliers = Supplier.objects.select_for_update(of=("self",)).select_related("current_revision")
+    if payload.get("supplier_id") is not None:
+        return suppliers.filter(pk=payload["supplier_id"]).first()
+    name = (payload.get("supplier_name") or "").strip()
+    if not name:
+        return None
+    found = supplier_find(workspace_id=job.workspace_id, name=name)
+    if found is None:
+        # get_or_create: a concurrent first publication for the same name
+        # waits on the unique (workspace, name) and then finds its row.
+        found, _ = Supplier.objects.get_or_create(workspace_id=job.workspace_id,
+                                                  name=" ".join(name.split()))
+    return suppliers.get(pk=found.pk)
+
+
+def _revision_is(revision: CatalogRevision, sha256: str, items: list[dict]) -> bool:
+    """Whether `revision` was published from the same file with the same items."""
+    published_from = (revision.job.payload or {}).get("sheet_id") if revision.job_id else None
+    if not published_from or revision.item_count != len(items):
+        return False
+    if not PriceSheet.objects.filter(pk=published_from, sha256=sha256).exists():
+        return False
+    fields = ("sku", "description", "unit", "pack_size", "unit_price", "currency",
+              "source_sheet", "source_row")
+    published = list(revision.items.order_by("pk").values_list(*fields))
+    staged = [(item["sku"] or "", item.get("description") or "", item.get("unit"), _pack_size(item),
+               Decimal(item["unit_price"]), item["currency"], item["source"]["sheet"],
+               item["source"]["row"]) for item in items]
+    return published == staged
+
+
 def revision_publish(*, job, approved_by=None) -> dict:
     """Publish a job's accepted output as a catalog revision and make it the
     supplier's current one. Called only inside the transaction of a guarded
     accept or approve; `CatalogRevision.job` is unique, so a second
-    publication of the same job fails instead of duplicating the catalog."""
+    publication of the same job fails instead of duplicating the catalog.
+
+    The supplier named at upload is created now if it does not exist yet. A
+    sheet identical to the supplier's current revision (same file, same
+    items) publishes nothing: the result points at that revision and says
+    it is unchanged."""
     if not connection.in_atomic_block:
         raise PublishOutsideTransaction("revision_publish must run inside the guarded transaction")
     items = (job.output or {}).get("items", [])
-    supplier_id = (job.payload or {}).get("supplier_id")
+    payload = job.payload or {}
+    supplier = _publish_supplier(job)
+    supplier_id = supplier.pk if supplier else None
+    sheet = PriceSheet.objects.filter(pk=payload.get("sheet_id")).only("sha256").first()
+    current = supplier.current_revision if supplier else None
+    if current is not None and sheet is not None and _revision_is(current, sheet.sha256, items):
+        if approved_by is not None:
+            supplier_layout_remember(job=job, supplier=supplier, approved_by=approved_by)
+        return {"revision_id": str(current.public_id), "item_count": current.item_count,
+                "unchanged": True,
+                "note": MSG_UNCHANGED.format(revision=current.short_id, supplier=supplier.name)}
     revision = CatalogRevision.objects.create(
         workspace_id=job.workspace_id, supplier_id=supplier_id, job=job,
         attempt=job.attempt, approved_by=approved_by, item_count=len(items),
@@ -124,7 +193,7 @@ def revision_publish(*, job, approved_by=None) -> dict:
                 description=item.get("description") or "",
                 unit=item.get("unit"),
                 unit_code=unit_normalize(item.get("unit"))[0] or "",
-                pack_size=None if item.get("pack_size") is None else Decimal(str(item["pack_size"])),
+                pack_size=_pack_size(item),
                 unit_price=Decimal(item["unit_price"]),
                 currency=item["currency"],
                 source_sheet=item["source"]["sheet"],
@@ -136,11 +205,9 @@ def revision_publish(*, job, approved_by=None) -> dict:
     )
     if supplier_id is not None:
         Supplier.objects.filter(pk=supplier_id).update(current_revision=revision)
-        if approved_by is not None:
-            supplier_layout_remember(job=job, approved_by=approved_by)
-    supplier_public_id = None
-    if supplier_id is not None:
-        supplier_public_id = str(Supplier.objects.values_list("public_id", flat=True).get(pk=supplier_id))
+    if supplier is not None and approved_by is not None:
+        supplier_layout_remember(job=job, supplier=supplier, approved_by=approved_by)
+    supplier_public_id = str(supplier.public_id) if supplier is not None else None
     # Events and results name revisions and suppliers by their public ids,
     # the ones the catalog API takes (`/api/suppliers/<id>/changes?since=...`).
     outbox_write(
@@ -180,15 +247,14 @@ def pricesheet_mapping_apply(*, job_id, expected_version: int, data: dict, user)
                                   reason="column mapping applied")
 
 
-def supplier_layout_remember(*, job, approved_by) -> SupplierLayout | None:
+def supplier_layout_remember(*, job, supplier: Supplier, approved_by) -> SupplierLayout | None:
     """Remember the mapping a reviewer set for this job's supplier, keyed by
     the signature of the sheets it read. Only a mapping a person set is
     remembered: inferred columns are never stored as a layout. Runs in the
     approval's transaction."""
     output = job.output if isinstance(job.output, dict) else {}
     mapping = (job.payload or {}).get("mapping")
-    supplier_id = (job.payload or {}).get("supplier_id")
-    if (supplier_id is None or not isinstance(mapping, dict)
+    if (not isinstance(mapping, dict)
             or (output.get("layout") or {}).get("source") != "reviewer"):
         return None
     signatures = {r["sheet"]: r["signature"] for r in output.get("columns") or []
@@ -198,7 +264,7 @@ def supplier_layout_remember(*, job, approved_by) -> SupplierLayout | None:
         return None
     signature = hashlib.sha256("\n".join(signatures[n] for n in names).encode()).hexdigest()
     layout, _ = SupplierLayout.objects.update_or_create(
-        supplier_id=supplier_id, signature=signature,
+        supplier_id=supplier.pk, signature=signature,
         defaults={
             "workspace_id": job.workspace_id,
             "sheet_names": ", ".join(names)[:500],

@@ -37,6 +37,8 @@ ITEMS_PAGE_SIZE = 100
 XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MSG_NO_REVISION = "No such revision."
 MSG_NO_SUPPLIER = "No such supplier."
+MSG_OTHER_SUPPLIERS = ("Revisions {old} and {new} belong to different suppliers ({old_supplier} "
+                       "and {new_supplier}): only revisions of one supplier can be compared.")
 
 
 def _supplier(request: HttpRequest, supplier_id: uuid.UUID) -> Supplier:
@@ -131,6 +133,13 @@ def diff(request: HttpRequest) -> HttpResponse:
         return HttpResponsePermanentRedirect(f"{reverse('catalog:diff')}?{urlencode(ids)}")
     old = _revision(request, request.GET.get("old"))
     new = _revision(request, request.GET.get("new"))
+    if old.supplier_id != new.supplier_id:
+        refusal = MSG_OTHER_SUPPLIERS.format(
+            old=old.short_id, new=new.short_id,
+            old_supplier=old.supplier.name if old.supplier else "no supplier",
+            new_supplier=new.supplier.name if new.supplier else "no supplier")
+        return render(request, "catalog/diff.html", {"refusal": refusal, "old": old, "new": new},
+                      status=400)
     return render(request, "catalog/diff.html", {"diff": revision_diff(old=old, new=new)})
 
 

@@ -260,5 +260,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "filters": {"expected_client_errors": {"()": "config.log_filters.ExpectedClientErrors"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"},
+                "django.request": {"filters": ["expected_client_errors"]}},
 }

@@ -52,6 +52,12 @@ MSG_SECRET_SHOWN_ONCE = ("Signing secret of {url}: {secret} - copy it to the rec
 MSG_SECRET_ROTATED = ("New signing secret of {url}: {secret} - copy it to the receiver now; it "
                       "is not shown again. The previous secret also signs for {hours} h.")
 
+MSG_DETERMINISTIC = ("The last attempt failed for a reason a retry does not change (the same "
+                     "input gives the same error): {error} Retry only once the cause is fixed "
+                     "(another file, a setting, a new version).")
+MSG_DETERMINISTIC_SELECTED = ("{count} of the selected jobs failed for a reason a retry does not "
+                              "change; they will fail the same way unless the cause was fixed.")
+
 MAX_OUTPUT_ROWS = 500
 MISSING = "deleted"
 
@@ -63,6 +69,41 @@ def _pretty_json(value) -> str:
         return "-"
     return format_html('<pre style="white-space:pre-wrap;margin:0">{}</pre>',
                        json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+def readable_duration(seconds: float | None) -> str:
+    """9 ms, 1.2 s, 3 min 12 s, 2 h 5 min, 3 d 4 h."""
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def deterministic_failure(job: Job, last: Attempt | None) -> str:
+    """What to know before retrying a job whose last attempt failed for good
+    (a permanent error, not one attempt too many of a transient one)."""
+    if (last is None or job.state != State.NEEDS_ATTENTION or last.outcome != Attempt.Outcome.FAILED
+            or job.reason.startswith("gave up after")):
+        return ""
+    return MSG_DETERMINISTIC.format(error=(last.error or job.reason).rstrip(".") + ".")
+
+
+def _is_uuid(value) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def _were(count: int, phrase: str) -> str:
@@ -142,7 +183,7 @@ class AttemptInline(ReadOnlyAdminMixin, admin.TabularInline):
     def duration(self, attempt: Attempt) -> str:
         if attempt.finished_at is None:
             return "-"
-        return f"{(attempt.finished_at - attempt.started_at).total_seconds():.1f} s"
+        return readable_duration((attempt.finished_at - attempt.started_at).total_seconds())
 
     @admin.display(description="diagnostic (stale result)")
     def diagnostic_display(self, attempt: Attempt) -> str:
@@ -174,22 +215,34 @@ class JobAdmin(admin.ModelAdmin):
     list_per_page = 50
     actions = ["cancel", "retry"]
     inlines = [AttemptInline]
+    # The attempts (an inline) come after these fieldsets; the output, which
+    # can be long, comes after the attempts, folded (see change_form_template).
     fieldsets = [
-        (None, {"fields": ["id", "kind", "workspace", "state", "reason", "created_by",
-                           "created_at", "updated_at", "finished_at"]}),
+        (None, {"fields": ["id", "kind", "workspace", "state", "reason", "before_retry", "pages",
+                           "created_by", "created_at", "updated_at", "finished_at"]}),
         ("Attempts and lease", {"fields": ["attempt", "max_attempts", "version", "worker_id",
                                            "lease_token", "lease_until", "run_after"]}),
-        ("Time spent (seconds)", {"fields": ["waiting_seconds", "running_seconds",
-                                             "review_seconds", "state_changed_at"]}),
+        ("Time spent", {"fields": ["waiting", "running", "in_review", "state_changed_at"]}),
         ("Input", {"fields": ["payload_display", "idempotency_key", "request_fingerprint"]}),
-        ("Output", {"fields": ["review_required", "progress", "output_display", "result_display"]}),
+        ("Result", {"fields": ["review_required", "progress", "result_display"]}),
     ]
-    computed_fields = ["payload_display", "progress", "output_display", "result_display"]
+    computed_fields = ["pages", "before_retry", "payload_display", "progress", "result_display",
+                       "waiting", "running", "in_review"]
+    change_form_template = "admin/jobs/job/change_form.html"
 
     def get_queryset(self, request):
         # The list never shows `output` (every extracted item); the change
         # page loads it when it renders it.
         return super().get_queryset(request).defer("output")
+
+    def view_on_site(self, job: Job) -> str:
+        return f"/jobs/{job.pk}/"
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        job = Job.objects.filter(pk=object_id).only("output").first() if _is_uuid(object_id) else None
+        extra_context = {**(extra_context or {}),
+                         "output_html": self.output_display(job) if job is not None else ""}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     # --- nothing is edited by hand ------------------------------------------------
 
@@ -255,6 +308,30 @@ class JobAdmin(admin.ModelAdmin):
         return matches
 
     # --- detail ------------------------------------------------------------------------
+
+    @admin.display(description="pages")
+    def pages(self, job: Job) -> str:
+        links = [format_html('<a href="/jobs/{}/">job page</a>', job.pk)]
+        if job.state == State.AWAITING_REVIEW or job.review_required:
+            links.append(format_html('<a href="/review/{}/">review page</a>', job.pk))
+        return format_html_join(" · ", "{}", ((link,) for link in links))
+
+    @admin.display(description="before a retry")
+    def before_retry(self, job: Job) -> str:
+        last = Attempt.objects.filter(job=job).order_by("-number").first()
+        return deterministic_failure(job, last) or "-"
+
+    @admin.display(description="waiting")
+    def waiting(self, job: Job) -> str:
+        return readable_duration(job.waiting_seconds)
+
+    @admin.display(description="running")
+    def running(self, job: Job) -> str:
+        return readable_duration(job.running_seconds)
+
+    @admin.display(description="awaiting review")
+    def in_review(self, job: Job) -> str:
+        return readable_duration(job.review_seconds)
 
     @admin.display(description="payload")
     def payload_display(self, job: Job) -> str:
@@ -350,6 +427,11 @@ class JobAdmin(admin.ModelAdmin):
     def _confirm(self, request, queryset, transition: BulkTransition, eligible: list,
                  skipped: Counter) -> TemplateResponse:
         jobs = list(queryset.select_related("workspace").order_by("-created_at"))
+        deterministic = 0
+        if transition is RETRY:
+            last = {a.job_id: a for a in Attempt.objects.filter(job__in=[j.pk for j in jobs])
+                    .order_by("job_id", "-number").distinct("job_id")}
+            deterministic = sum(1 for job in jobs if deterministic_failure(job, last.get(job.pk)))
         context = {
             **self.admin_site.each_context(request),
             "title": f"{transition.verb.capitalize()} jobs",
@@ -361,6 +443,8 @@ class JobAdmin(admin.ModelAdmin):
             "skipped": _why_unchanged(skipped, transition.skip_phrases),
             "jobs": [(job, job.state in transition.eligible_states) for job in jobs],
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "deterministic": (MSG_DETERMINISTIC_SELECTED.format(count=deterministic)
+                              if deterministic else ""),
         }
         return TemplateResponse(request, CONFIRM_TEMPLATE, context)
 

@@ -68,6 +68,10 @@ class Timings(Open):
 class JobResult(Open):
     revision_id: UUID | None = Field(description="The published revision (its public id).")
     item_count: int | None
+    unchanged: bool | None = Field(
+        default=None, description="Present and true when the sheet was identical to the "
+        "supplier's current revision, which `revision_id` names: nothing new was published.")
+    note: str | None = Field(default=None, description="Why, when `unchanged`.")
 
 
 class JobStatus(Open):

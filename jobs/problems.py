@@ -48,6 +48,7 @@ TITLES = {
     "approval-blocked": "Flags still block approval",
     "invalid-value": "A value is not valid for its field",
     "source-missing": "The source table of this job was not kept",
+    "page-out-of-range": "The page is past the last page",
 }
 
 # One body for "no such job" and "a job of a workspace you are not in": the

@@ -2,6 +2,9 @@
 status representation of a job, its timings and its attempts. Job kinds add
 their own fields and links on top (see `catalog.selectors.sheet_job_status`)."""
 
+from contextlib import contextmanager
+
+from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.urls import reverse
 from django.utils import timezone
@@ -20,6 +23,23 @@ def jobs_with_live_phase(queryset: QuerySet | None = None, *, with_output: bool 
     if not with_output:
         queryset = queryset.defer("output")
     return queryset.annotate(phase_seconds=SecondsSince(F("state_changed_at")))
+
+
+@contextmanager
+def one_snapshot():
+    """Reads inside see the database as of one moment: one REPEATABLE READ
+    transaction, so a claim committing between reading a job and reading
+    its attempts cannot show a queued job above a running attempt.
+
+    Inside an enclosing transaction, that transaction decides (its isolation
+    level can no longer be changed)."""
+    if connection.in_atomic_block:
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
 
 
 def _phase_seconds(job: Job) -> float:
@@ -53,7 +73,12 @@ def job_links(job: Job) -> dict:
 def job_result(job: Job) -> dict | None:
     if not job.result:
         return None
-    return {"revision_id": job.result.get("revision_id"), "item_count": job.result.get("item_count")}
+    result = {"revision_id": job.result.get("revision_id"), "item_count": job.result.get("item_count")}
+    if job.result.get("unchanged"):
+        # The sheet was identical to the supplier's current revision, which
+        # `revision_id` names: nothing new was published, and `note` says so.
+        result.update(unchanged=True, note=job.result.get("note"))
+    return result
 
 
 def job_status(job: Job) -> dict:

@@ -77,8 +77,9 @@ def job_sources(*, jobs: list[Job]) -> dict[uuid.UUID, dict[str, str]]:
     out = {}
     for job in jobs:
         sheet = sheets[job.pk]
-        out[job.pk] = {"supplier": sheet.supplier.name if sheet and sheet.supplier else "",
-                       "file": sheet.original_name if sheet else ""}
+        supplier = ((sheet.supplier.name if sheet.supplier else sheet.supplier_name)
+                    if sheet else (job.payload or {}).get("supplier_name", ""))
+        out[job.pk] = {"supplier": supplier, "file": sheet.original_name if sheet else ""}
     return out
 
 

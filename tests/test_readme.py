@@ -67,9 +67,12 @@ def test_readme_http_examples_run_as_written(tmp_path):
     assert "uuidgen" not in block
 
     with make_run(tmp_path, port):
+        # A second terminal: none of the settings the test sets for its
+        # processes, only where the (test) database and the server are.
+        terminal = {k: v for k, v in subprocess_env(PORT=port).items()
+                    if k not in ("SECRET_KEY", "HTTPS", "DJANGO_SETTINGS_MODULE")}
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=ROOT,
-                                env=subprocess_env(PORT=port), capture_output=True,
-                                text=True, timeout=120)
+                                env=terminal, capture_output=True, text=True, timeout=120)
 
     assert result.returncode == 0, result.stderr
     out = result.stdout

@@ -1,5 +1,6 @@
-"""Exports escape every cell a spreadsheet would run as a formula: the files
-are read back and checked cell by cell."""
+"""Exports: no cell a spreadsheet would run as a formula (CSV by a quote,
+XLSX by the explicit string type), and an XLSX a spreadsheet user expects.
+The files are read back and checked cell by cell."""
 
 import csv
 import io
@@ -20,10 +21,12 @@ DANGEROUS = ["=HYPERLINK(\"http://evil.example\",\"click\")", "+1+1", "-2+3", "@
 def hostile_rows():
     rows = []
     for n, text in enumerate(DANGEROUS):
-        rows.append({"sku": text, "description": text, "unit": text, "pack_size": Decimal("10"),
+        rows.append({"sku": text, "description": text, "unit": text, "unit_code": "",
+                     "pack_size": Decimal("10"),
                      "unit_price": Decimal("1.500000"), "currency": "EUR",
                      "source_sheet": text, "source_row": n + 4})
-    rows.append({"sku": "SAFE-1", "description": "Plain bolt", "unit": None, "pack_size": None,
+    rows.append({"sku": "SAFE-1", "description": "Plain bolt", "unit": None, "unit_code": "",
+                 "pack_size": None,
                  "unit_price": Decimal("0.125000"), "currency": "EUR", "source_sheet": "Prices",
                  "source_row": 10})
     return rows
@@ -54,33 +57,64 @@ def test_csv_export_escapes_every_formula_leading_cell():
     cells = [cell for row in table[1:] for cell in row]
     assert not [c for c in cells if c.startswith(FORMULA_PREFIXES)]
     for row, text in zip(table[1:], DANGEROUS):
-        assert row[0] == row[1] == row[2] == row[6] == "'" + text
+        assert row[0] == row[1] == row[2] == row[7] == "'" + text
 
 
 def test_csv_export_keeps_plain_values():
     table = read_csv(rows_to_csv(hostile_rows()))
-    assert table[-1] == ["SAFE-1", "Plain bolt", "", "", "0.125", "EUR", "Prices", "10"]
-    assert table[1][3:6] == ["10", "1.50", "EUR"]
+    assert table[-1] == ["SAFE-1", "Plain bolt", "", "", "", "0.125", "EUR", "Prices", "10"]
+    assert table[1][4:7] == ["10", "1.50", "EUR"]
 
 
-def test_xlsx_export_escapes_every_formula_leading_cell():
+def test_xlsx_export_stores_formula_leading_text_as_strings_without_a_quote():
     rows = read_xlsx(rows_to_xlsx(hostile_rows()))
     assert [c.value for c in rows[0]] == list(HEADERS)
     cells = [c for row in rows[1:] for c in row]
     assert not [c for c in cells if c.data_type == "f"]
-    assert not [c for c in cells if isinstance(c.value, str) and c.value.startswith(FORMULA_PREFIXES)]
     for row, text in zip(rows[1:], DANGEROUS):
         # XML parsers read a carriage return back as a line feed.
-        expected = ("'" + text).replace("\r", "\n")
-        assert [c.value for c in (row[0], row[1], row[2], row[6])] == [expected] * 4
-        assert all(c.data_type == "s" for c in (row[0], row[1], row[2], row[6]))
+        expected = text.replace("\r", "\n")
+        assert [c.value for c in (row[0], row[1], row[2], row[7])] == [expected] * 4
+        assert all(c.data_type == "s" for c in (row[0], row[1], row[2], row[7]))
+
+
+def test_xlsx_text_cells_are_saved_with_the_string_type_and_no_formula():
+    # The sheet's XML itself: what a spreadsheet reads, not what openpyxl infers.
+    import zipfile
+    from xml.etree import ElementTree
+
+    data = rows_to_xlsx(hostile_rows())
+    root = ElementTree.fromstring(zipfile.ZipFile(io.BytesIO(data)).read("xl/worksheets/sheet1.xml"))
+    ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+    assert root.findall(".//m:f", ns) == []
+    types = {c.get("r"): c.get("t") for c in root.iterfind(".//m:c", ns)}
+    for n in range(2, 2 + len(DANGEROUS)):
+        assert types[f"A{n}"] in ("s", "inlineStr", "str") and types[f"B{n}"] == types[f"A{n}"]
 
 
 def test_xlsx_export_writes_numbers_as_numbers():
     rows = read_xlsx(rows_to_xlsx(hostile_rows()))
-    price, pack, source_row = rows[1][4], rows[1][3], rows[1][7]
+    price, pack, source_row = rows[1][5], rows[1][4], rows[1][8]
     assert (price.data_type, pack.data_type, source_row.data_type) == ("n", "n", "n")
     assert (Decimal(str(price.value)), pack.value, source_row.value) == (Decimal("1.5"), 10, 4)
+
+
+def test_xlsx_prices_carry_the_decimals_of_the_list_as_their_number_format():
+    two = [{"sku": "A", "unit_price": Decimal("2.000000"), "currency": "EUR"},
+           {"sku": "B", "unit_price": Decimal("4.100000"), "currency": "EUR"}]
+    rows = read_xlsx(rows_to_xlsx(two))
+    assert [(r[5].value, r[5].number_format) for r in rows[1:]] == [(2, "#,##0.00"), (4.1, "#,##0.00")]
+    three = two + [{"sku": "C", "unit_price": Decimal("0.125000"), "currency": "EUR"}]
+    assert read_xlsx(rows_to_xlsx(three))[1][5].number_format == "#,##0.000"
+
+
+def test_xlsx_has_a_currency_column_sized_columns_and_a_frozen_header():
+    sheet = load_workbook(io.BytesIO(rows_to_xlsx(hostile_rows()))).active
+    assert sheet.freeze_panes == "A2"
+    assert sheet["G1"].value == "Currency" and sheet["G2"].value == "EUR"
+    widths = {letter: sheet.column_dimensions[letter].width for letter in "ABFG"}
+    assert widths["A"] > widths["G"] >= 8  # the long SKUs get a wider column than the currency
+    assert all(width <= 60 for width in widths.values())
 
 
 @pytest.fixture
@@ -107,7 +141,7 @@ def test_downloaded_csv_escapes_every_formula_leading_cell(client, member, hosti
     assert sum(c.startswith("'") for row in table for c in row) == 2 * hostile_revision.item_count
 
 
-def test_downloaded_xlsx_escapes_every_formula_leading_cell(client, member, hostile_revision):
+def test_downloaded_xlsx_keeps_formula_leading_text_as_strings(client, member, hostile_revision):
     client.force_login(member)
     response = client.get(reverse("catalog:export_xlsx", args=[hostile_revision.public_id]))
     assert response["Content-Disposition"].endswith('.xlsx"')
@@ -115,6 +149,6 @@ def test_downloaded_xlsx_escapes_every_formula_leading_cell(client, member, host
     assert len(rows) == 1 + hostile_revision.item_count
     cells = [c for row in rows for c in row]
     assert not [c for c in cells if c.data_type == "f"]
-    assert not [c for c in cells if isinstance(c.value, str) and c.value.startswith(FORMULA_PREFIXES)]
-    assert sum(isinstance(c.value, str) and c.value.startswith("'") for c in cells) == (
-        2 * hostile_revision.item_count)
+    assert not [c for c in cells if isinstance(c.value, str) and c.value.startswith("'")]
+    texts = {c.value for row in rows[1:] for c in row[:2]}
+    assert texts >= {text.replace("\r", "\n") for text in DANGEROUS[:hostile_revision.item_count]}

@@ -116,7 +116,7 @@ def test_uploading_through_the_form_redirects_to_the_job_page(browser_client, wo
     assert response.status_code == 302
     assert response["Location"] == f"/jobs/{job.pk}/"
     assert (job.kind, job.state, job.workspace_id) == ("parse_sheet", State.QUEUED, workspace.pk)
-    assert PriceSheet.objects.get(pk=job.payload["sheet_id"]).supplier.name == "Northwind"
+    assert PriceSheet.objects.get(pk=job.payload["sheet_id"]).supplier_name == "Northwind"
 
 
 def test_submitting_the_same_form_twice_admits_one_job(browser_client):

@@ -5,8 +5,11 @@ each), never the project's .pgdata/."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -27,12 +30,19 @@ def dead_pid() -> int:
 
 
 @pytest.fixture
-def cluster(tmp_path):
-    """A running embedded cluster in a temporary folder, stopped afterwards."""
-    data_dir = tmp_path / "pgdata"
+def cluster():
+    """A running embedded cluster in a temporary folder, stopped afterwards.
+
+    Not under pytest's tmp_path: as root the server runs as its own system
+    user, which must be able to reach the folder, and pytest keeps its base
+    folder private (and makes it so again when another session starts)."""
+    parent = Path(tempfile.mkdtemp(prefix="pricesheet-pg-"))
+    parent.chmod(0o755)
+    data_dir = parent / "pgdata"
     embedded.database_url(data_dir)
     yield data_dir
     embedded.server_stop(data_dir)
+    shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_bundled_server_is_postgresql_18():

@@ -1,6 +1,8 @@
 """Helpers shared by the review, catalog page and browser tests: a flagged
 job put in place through the job services, without the extractor."""
 
+import uuid
+
 from catalog.models import PriceSheet, Supplier
 from catalog.reading import Table
 from catalog.services import revision_publish
@@ -42,8 +44,12 @@ def make_supplier(workspace, name="Acme Fasteners") -> Supplier:
 
 
 def make_sheet(workspace, supplier, name="acme-prices.csv") -> PriceSheet:
-    return PriceSheet.objects.create(workspace=workspace, supplier=supplier, sha256="0" * 64, size=1,
-                                     original_name=name, storage_path="sheets/" + "0" * 64)
+    # Each call stands for another upload (another file): an identical
+    # file with identical items would publish no new revision.
+    sha256 = uuid.uuid4().hex * 2
+    return PriceSheet.objects.create(workspace=workspace, supplier=supplier, sha256=sha256, size=1,
+                                     original_name=name, storage_path="sheets/" + sha256,
+                                     supplier_name=supplier.name if supplier else "")
 
 
 def _claimed(workspace, supplier, table, created_by=None):
