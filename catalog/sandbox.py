@@ -30,6 +30,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from catalog.errors import SheetError, UnreadableSheet
 from catalog.reading import ReadLimits, Table, read_bytes
@@ -186,26 +187,9 @@ def run_parse(request: dict, *, limits: ParseLimits,
     child.start()
     sender.close()
     report = ChildReport(pid=child.pid)
-    peak_vm_kb = 0
-    answer = None
+    answer, peak_vm_kb = None, 0
     try:
-        deadline = started + limits.max_seconds
-        while True:
-            if receiver.poll(POLL_SECONDS):
-                try:
-                    answer = receiver.recv()
-                except EOFError:
-                    answer = None  # died without a word
-                break
-            if should_stop is not None:
-                should_stop()
-            report.peak_rss_kb = max(report.peak_rss_kb, _status_kb(child.pid, "VmHWM"))
-            peak_vm_kb = max(peak_vm_kb, _status_kb(child.pid, "VmPeak"))
-            if time.monotonic() >= deadline:
-                report.outcome = "time"
-                raise ParseLimitExceeded(MSG_TIME.format(seconds=limits.max_seconds))
-            if not child.is_alive() and not receiver.poll(0):
-                break
+        answer, peak_vm_kb = _wait_for_answer(child, receiver, report, limits, started, should_stop)
     finally:
         if child.is_alive() and answer is None:
             child.kill()
@@ -214,16 +198,47 @@ def run_parse(request: dict, *, limits: ParseLimits,
         report.seconds = time.monotonic() - started
         last_report = report
     if answer is None:
-        code = child.exitcode
-        near_limit = peak_vm_kb >= 0.9 * limits.max_memory_mb * 1024
-        if code in (-signal.SIGXCPU, -signal.SIGKILL) and not near_limit:
+        _raise_for_silence(child.exitcode, peak_vm_kb, report, limits)
+    return _result(answer, report, limits)
+
+
+def _wait_for_answer(child, receiver, report: ChildReport, limits: ParseLimits, started: float,
+                     should_stop: Callable[[], None] | None) -> tuple[Any, int]:
+    """The child's answer (None when it died without one) and its peak virtual size."""
+    peak_vm_kb = 0
+    deadline = started + limits.max_seconds
+    while True:
+        if receiver.poll(POLL_SECONDS):
+            try:
+                return receiver.recv(), peak_vm_kb
+            except EOFError:
+                return None, peak_vm_kb  # died without a word
+        if should_stop is not None:
+            should_stop()
+        report.peak_rss_kb = max(report.peak_rss_kb, _status_kb(child.pid, "VmHWM"))
+        peak_vm_kb = max(peak_vm_kb, _status_kb(child.pid, "VmPeak"))
+        if time.monotonic() >= deadline:
             report.outcome = "time"
             raise ParseLimitExceeded(MSG_TIME.format(seconds=limits.max_seconds))
-        if near_limit:
-            report.outcome = "memory"
-            raise ParseLimitExceeded(MSG_MEMORY.format(mb=limits.max_memory_mb))
-        report.outcome = "crash"
-        raise ParserCrashed(MSG_CRASH.format(code=code))
+        if not child.is_alive() and not receiver.poll(0):
+            return None, peak_vm_kb
+
+
+def _raise_for_silence(code: int | None, peak_vm_kb: int, report: ChildReport,
+                       limits: ParseLimits) -> None:
+    """Why a child died without answering, as the error the job gets."""
+    near_limit = peak_vm_kb >= 0.9 * limits.max_memory_mb * 1024
+    if code in (-signal.SIGXCPU, -signal.SIGKILL) and not near_limit:
+        report.outcome = "time"
+        raise ParseLimitExceeded(MSG_TIME.format(seconds=limits.max_seconds))
+    if near_limit:
+        report.outcome = "memory"
+        raise ParseLimitExceeded(MSG_MEMORY.format(mb=limits.max_memory_mb))
+    report.outcome = "crash"
+    raise ParserCrashed(MSG_CRASH.format(code=code))
+
+
+def _result(answer, report: ChildReport, limits: ParseLimits) -> dict:
     (kind, value), peak_kb = answer
     report.peak_rss_kb = max(report.peak_rss_kb, peak_kb)
     report.outcome = kind

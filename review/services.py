@@ -301,78 +301,24 @@ def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str 
     values set for the sheet. Each field the reviewer set records who set it
     and when, and the value the extractor gave (`provenance`)."""
     errors: list[str] = []
-    sets = []
-    for rule in edits.all_sets():
-        if rule.field not in EDITABLE_FIELDS:
-            errors.append(MSG_BAD_FIELD.format(field=rule.field, fields=", ".join(EDITABLE_FIELDS)))
-            continue
-        if rule.scope not in SCOPES:
-            errors.append(MSG_BAD_SCOPE.format(value=rule.scope, scopes=", ".join(SCOPES)))
-            continue
-        sets.append((rule, _parse(rule.field, rule.value, None, errors)))
-    for rule in edits.replace:
-        if rule.field not in EDITABLE_FIELDS:
-            errors.append(MSG_BAD_FIELD.format(field=rule.field, fields=", ".join(EDITABLE_FIELDS)))
-        elif not rule.find.strip():
-            errors.append(MSG_BAD_REPLACE.format(field=rule.field))
-    for index in set(edits.rows) | set(edits.remove) | set(edits.restore):
-        if not 0 <= index < len(items):
-            errors.append(MSG_BAD_ROW.format(row=index + 1))
-    for values in edits.rows.values():
-        for name in values:
-            if name not in EDITABLE_FIELDS:
-                errors.append(MSG_BAD_FIELD.format(field=name, fields=", ".join(EDITABLE_FIELDS)))
-    if errors:
-        raise EditRejected(sorted(set(errors), key=errors.index))
+    sets = _checked_sets(edits, len(items), errors)
     needs_baseline = any(rule.scope == "missing" for rule, _ in sets)
     baseline = (validate_items([_strip_flags(i) for i in items], table) if needs_baseline else items)
 
-    edited, rows, omitted, restored = [], [], [], []
+    edited, rows = [], []
+    marks: dict[str, list[dict]] = {"removed": [], "restored": []}
     applied: dict[tuple[str, str], list[int]] = {}
     for index, item in enumerate(items):
-        new = dict(item)
-        new["source"] = dict(item.get("source") or {})
-        for rule, value in sets:
-            if _in_scope(item, baseline[index], rule.field, rule.scope):
-                if not _same(rule.field, new.get(rule.field), value):
-                    applied.setdefault(("set", rule.field), []).append(index)
-                new[rule.field] = value
-        for rule in edits.replace:
-            value = _replaced(new.get(rule.field), rule)
-            if value is not new.get(rule.field) and not _same(rule.field, value, new.get(rule.field)):
-                new[rule.field] = _parse(rule.field, value, index, errors)
-                applied.setdefault(("replace", rule.field), []).append(index)
-        for name, value in (edits.rows.get(index) or {}).items():
-            parsed = _parse(name, value, index, errors)
-            if not _same(name, parsed, new.get(name)):
-                new[name] = parsed  # a row's own value wins over the sheet's
-        if index in edits.remove and not item.get("omitted"):
-            new["omitted"] = True
-            omitted.append({"index": index, "sku": item.get("sku"), "source": item.get("source")})
-        elif index in edits.restore and item.get("omitted"):
-            new.pop("omitted", None)
-            restored.append({"index": index, "sku": item.get("sku"), "source": item.get("source")})
-        changed = {name: {"before": item.get(name), "after": new.get(name)}
-                   for name in EDITABLE_FIELDS if not _same(name, new.get(name), item.get(name))}
+        new = _edited_item(index, item, baseline[index], sets, edits, applied, errors)
+        _mark_omission(index, item, new, edits, marks)
+        changed = _record_provenance(item, new, by=by, at=at)
         if changed:
-            provenance = {k: dict(v) for k, v in (item.get("provenance") or {}).items()}
-            for name, values in changed.items():
-                extracted = provenance.get(name, {}).get("extracted", values["before"])
-                if _same(name, values["after"], extracted):
-                    provenance.pop(name, None)  # back to what the extractor read
-                else:
-                    provenance[name] = {"by": by, "at": at, "extracted": extracted}
-            if provenance:
-                new["provenance"] = provenance
-            else:
-                new.pop("provenance", None)
             rows.append({"index": index, "sku": item.get("sku"), "source": item.get("source"),
                          "fields": changed})
         edited.append(new)
     if errors:
         raise EditRejected(sorted(set(errors), key=errors.index))
-    changes: dict[str, Any] = {"rows": rows, "removed": omitted, "restored": restored,
-                               "overrides": {}}
+    changes: dict[str, Any] = {"rows": rows, **marks, "overrides": {}}
     for rule, value in sets:
         changes["overrides"][rule.field] = {"value": value, "scope": rule.scope,
                                             "rows": applied.get(("set", rule.field), [])}
@@ -381,6 +327,87 @@ def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str 
                                 "whole": r.whole, "rows": applied.get(("replace", r.field), [])}
                                for r in edits.replace]
     return edited, list(items), changes
+
+
+def _checked_sets(edits: ReviewEdits, count: int, errors: list[str]) -> list[tuple[Any, Any]]:
+    """The sheet-wide values to set, parsed; raises EditRejected naming every
+    field, scope or row the edits name that does not exist."""
+    sets = []
+    for rule in edits.all_sets():
+        if rule.field not in EDITABLE_FIELDS:
+            errors.append(MSG_BAD_FIELD.format(field=rule.field, fields=", ".join(EDITABLE_FIELDS)))
+        elif rule.scope not in SCOPES:
+            errors.append(MSG_BAD_SCOPE.format(value=rule.scope, scopes=", ".join(SCOPES)))
+        else:
+            sets.append((rule, _parse(rule.field, rule.value, None, errors)))
+    for rule in edits.replace:
+        if rule.field not in EDITABLE_FIELDS:
+            errors.append(MSG_BAD_FIELD.format(field=rule.field, fields=", ".join(EDITABLE_FIELDS)))
+        elif not rule.find.strip():
+            errors.append(MSG_BAD_REPLACE.format(field=rule.field))
+    for index in set(edits.rows) | set(edits.remove) | set(edits.restore):
+        if not 0 <= index < count:
+            errors.append(MSG_BAD_ROW.format(row=index + 1))
+    for values in edits.rows.values():
+        errors.extend(MSG_BAD_FIELD.format(field=name, fields=", ".join(EDITABLE_FIELDS))
+                      for name in values if name not in EDITABLE_FIELDS)
+    if errors:
+        raise EditRejected(sorted(set(errors), key=errors.index))
+    return sets
+
+
+def _edited_item(index: int, item: dict, baseline: dict, sets, edits: ReviewEdits,
+                 applied: dict[tuple[str, str], list[int]], errors: list[str]) -> dict:
+    """One item with the sheet-wide values, the replacements and its own row's values."""
+    new = dict(item)
+    new["source"] = dict(item.get("source") or {})
+    for rule, value in sets:
+        if _in_scope(item, baseline, rule.field, rule.scope):
+            if not _same(rule.field, new.get(rule.field), value):
+                applied.setdefault(("set", rule.field), []).append(index)
+            new[rule.field] = value
+    for rule in edits.replace:
+        value = _replaced(new.get(rule.field), rule)
+        if value is not new.get(rule.field) and not _same(rule.field, value, new.get(rule.field)):
+            new[rule.field] = _parse(rule.field, value, index, errors)
+            applied.setdefault(("replace", rule.field), []).append(index)
+    for name, value in (edits.rows.get(index) or {}).items():
+        parsed = _parse(name, value, index, errors)
+        if not _same(name, parsed, new.get(name)):
+            new[name] = parsed  # a row's own value wins over the sheet's
+    return new
+
+
+def _mark_omission(index: int, item: dict, new: dict, edits: ReviewEdits,
+                   marks: dict[str, list[dict]]) -> None:
+    row = {"index": index, "sku": item.get("sku"), "source": item.get("source")}
+    if index in edits.remove and not item.get("omitted"):
+        new["omitted"] = True
+        marks["removed"].append(row)
+    elif index in edits.restore and item.get("omitted"):
+        new.pop("omitted", None)
+        marks["restored"].append(row)
+
+
+def _record_provenance(item: dict, new: dict, *, by: str, at: str) -> dict:
+    """The fields `new` changes from `item` (before/after); each set by the
+    reviewer is recorded on `new` with who, when and what was extracted."""
+    changed = {name: {"before": item.get(name), "after": new.get(name)}
+               for name in EDITABLE_FIELDS if not _same(name, new.get(name), item.get(name))}
+    if not changed:
+        return changed
+    provenance = {k: dict(v) for k, v in (item.get("provenance") or {}).items()}
+    for name, values in changed.items():
+        extracted = provenance.get(name, {}).get("extracted", values["before"])
+        if _same(name, values["after"], extracted):
+            provenance.pop(name, None)  # back to what the extractor read
+        else:
+            provenance[name] = {"by": by, "at": at, "extracted": extracted}
+    if provenance:
+        new["provenance"] = provenance
+    else:
+        new.pop("provenance", None)
+    return changed
 
 
 def values_refused(*, checked: list[dict], changes: dict) -> list[str]:
