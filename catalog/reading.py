@@ -110,7 +110,7 @@ class Sheet:
     format (e.g. ``"£"#,##0.00``): column index (0-based) -> runs
     ``(first_row, last_row, ISO code)`` with 1-based inclusive rows.
     ``raw`` keeps, for XLSX numbers whose display differs from the stored
-    value, ``"row:col"`` (1-based row, 0-based column) -> ``{"value": stored
+    value or that a formula computed, ``"row:col"`` (1-based row, 0-based column) -> ``{"value": stored
     value as text, "formula": bool}``; the cell text itself is what the number
     format displays.
     """
@@ -452,9 +452,9 @@ def decimal_places_of_format(fmt: str | None) -> int | None:
     return m.group(1).count("0") if m else 0
 
 
-def _displayed_number(value, places: int | None, raw: dict, key: str) -> str:
+def _displayed_number(value, places: int | None, raw: dict, key: str, formula: bool = False) -> str:
     """The text a number shows under its format; the stored value goes to ``raw``
-    when it differs."""
+    when it differs or when a formula computed it."""
     stored = _cell_text(value)
     text = stored
     if places is not None and stored:
@@ -465,8 +465,8 @@ def _displayed_number(value, places: int | None, raw: dict, key: str) -> str:
             text = format(shown, "f")
         except InvalidOperation:
             text = stored
-    if text != stored:
-        raw[key] = {"value": stored, "formula": False}
+    if text != stored or formula:
+        raw[key] = {"value": stored, "formula": formula}
     return text
 
 
@@ -546,15 +546,16 @@ def _row_texts(cells, idx: int, title: str, styles: tuple[list, list],
     value kept in ``raw``); notes the runs of currency number formats."""
     style_currency, style_places = styles
     row: list[str] = []
-    for col, value, style_id in cells:
+    for col, value, style_id, formula in cells:
         if value is None:
             continue
         code = style_currency[style_id] if 0 < style_id < len(style_currency) else None
         if code is not None:
             _extend_run(runs, last_valued, col, idx, code)
         last_valued[col] = idx
-        if type(value) in (int, float) and 0 < style_id < len(style_places):
-            text = _displayed_number(value, style_places[style_id], raw, f"{idx}:{col}")
+        if type(value) in (int, float) and (formula or 0 < style_id < len(style_places)):
+            places = style_places[style_id] if 0 < style_id < len(style_places) else None
+            text = _displayed_number(value, places, raw, f"{idx}:{col}", formula)
         else:
             text = value.strip() if type(value) is str else _cell_text(value)
         if len(text) > limits.max_cell_chars:

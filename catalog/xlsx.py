@@ -205,8 +205,9 @@ class Workbook:
 
     # --- cells ---------------------------------------------------------------------
 
-    def rows(self, sheet: WorksheetRef) -> Iterator[tuple[int, list[tuple[int, object, int]]]]:
-        """Each row that has cells: (1-based row, [(0-based column, value, style id)])."""
+    def rows(self, sheet: WorksheetRef) -> Iterator[tuple[int, list[tuple[int, object, int, bool]]]]:
+        """Each row that has cells: (1-based row, [(0-based column, value, style id,
+        whether a formula computed the value)])."""
         reader = _SheetReader(self)
         parser = _parser(StartElementHandler=reader.start, EndElementHandler=reader.end,
                          CharacterDataHandler=reader.text)
@@ -282,9 +283,10 @@ class _SheetReader:
 
     def __init__(self, book: Workbook):
         self.book = book
-        self.done: list[tuple[int, list[tuple[int, object, int]]]] = []
+        self.done: list[tuple[int, list[tuple[int, object, int, bool]]]] = []
         self.row_index = 0
-        self.cells: list[tuple[int, object, int]] = []
+        self.cells: list[tuple[int, object, int, bool]] = []
+        self.formula = False
         self.next_col = 0
         self.kind = ""
         self.style = 0
@@ -298,7 +300,10 @@ class _SheetReader:
             self.col = column_index(ref) if ref else self.next_col
             self.kind = attrs.get("t", "n")
             self.style = _int(attrs.get("s"))
+            self.formula = False
             self.buf = []
+        elif name == self.F:
+            self.formula = True
         elif name == self.V or (name == self.T and self.kind == "inlineStr"):
             self.capture = True
         elif name == self.ROW:
@@ -310,7 +315,7 @@ class _SheetReader:
     def end(self, name):
         if name == self.C:
             value = self.book.cell_value(self.kind, "".join(self.buf), self.style)
-            self.cells.append((self.col, value, self.style))
+            self.cells.append((self.col, value, self.style, self.formula))
             self.next_col = self.col + 1
         elif name in (self.V, self.T):
             self.capture = False

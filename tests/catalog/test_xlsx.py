@@ -36,7 +36,7 @@ def _streamed_cells(data: bytes) -> dict[str, list[list[str]]]:
         rows: dict[int, dict[int, str]] = {}
         width = 0
         for index, cells in book.rows(ref):
-            rows[index] = {col: _cell_text(value) for col, value, _ in cells}
+            rows[index] = {col: _cell_text(value) for col, value, _, _ in cells}
             width = max(width, max(rows[index]) + 1)
         height = max(rows, default=0)
         sheets[ref.title] = [[rows.get(r, {}).get(c, "") for c in range(width)]
@@ -95,6 +95,11 @@ def test_formula_cells_give_their_cached_value():
                             lambda xml: xml.replace(b"<f>A1*B1</f><v></v>", b"<f>A1*B1</f><v>6</v>")
                             .replace(b"<f>A1*B1</f><v />", b"<f>A1*B1</f><v>6</v>"))
     assert _streamed_cells(patched)["Sheet"][0] == ["2", "3", "6"]
+    book = Workbook(zipfile.ZipFile(io.BytesIO(patched)))
+    (_, cells), = list(book.rows(book.worksheets[0]))
+    assert [formula for *_, formula in cells] == [False, False, True]
+    sheet = read_bytes(patched, filename="f.xlsx").sheets[0]
+    assert sheet.raw["1:2"] == {"value": "6", "formula": True}
 
 
 def test_number_formats_by_style_id():
@@ -104,7 +109,7 @@ def test_number_formats_by_style_id():
 
     book = Workbook(zipfile.ZipFile(io.BytesIO(_workbook_bytes(fill))))
     (_, cells), = list(book.rows(book.worksheets[0]))
-    (_, _, style), = cells
+    (_, _, style, _), = cells
     assert book.style_formats[style] == '[$€-407] #,##0.00'
 
 
