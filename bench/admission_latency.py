@@ -24,10 +24,7 @@ No worker runs, so the admitted jobs stay queued: only admission is measured.
 from __future__ import annotations
 
 import argparse
-import atexit
 import http.client
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
-from common import ROOT, percentile, say, table  # noqa: E402
+from common import percentile, say, table  # noqa: E402
 
 DATABASE = "bench_admission"
 CSV = (b"SKU,Description,Unit,Price,Currency\n"
@@ -117,38 +114,6 @@ def run_clients(label: str, clients: int, total: int, one_request) -> Result:
     return Result(label, clients, latencies, time.perf_counter() - started, errors)
 
 
-def start_gunicorn(env: dict) -> tuple[int, object]:
-    """gunicorn (2 workers x 4 threads) on a free local port, answering; and how to stop it."""
-    port = common.free_port()
-    gunicorn = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "4", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def stop_gunicorn() -> None:
-        if gunicorn.poll() is None:
-            gunicorn.send_signal(signal.SIGTERM)
-            try:
-                gunicorn.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                gunicorn.kill()
-
-    atexit.register(stop_gunicorn)
-
-    def answers() -> bool:
-        if gunicorn.poll() is not None:
-            raise SystemExit(f"gunicorn exited:\n{gunicorn.stderr.read().decode()}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/jobs")
-            return conn.getresponse().status == 401
-        except OSError:
-            return False
-
-    common.wait_for(answers, timeout=60, interval=0.1, message="gunicorn to answer")
-    return port, stop_gunicorn
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400, help="admissions per run [400]")
@@ -171,7 +136,7 @@ def main() -> None:
     user = membership_add(workspace=workspace, username="bench", role=Membership.Role.MEMBER).user
     _, token = apitoken_create(user=user, name="bench")
 
-    port, stop_gunicorn = start_gunicorn(env)
+    port, stop_gunicorn = common.start_gunicorn(env, ready_path="/api/jobs", ready_status=401)
     say(f"gunicorn on 127.0.0.1:{port} (2 workers x 4 threads); media in {media}")
 
     auth = {"Authorization": f"Bearer {token}"}

@@ -354,6 +354,43 @@ def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, c
     return Drain(jobs=done, seconds=last - t0, wall_seconds=wall, startup_seconds=startup)
 
 
+def start_gunicorn(env: dict, *, ready_path: str = "/accounts/login/",
+                   ready_status: int = 200) -> tuple[int, object]:
+    """gunicorn (2 workers x 4 threads) on a free local port, answering
+    `ready_path` with `ready_status`; returns the port and how to stop it
+    (also done at exit)."""
+    import http.client
+
+    port = free_port()
+    gunicorn = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "2", "--threads", "4", "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop() -> None:
+        if gunicorn.poll() is None:
+            gunicorn.send_signal(signal.SIGTERM)
+            try:
+                gunicorn.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                gunicorn.kill()
+
+    atexit.register(stop)
+
+    def answers() -> bool:
+        if gunicorn.poll() is not None:
+            raise SystemExit(f"gunicorn exited:\n{gunicorn.stderr.read().decode()}")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", ready_path)
+            return conn.getresponse().status == ready_status
+        except OSError:
+            return False
+
+    wait_for(answers, timeout=60, interval=0.1, message="gunicorn to answer")
+    return port, stop
+
+
 # --- figures ------------------------------------------------------------------------------
 
 

@@ -21,20 +21,16 @@ opens after it, the bytes transferred, and the ratios to the baseline.
 from __future__ import annotations
 
 import argparse
-import atexit
-import http.client
 import os
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
-from common import ROOT, say  # noqa: E402
+from common import say  # noqa: E402
 
 DATABASE = "bench_review_page"
 PASSWORD = "bench-review-password"
@@ -70,36 +66,6 @@ def flagged_job(workspace, supplier, size: int):
     job_accept_output(claim=claim, output={"items": checked, "notes": [], "extractor": "builtin"},
                       needs_review=True)
     return job.pk
-
-
-def start_gunicorn(env: dict, port: int) -> subprocess.Popen:
-    gunicorn = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "4", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    def stop() -> None:
-        if gunicorn.poll() is None:
-            gunicorn.send_signal(signal.SIGTERM)
-            try:
-                gunicorn.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                gunicorn.kill()
-
-    atexit.register(stop)
-
-    def answers() -> bool:
-        if gunicorn.poll() is not None:
-            raise SystemExit(f"gunicorn exited:\n{gunicorn.stderr.read().decode()}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/accounts/login/")
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-
-    common.wait_for(answers, timeout=60, interval=0.1, message="gunicorn to answer")
-    return gunicorn
 
 
 MEASURE = """() => {
@@ -154,8 +120,7 @@ def main() -> None:
         say(f"putting a job of {size:,} flagged items in place ...")
         jobs[size] = flagged_job(workspace, supplier, size)
 
-    port = common.free_port()
-    start_gunicorn(env, port)
+    port, _ = common.start_gunicorn(env)
     base = f"http://127.0.0.1:{port}"
     say(f"gunicorn on {base} (2 workers x 4 threads)")
 
