@@ -44,7 +44,7 @@ class Header:
 
 
 _BAND = re.compile(
-    r"(?:(?:do|up to|bis|до|az|<|≤|>|≥|od|from|over|nad|above|ab|von)\s*+\d|\d[\d.,]*+\s*+"
+    r"(?:(?:do|up to|bis|до|az|<|≤|>|≥|od|from|over|nad|above|ab|von)\s*+\d|(?<![\d.,])\d[\d.,]*+\s*+"
     r"(?:-|–|—|to|do|az|bis|…|\.\.)\s*+\d)"
 )
 

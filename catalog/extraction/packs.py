@@ -29,14 +29,17 @@ _PACK_OF = re.compile(
     r"(?P<unit>" + _CONTAINERS + r")\s++(?:of|à|a|de|da|van|по|zu)\s++(?P<n>\d++)", re.I
 )
 _N_PER = re.compile(
-    r"(?P<n>\d++)\s*+(?:pcs?\.?|pieces|шт\.?|st\.?|stk\.?|x)?+\s*+(?:/|per|pro|par|por|в|na)\s*+(?P<unit>"
+    r"(?<!\d)(?P<n>\d++)\s*+(?:pcs?\.?|pieces|шт\.?|st\.?|stk\.?|x)?+\s*+(?:/|per|pro|par|por|в|na)\s*+(?P<unit>"
     + _CONTAINERS + r")\b",
     re.I,
 )
 _VE = re.compile(r"(?:ve|vpe|pu|pe|pk|pack|уп\.?|упак\.?)\s*+[:.=]?+\s*+(?P<n>\d++)", re.I)
-_N_UNIT = re.compile(r"\(?+\s*+(?P<n>\d++)\s*+(?P<unit>[^\W\d][\w\-]*+\.?+)\s*+\)?+")
+# A match never starts inside a run of spaces or digits (the lookbehinds):
+# the leftmost start is the run's first character anyway, and starting at
+# every later one would make the search quadratic in the run's length.
+_N_UNIT = re.compile(r"\(?+(?<!\s)\s*+(?<!\d)(?P<n>\d++)\s*+(?P<unit>[^\W\d][\w\-]*+\.?+)\s*+\)?+")
 _COUNT_X_CONTENT = re.compile(
-    r"(?P<n>\d++)\s*+[xх×*]\s*+(?P<content>\d++(?:[.,]\d++)?+)\s*+(?P<cu>[^\W\d]++\.?+)?+", re.I
+    r"(?<!\d)(?P<n>\d++)\s*+[xх×*]\s*+(?P<content>\d++(?:[.,]\d++)?+)\s*+(?P<cu>[^\W\d]++\.?+)?+", re.I
 )
 _CONTENT_X_COUNT = re.compile(
     r"(?<![\d.,])(?P<content>\d++(?:[.,]\d++)?+)\s*+(?P<cu>[^\W\d]++)?+\s*+[xх×]\s*+(?P<n>\d++)\s*+$", re.I
