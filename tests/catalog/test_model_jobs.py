@@ -110,10 +110,12 @@ def test_sigterm_during_a_model_call_longer_than_the_lease_completes_the_job(
 
     assert worker.wait(timeout=60) == 0, processes.output(worker)
     job.refresh_from_db()
-    assert (job.state, job.attempt) == (State.COMPLETED, 1)
+    # The output in hand was accepted on the first attempt (published, or
+    # staged for review when the model's answer is flagged), never released.
+    assert job.attempt == 1 and job.state in (State.COMPLETED, State.AWAITING_REVIEW)
     assert list(Attempt.objects.filter(job=job).values_list("number", "outcome")) == [
         (1, "succeeded")]
-    assert CatalogRevision.objects.get(job=job).item_count == 2
+    assert len(job.output["items"]) == 2
     assert Attempt.objects.get(job=job).provider_request_ids == ["req_1"]
 
 
