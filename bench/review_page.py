@@ -10,9 +10,11 @@ one with keyboard focus possible (the grid marks itself `data-loaded`),
 measured from the start of navigation with the page's own clock. The
 transferred size is the sum of `transferSize` over the document and every
 resource fetched until then (HTML, CSS, JS, the first JSON page of items).
-The first open of a job's version builds the grid's snapshot (its items cut
-into pages) and is shown apart. Printed: the first open, the median of the 3
-opens after it, the bytes transferred, and the ratios to the baseline.
+The grid's snapshot (the items cut into pages) is built when the job enters
+review, by the process that accepts it (the worker; here this script, as
+the worker would); its time is printed apart. Printed: that time, the first
+open, the median of the 3 opens after it, the bytes transferred, and the
+ratios to the baseline.
 
     .venv/bin/python bench/review_page.py
     .venv/bin/python bench/review_page.py --sizes 100,5000   # quicker
@@ -25,6 +27,7 @@ import os
 import shutil
 import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -63,9 +66,10 @@ def flagged_job(workspace, supplier, size: int):
     assert claim is not None and claim.job_id == job.pk
     job_checkpoint(claim=claim, name="table", data=table)
     checked = validate_items(items, Table.from_json(table))
+    started = time.perf_counter()
     job_accept_output(claim=claim, output={"items": checked, "notes": [], "extractor": "builtin"},
                       needs_review=True)
-    return job.pk
+    return job.pk, time.perf_counter() - started
 
 
 MEASURE = """() => {
@@ -115,10 +119,10 @@ def main() -> None:
     membership_add(workspace=workspace, username="bench-reviewer", role=Membership.Role.REVIEWER,
                    password=PASSWORD)
     supplier = Supplier.objects.create(workspace=workspace, name="Bench Supplies")
-    jobs = {}
+    jobs, accepts = {}, {}
     for size in sizes:
         say(f"putting a job of {size:,} flagged items in place ...")
-        jobs[size] = flagged_job(workspace, supplier, size)
+        jobs[size], accepts[size] = flagged_job(workspace, supplier, size)
 
     port, _ = common.start_gunicorn(env)
     base = f"http://127.0.0.1:{port}"
@@ -132,8 +136,6 @@ def main() -> None:
         try:
             load_once(browser, base, jobs[sizes[0]])  # warm the server and the browser
             for size in sizes:
-                # The first open of a version builds its snapshot (the items cut
-                # into pages); later opens, and opens after a save, read it.
                 first = load_once(browser, base, jobs[size])
                 loads = [load_once(browser, base, jobs[size]) for _ in range(LOADS)]
                 results[size] = {
@@ -149,15 +151,15 @@ def main() -> None:
     rows = []
     for size in sizes:
         r = results[size]
-        rows.append([f"{size:,}", f"{r['first']:.3f}", f"{r['seconds']:.3f}", f"{r['bytes'] / 1024:.0f}",
+        rows.append([f"{size:,}", f"{accepts[size]:.3f}", f"{r['first']:.3f}", f"{r['seconds']:.3f}", f"{r['bytes'] / 1024:.0f}",
                      f"{r['requests']:.0f}", f"{r['seconds'] / baseline['seconds']:.2f}",
                      f"{r['bytes'] / baseline['bytes']:.2f}"])
-    print(common.table(["items", "first open s", "usable s (median of 3)", "transferred KiB", "requests",
+    print(common.table(["items", "accept + snapshot s (worker)", "first open s", "usable s (median of 3)", "transferred KiB", "requests",
                   "time / baseline", "bytes / baseline"], rows))
     largest = results[sizes[-1]]
     say(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     say(f"goal for the largest sheet: usable < {GOAL_SECONDS} s, < {GOAL_BYTES // 1024 // 1024} MB: "
-        f"{'met' if largest['seconds'] < GOAL_SECONDS and largest['bytes'] < GOAL_BYTES else 'NOT met'}")
+        f"{'met' if max(largest['first'], largest['seconds']) < GOAL_SECONDS and largest['bytes'] < GOAL_BYTES else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ Spreadsheets run a cell that starts with `=`, `+`, `-` or `@` as a formula
 - XLSX has them: text cells are stored with the explicit string type, which
   no spreadsheet evaluates, so the text stays exactly as the supplier wrote
   it (no visible quote). Numbers are numbers (a number cannot be a formula):
-  prices carry a number format with as many decimals as the revision's
-  prices use (at least two), the currency sits in its own column, columns
+  each price carries a number format with the decimals the supplier gave
+  (as every page shows it), the currency sits in its own column, columns
   are sized to their content and the header row stays in view.
 """
 
@@ -54,18 +54,48 @@ def number_text(value: Any) -> str:
     return f"{value.normalize():f}"
 
 
-def price_text(value: Any) -> str:
-    """A price keeps at least two decimals (12.50, 0.125)."""
-    if not isinstance(value, Decimal):
+def _places_needed(value: Decimal) -> int:
+    return max(0, -value.normalize().as_tuple().exponent)
+
+
+def price_text(value: Any, places: int | None = None) -> str:
+    """A price with `places` decimals (as the supplier wrote it, see
+    item_price_places), or more when the value needs them: never rounded.
+    Without `places`, at least two (12.50, 0.125)."""
+    if not isinstance(value, Decimal) or not value.is_finite():
         return number_text(value)
-    if value == value.quantize(Decimal("0.01")):
-        return f"{value.quantize(Decimal('0.01')):f}"
-    return number_text(value)
+    shown = max(MIN_PRICE_PLACES if places is None else places, _places_needed(value))
+    return f"{value.quantize(Decimal(1).scaleb(-shown)):f}"
 
 
-def _text(column: str, value: Any) -> str:
+def item_price_places(item: Mapping[str, Any]) -> int:
+    """The decimals an extracted item's price is shown with: those the sheet
+    showed (`source.price_places`, set by the extractor when the canonical
+    `unit_price` dropped trailing zeros) or those of `unit_price` as written,
+    never fewer than the value needs."""
+    try:
+        value = Decimal(str(item.get("unit_price")))
+    except ArithmeticError:
+        return MIN_PRICE_PLACES
+    if not value.is_finite():
+        return MIN_PRICE_PLACES
+    written = (item.get("source") or {}).get("price_places")
+    written = written if isinstance(written, int) and not isinstance(written, bool) else 0
+    return min(max(written, -value.as_tuple().exponent, 0), MAX_PRICE_PLACES)
+
+
+def item_price_text(item: Mapping[str, Any]) -> str:
+    """An extracted item's price as every page shows it."""
+    try:
+        value = Decimal(str(item.get("unit_price")))
+    except ArithmeticError:
+        return str(item.get("unit_price") or "")
+    return price_text(value, item_price_places(item))
+
+
+def _text(column: str, value: Any, places: int | None = None) -> str:
     if column == "unit_price":
-        return escape_cell(price_text(value))
+        return escape_cell(price_text(value, places))
     if column in NUMERIC_COLUMNS:
         return escape_cell(number_text(value))
     return escape_cell(value)
@@ -77,17 +107,8 @@ def rows_to_csv(rows: Iterable[Mapping[str, Any]]) -> bytes:
     writer = csv.writer(buffer)
     writer.writerow(HEADERS)
     for row in rows:
-        writer.writerow([_text(column, row.get(column)) for column in COLUMNS])
+        writer.writerow([_text(column, row.get(column), row.get("price_places")) for column in COLUMNS])
     return buffer.getvalue().encode("utf-8-sig")
-
-
-def price_places(prices: Iterable[Any]) -> int:
-    """Decimals every price of the list needs to be shown exactly, at least two."""
-    places = MIN_PRICE_PLACES
-    for value in prices:
-        if isinstance(value, Decimal) and value.is_finite():
-            places = max(places, -value.normalize().as_tuple().exponent)
-    return min(places, MAX_PRICE_PLACES)
 
 
 def _number_format(places: int) -> str:
@@ -96,8 +117,6 @@ def _number_format(places: int) -> str:
 
 def rows_to_xlsx(rows: Iterable[Mapping[str, Any]]) -> bytes:
     rows = list(rows)
-    places = price_places(row.get("unit_price") for row in rows)
-    price_format = _number_format(places)
     workbook = Workbook(write_only=False)
     sheet = workbook.active
     sheet.title = XLSX_SHEET_TITLE
@@ -110,7 +129,8 @@ def rows_to_xlsx(rows: Iterable[Mapping[str, Any]]) -> bytes:
             if column in NUMERIC_COLUMNS and is_number:
                 cell = sheet.cell(row=r, column=c, value=value)
                 if column == "unit_price":
-                    cell.number_format = price_format
+                    places = len(price_text(value, row.get("price_places")).partition(".")[2])
+                    cell.number_format = _number_format(places)
                     shown = len(f"{value:,.{places}f}")
                 else:
                     shown = len(number_text(value))

@@ -73,14 +73,26 @@ class CatalogRevision(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     item_count = models.PositiveIntegerField()
+    # 1, 2, 3 ... per supplier (per workspace for revisions without one), in
+    # order of publication: what pages call "revision 3" of a supplier.
+    number = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["supplier", "number"], name="revision_unique_number",
+                                    condition=models.Q(supplier__isnull=False)),
+            models.UniqueConstraint(fields=["workspace", "number"],
+                                    name="revision_unique_number_without_supplier",
+                                    condition=models.Q(supplier__isnull=True)),
+        ]
 
     @property
     def short_id(self) -> str:
-        """The first characters of the public id, to tell revisions apart on a page."""
+        """The first characters of the public id (file names of exports)."""
         return self.public_id.hex[:8]
 
     def __str__(self) -> str:
-        return f"revision {self.short_id} of {self.supplier or self.workspace}"
+        return f"revision {self.number} of {self.supplier or self.workspace}"
 
 
 class CatalogItem(models.Model):
@@ -92,6 +104,9 @@ class CatalogItem(models.Model):
     unit_code = models.CharField(max_length=3, blank=True, default="")
     pack_size = models.DecimalField(max_digits=12, decimal_places=3, null=True, blank=True)
     unit_price = models.DecimalField(max_digits=18, decimal_places=6)
+    # The decimals the price is shown with: as many as the supplier wrote
+    # ("3.80" -> 2), never fewer than the value needs.
+    price_places = models.PositiveSmallIntegerField(default=2)
     currency = models.CharField(max_length=3)
     source_sheet = models.CharField(max_length=200)
     source_row = models.PositiveIntegerField()

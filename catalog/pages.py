@@ -25,6 +25,7 @@ from catalog.models import Supplier
 from catalog.selectors import (
     job_items,
     job_reading_report,
+    job_revision,
     job_sheet,
     job_sheets,
     sheet_job_status,
@@ -264,6 +265,7 @@ def _job_context(job: Job) -> dict:
             for attempt in attempts
         ],
         "items": job_items(job) if job.state == State.COMPLETED else [],
+        "revision": job_revision(job),
         "review_url": (reverse("review:detail", args=[job.pk])
                        if job.state == State.AWAITING_REVIEW else ""),
         # A sheet that was read and that a reviewer can send back with a mapping.

@@ -75,7 +75,8 @@ class CatalogItemOut(Open):
     unit: str | None
     unit_code: str | None = Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")
     pack_size: float | None
-    unit_price: str = Field(description="A decimal, as text, with at least two decimals.")
+    unit_price: str = Field(description="A decimal, as text, with the decimals the supplier gave "
+                                        "(\"12.50\", \"0.125\", \"12\").")
     currency: str
     source: dict[str, str | int] = Field(description="{sheet, row}: where the item was read.")
 
@@ -106,6 +107,7 @@ class RevisionOut(Open):
     supplier_id: UUID | None
     supplier_name: str | None
     workspace: str
+    number: int = Field(description="1, 2, 3 ... in order of publication, per supplier.")
     job_id: UUID
     published_at: datetime
     approved_by: str | None
@@ -192,7 +194,7 @@ def item_json(item: CatalogItem | dict) -> dict:
         "unit": get("unit"),
         "unit_code": get("unit_code") or None,
         "pack_size": _number(get("pack_size")),
-        "unit_price": price_text(get("unit_price")),
+        "unit_price": price_text(get("unit_price"), get("price_places")),
         "currency": get("currency"),
         "source": {"sheet": get("source_sheet"), "row": get("source_row")},
     }
@@ -224,6 +226,7 @@ def revision_json(revision: CatalogRevision) -> dict:
         "supplier_id": str(revision.supplier.public_id) if revision.supplier else None,
         "supplier_name": revision.supplier.name if revision.supplier else None,
         "workspace": revision.workspace.slug,
+        "number": revision.number,
         "job_id": str(revision.job_id),
         "published_at": revision.published_at.isoformat(),
         "approved_by": revision.approved_by.get_username() if revision.approved_by else None,
@@ -360,7 +363,7 @@ def _spreadsheet(revision: CatalogRevision, fmt: str) -> HttpResponse:
         response = HttpResponse(deterministic_xlsx(rows_to_xlsx(rows), revision.published_at),
                                 content_type=XLSX)
     base = slugify(revision.supplier.name if revision.supplier else revision.workspace.slug) or "catalog"
-    response["Content-Disposition"] = f'attachment; filename="{base}-{revision.short_id}.{fmt}"'
+    response["Content-Disposition"] = f'attachment; filename="{base}-revision-{revision.number}.{fmt}"'
     return response
 
 

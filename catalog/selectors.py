@@ -22,8 +22,8 @@ from jobs.selectors import job_status
 User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = ("description", "unit", "pack_size", "unit_price", "currency")
 ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
-EXPORT_FIELDS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "currency",
-                 "source_sheet", "source_row")
+EXPORT_FIELDS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "price_places",
+                 "currency", "source_sheet", "source_row")
 
 
 def member_workspace_ids(*, user: User) -> QuerySet:
@@ -60,6 +60,16 @@ def job_items(job: Job) -> list[dict]:
     items = (job.output or {}).get("items") or []
     return [{**{field: item.get(field) for field in ITEM_FIELDS}, "flags": item.get("flags") or []}
             for item in items]
+
+
+def job_revision(job: Job) -> CatalogRevision | None:
+    """The catalog revision a completed job's result names (its own, or the
+    identical one it left unchanged), or None."""
+    revision_id = (job.result or {}).get("revision_id") if isinstance(job.result, dict) else None
+    try:
+        return CatalogRevision.objects.filter(public_id=uuid.UUID(str(revision_id))).first()
+    except ValueError:
+        return None
 
 
 def with_reading_report(queryset: QuerySet) -> QuerySet:
@@ -206,7 +216,7 @@ def _keyed(revision: CatalogRevision | None) -> dict[tuple[str, int], dict[str, 
         return keyed
     seen: dict[str, int] = {}
     rows = revision.items.order_by("source_sheet", "source_row", "pk").values(
-        "sku", *DIFF_FIELDS, "unit_code", "source_sheet", "source_row")
+        "sku", *DIFF_FIELDS, "price_places", "unit_code", "source_sheet", "source_row")
     for item in rows:
         key = item["sku"] or f"description: {item['description']}"
         n = seen.get(key, 0)

@@ -8,9 +8,11 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from accounts.models import Workspace
+from catalog.export import item_price_places
 from catalog.mapping import mapping_parse
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from catalog.reading import Table
@@ -134,11 +136,19 @@ def _publish_supplier(job) -> Supplier | None:
         return None
     found = supplier_find(workspace_id=job.workspace_id, name=name)
     if found is None:
-        # get_or_create: a concurrent first publication for the same name
-        # waits on the unique (workspace, name) and then finds its row.
-        found, _ = Supplier.objects.get_or_create(workspace_id=job.workspace_id,
-                                                  name=" ".join(name.split()))
+        # Two first publications for "Acme" and "ACME " take turns on the
+        # workspace's row, so the second finds the supplier the first made.
+        _lock_workspace(job.workspace_id)
+        found = (supplier_find(workspace_id=job.workspace_id, name=name)
+                 or Supplier.objects.create(workspace_id=job.workspace_id, name=" ".join(name.split())))
     return suppliers.get(pk=found.pk)
+
+
+def _lock_workspace(workspace_id: int) -> None:
+    """Take turns with other publications of the workspace until commit. NO
+    KEY UPDATE: rows that only reference the workspace (uploads, jobs) are
+    not held up by it."""
+    Workspace.objects.select_for_update(no_key=True).filter(pk=workspace_id).values_list("pk").first()
 
 
 def _revision_is(revision: CatalogRevision, sha256: str, items: list[dict]) -> bool:
@@ -155,6 +165,18 @@ def _revision_is(revision: CatalogRevision, sha256: str, items: list[dict]) -> b
                Decimal(item["unit_price"]), item["currency"], item["source"]["sheet"],
                item["source"]["row"]) for item in items]
     return published == staged
+
+
+def _next_number(*, workspace_id: int, supplier: Supplier | None) -> int:
+    """The number of the next revision: the supplier's row is already locked
+    (_publish_supplier), and a publication without a supplier locks its
+    workspace's row, so two publications never take the same number."""
+    if supplier is not None:
+        revisions = CatalogRevision.objects.filter(supplier=supplier)
+    else:
+        _lock_workspace(workspace_id)
+        revisions = CatalogRevision.objects.filter(workspace_id=workspace_id, supplier=None)
+    return (revisions.aggregate(last=Max("number"))["last"] or 0) + 1
 
 
 def revision_publish(*, job, approved_by=None) -> dict:
@@ -180,10 +202,11 @@ def revision_publish(*, job, approved_by=None) -> dict:
             supplier_layout_remember(job=job, supplier=supplier, approved_by=approved_by)
         return {"revision_id": str(current.public_id), "item_count": current.item_count,
                 "unchanged": True,
-                "note": MSG_UNCHANGED.format(revision=current.short_id, supplier=supplier.name)}
+                "note": MSG_UNCHANGED.format(revision=current.number, supplier=supplier.name)}
     revision = CatalogRevision.objects.create(
         workspace_id=job.workspace_id, supplier_id=supplier_id, job=job,
         attempt=job.attempt, approved_by=approved_by, item_count=len(items),
+        number=_next_number(workspace_id=job.workspace_id, supplier=supplier),
     )
     CatalogItem.objects.bulk_create(
         (
@@ -195,6 +218,7 @@ def revision_publish(*, job, approved_by=None) -> dict:
                 unit_code=unit_normalize(item.get("unit"))[0] or "",
                 pack_size=_pack_size(item),
                 unit_price=Decimal(item["unit_price"]),
+                price_places=item_price_places(item),
                 currency=item["currency"],
                 source_sheet=item["source"]["sheet"],
                 source_row=item["source"]["row"],

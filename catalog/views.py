@@ -135,7 +135,7 @@ def diff(request: HttpRequest) -> HttpResponse:
     new = _revision(request, request.GET.get("new"))
     if old.supplier_id != new.supplier_id:
         refusal = MSG_OTHER_SUPPLIERS.format(
-            old=old.short_id, new=new.short_id,
+            old=old.number, new=new.number,
             old_supplier=old.supplier.name if old.supplier else "no supplier",
             new_supplier=new.supplier.name if new.supplier else "no supplier")
         return render(request, "catalog/diff.html", {"refusal": refusal, "old": old, "new": new},
@@ -145,7 +145,7 @@ def diff(request: HttpRequest) -> HttpResponse:
 
 def _filename(revision: CatalogRevision, extension: str) -> str:
     base = slugify(revision.supplier.name if revision.supplier else revision.workspace.slug) or "catalog"
-    return f"{base}-revision-{revision.short_id}.{extension}"
+    return f"{base}-revision-{revision.number}.{extension}"
 
 
 @login_required

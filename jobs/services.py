@@ -12,6 +12,7 @@ clock.
 
 import functools
 import json
+import logging
 import random
 import uuid
 from collections.abc import Callable, Iterable
@@ -46,6 +47,9 @@ from jobs.models import (
     OutboxMessage,
     State,
 )
+from jobs.signals import job_staged_for_review
+
+log = logging.getLogger(__name__)
 
 
 class LeaseLost(Exception):
@@ -159,10 +163,25 @@ def _fenced(claim: Claim):
 
 
 def _notify(kind: str) -> None:
-    # NOTIFY is transactional: idle workers hear it only if the admission commits.
+    """Wake idle workers once the caller's transaction has committed (at
+    once outside one): a rolled-back admission wakes nobody.
+
+    The NOTIFY is sent in a transaction of its own, with synchronous_commit
+    off. A transaction that notifies holds a database-wide lock from just
+    before its commit until the commit is flushed, so admissions that
+    notified inside their own transaction committed one at a time, one WAL
+    flush each. Now their rows commit with group commit (still flushed
+    before the 202), and the lock is held only for a commit that does not
+    wait for the disk. A wake-up is a hint, not data: a lost one costs a
+    worker one poll interval."""
     if settings.JOB_NOTIFY:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, kind])
+        transaction.on_commit(functools.partial(_send_notify, kind), robust=True)
+
+
+def _send_notify(kind: str) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit TO off")
+        cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, kind])
 
 
 def _state_of(job_id: uuid.UUID) -> str:
@@ -321,13 +340,13 @@ WITH accepted AS (
         state_changed_at = clock_timestamp(), updated_at = clock_timestamp(), version = version + 1
     WHERE id = %(job)s AND state = 'running' AND attempt = %(attempt)s AND lease_token = %(token)s
       AND lease_until > clock_timestamp()
-    RETURNING id, state
+    RETURNING id, state, version
 ),
 closed AS (
     UPDATE jobs_attempt AS a SET outcome = 'succeeded', finished_at = clock_timestamp()
     FROM accepted WHERE a.job_id = accepted.id AND a.number = %(attempt)s
 ){event}
-SELECT state FROM accepted
+SELECT state, version FROM accepted
 """
 
 # With nothing to publish, the accept's outbox event joins its statement.
@@ -452,6 +471,7 @@ def job_accept_output(
             row = cursor.fetchone()
         if row is None:
             raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} may no longer publish")
+        _staged(claim.job_id, *row, output)
         return row[0]
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -466,7 +486,20 @@ def job_accept_output(
             Job.objects.filter(pk=claim.job_id).update(result=result)
         _claim_event(claim.workspace_id, claim.job_id, claim.kind, state, claim.attempt,
                      f"job.{state}", result=result)
+    _staged(claim.job_id, state, row[1], output)
     return state
+
+
+def _staged(job_id: uuid.UUID, state: str, version: int, output: Any) -> None:
+    """Tell the apps above (job_staged_for_review) that a job's output now
+    waits for review; called after the accept committed."""
+    if state != State.AWAITING_REVIEW:
+        return
+    for receiver, error in job_staged_for_review.send_robust(
+            sender=Job, job_id=job_id, version=version, output=output):
+        if isinstance(error, Exception):
+            log.error("job %s: %r failed after the accept: %s", job_id, receiver, error,
+                      exc_info=error)
 
 
 # Several accepts with nothing to publish, as one statement: each row is
@@ -490,7 +523,7 @@ accepted AS (
     FROM input AS i
     WHERE j.id = i.id AND j.state = 'running' AND j.attempt = i.attempt AND j.lease_token = i.token
       AND j.lease_until > clock_timestamp()
-    RETURNING j.id, j.state, j.attempt, j.workspace_id, j.kind
+    RETURNING j.id, j.state, j.attempt, j.workspace_id, j.kind, j.version
 ),
 closed AS (
     UPDATE jobs_attempt AS a SET outcome = 'succeeded', finished_at = clock_timestamp()
@@ -505,7 +538,7 @@ event AS (
            clock_timestamp(), clock_timestamp(), 0, ''
     FROM accepted
 )
-SELECT id, state FROM accepted
+SELECT id, state, version FROM accepted
 """
 
 
@@ -527,7 +560,11 @@ def jobs_accept_outputs(*, accepts: list[tuple[Claim, Any, bool]]) -> dict[uuid.
     }
     with connection.cursor() as cursor:
         cursor.execute(_ACCEPT_MANY_SQL, params)
-        return {job_id: state for job_id, state in cursor.fetchall()}
+        rows = cursor.fetchall()
+    outputs = {claim.job_id: output for claim, output, _ in accepts}
+    for job_id, state, version in rows:
+        _staged(job_id, state, version, outputs[job_id])
+    return {job_id: state for job_id, state, _ in rows}
 
 
 def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:

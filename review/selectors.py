@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 from accounts.models import Membership
 from catalog.currencies import currency_choices
+from catalog.export import item_price_text
 from catalog.models import CatalogRevision
 from catalog.selectors import job_sheets
 from catalog.units import unit_choices
@@ -175,7 +177,17 @@ SNAPSHOT_CHUNK = 200
 
 def snapshot_item(index: int, item: dict) -> dict:
     """An item as the grid reads it: its index and the keys the grid shows."""
-    return {"index": index, **{k: item.get(k) for k in ITEM_KEYS if k in item}}
+    shown = {"index": index, **{k: item.get(k) for k in ITEM_KEYS if k in item}}
+    if _is_decimal(item.get("unit_price")):
+        shown["unit_price"] = item_price_text(item)  # "12.50" as the sheet showed it
+    return shown
+
+
+def _is_decimal(value: Any) -> bool:
+    try:
+        return Decimal(str(value)).is_finite()
+    except ArithmeticError:
+        return False
 
 
 def snapshot_summary(items: list[dict]) -> dict:

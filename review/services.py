@@ -242,9 +242,18 @@ def _in_scope(item: dict, baseline: dict, name: str, scope: str) -> bool:
 
 def _replaced(value: Any, rule: Replace) -> Any:
     text = _text(value)
+    if rule.field == "unit_price" and _same_decimal(text, rule.find):
+        return rule.replace  # "12.50" finds the price shown as 12.50 and stored as 12.5
     if rule.whole or rule.field not in ("sku", "description"):
         return rule.replace if text.casefold() == rule.find.strip().casefold() else value
     return text.replace(rule.find, rule.replace) if rule.find in text else value
+
+
+def _same_decimal(a: str, b: str) -> bool:
+    try:
+        return Decimal(a.strip()) == Decimal(b.strip())
+    except ArithmeticError:
+        return False
 
 
 def _validate_fresh(items: list[dict], table: Table) -> list[dict]:
@@ -501,6 +510,15 @@ def _snapshot_store(*, job_id: uuid.UUID, version: int, items: list[dict]) -> Re
     except IntegrityError:
         return ReviewSnapshot.objects.get(job_id=job_id)
     return snapshot
+
+
+def review_snapshot_on_staged(sender, *, job_id: uuid.UUID, version: int, output, **kwargs) -> None:
+    """Receiver of jobs.signals.job_staged_for_review: build the grid's
+    snapshot from the output the worker holds as the job enters review, so
+    the first reviewer to open a big sheet does not wait for it."""
+    items = output.get("items") if isinstance(output, dict) else None
+    items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+    _snapshot_store(job_id=job_id, version=version, items=items)
 
 
 def review_snapshot_current(*, job: Job) -> ReviewSnapshot:

@@ -166,6 +166,10 @@ class _ItemBuilder:
             "unit_price": canonical_decimal(value) if value is not None else price_text,
             "currency": code, "source": self._source(r),
         }
+        written = max(0, -value.as_tuple().exponent) if value is not None else 0
+        if written and written > max(0, -value.normalize().as_tuple().exponent):
+            # "12.50" is published as "12.5"; pages show it as the sheet did.
+            item["source"]["price_places"] = min(written, 6)
         flags += more + pack_flags
         if flags:
             item["flags"] = flags

@@ -2,15 +2,22 @@
 
 from django import template
 
-from catalog.export import number_text, price_text
+from catalog.export import item_price_text, number_text, price_text
 
 register = template.Library()
 
 
 @register.filter
-def price(value) -> str:
-    """12.500000 -> "12.50", 0.125000 -> "0.125"."""
-    return price_text(value)
+def price(value, places=None) -> str:
+    """A published price with the decimals the supplier gave: 12.500000 with
+    places 2 -> "12.50"; without places, at least two."""
+    return price_text(value, places)
+
+
+@register.filter
+def item_price(item) -> str:
+    """An extracted item's price (a dict of the job's output), shown the same way."""
+    return item_price_text(item)
 
 
 @register.filter

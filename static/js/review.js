@@ -86,7 +86,10 @@
     pending.replace.forEach(function (rule) {
       if (rule.field !== name) { return; }
       var text = value === null || value === undefined ? "" : String(value).trim();
-      if (rule.whole || (name !== "sku" && name !== "description")) {
+      if (name === "unit_price" && text !== "" && rule.find.trim() !== "" &&
+          Number(text) === Number(rule.find.trim())) {
+        value = rule.replace;  // "12.5" finds the price shown as 12.50
+      } else if (rule.whole || (name !== "sku" && name !== "description")) {
         if (text.toLowerCase() === rule.find.trim().toLowerCase()) { value = rule.replace; }
       } else if (text.indexOf(rule.find) !== -1) {
         value = text.split(rule.find).join(rule.replace);

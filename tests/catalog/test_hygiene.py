@@ -128,7 +128,8 @@ def test_the_job_page_links_its_catalog_revision(workspace, member):
 
     page = client.get(f"/jobs/{job.pk}/").content.decode()
 
-    assert f'<a href="/catalog/revisions/{revision.public_id}/" id="job-revision">Catalog revision {revision.short_id}</a>' in page
+    assert (f'<a href="/catalog/revisions/{revision.public_id}/" id="job-revision">Revision 1 of Northwind</a>'
+            in page)
 
 
 def test_the_state_filter_shows_readable_labels_and_keeps_the_choice(workspace, member):

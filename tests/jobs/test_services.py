@@ -10,6 +10,7 @@ from django.db.models import F
 from django.db.models.functions import Now
 
 from jobs.models import Attempt, Job, JobCheckpoint, OutboxMessage, State
+from jobs.signals import job_staged_for_review
 from tests.helpers import wait_for
 from jobs.services import (
     IdempotencyConflict,
@@ -29,6 +30,7 @@ from jobs.services import (
     job_release,
     job_retry,
     job_review_edit,
+    jobs_accept_outputs,
     jobs_admit_many,
     jobs_claim_batch,
     jobs_expire_leases,
@@ -113,6 +115,47 @@ def test_accept_completes_and_publishes_in_the_same_transaction(workspace):
     assert job.result == {"revision_id": 7, "item_count": 3}
     assert job.lease_token is None
     assert Attempt.objects.get(job=job).outcome == "succeeded"
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["one", "group"])
+def test_an_accept_for_review_tells_the_apps_above_once_committed(workspace, grouped):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    heard = []
+
+    def receiver(sender, *, job_id, version, output, **kwargs):
+        job = Job.objects.get(pk=job_id)  # committed: another connection would see it too
+        heard.append((job_id, version, output, job.state, job.version))
+        raise RuntimeError("a failing receiver changes nothing")
+
+    job_staged_for_review.connect(receiver)
+    try:
+        if grouped:
+            states = jobs_accept_outputs(accepts=[(claim, {"n": 1}, True)])
+            state = states[claim.job_id]
+        else:
+            state = job_accept_output(claim=claim, output={"n": 1}, needs_review=True)
+    finally:
+        job_staged_for_review.disconnect(receiver)
+    job = Job.objects.get(pk=claim.job_id)
+    assert state == State.AWAITING_REVIEW
+    assert heard == [(claim.job_id, job.version, {"n": 1}, State.AWAITING_REVIEW, job.version)]
+
+
+def test_an_accept_without_review_sends_nothing(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    heard = []
+
+    def receiver(sender, **kwargs):
+        heard.append(kwargs["job_id"])
+
+    job_staged_for_review.connect(receiver)
+    try:
+        assert job_accept_output(claim=claim, output={}) == State.COMPLETED
+    finally:
+        job_staged_for_review.disconnect(receiver)
+    assert heard == []
 
 
 def test_accept_after_lease_expiry_affects_zero_rows(workspace):

@@ -20,7 +20,7 @@ from jobs.services import (
     job_claim_next,
     job_retry,
 )
-from review.models import ReviewDecision, ReviewDecisionAppendOnly
+from review.models import ReviewDecision, ReviewDecisionAppendOnly, ReviewSnapshot
 from review.selectors import NotAReviewer
 from review.services import (
     ApprovalBlocked,
@@ -408,3 +408,10 @@ def test_version_conflict_is_what_the_guard_raises(workspace):
     with pytest.raises(VersionConflict):
         job_approve(job_id=job.pk, expected_version=job.version - 1, output=job.output,
                     publish=lambda locked: None)
+
+
+def test_a_job_entering_review_has_its_grid_snapshot_built_by_the_accept(workspace):
+    job = flagged_job(workspace)
+    snapshot = ReviewSnapshot.objects.get(job=job)
+    assert (snapshot.version, snapshot.total) == (job.version, 3)
+    assert snapshot.chunks.count() == 1
