@@ -54,9 +54,11 @@ def derive_answer(body: dict) -> dict:
         items = extract_items(table).items
     except SheetError:
         return {"items": []}
-    keys = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
-    return {"items": [{key: item[key] for key in keys} for item in items
-                      if extract_from is None or item["source"]["row"] >= extract_from]}
+    keys = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
+    # A model answers the item schema only: its source is {sheet, row}.
+    return {"items": [{**{key: item[key] for key in keys},
+                       "source": {"sheet": item["source"]["sheet"], "row": item["source"]["row"]}}
+                      for item in items if extract_from is None or item["source"]["row"] >= extract_from]}
 
 
 class FakeProvider:

@@ -99,13 +99,14 @@ def test_xlsx_export_writes_numbers_as_numbers():
     assert (Decimal(str(price.value)), pack.value, source_row.value) == (Decimal("1.5"), 10, 4)
 
 
-def test_xlsx_prices_carry_the_decimals_of_the_list_as_their_number_format():
-    two = [{"sku": "A", "unit_price": Decimal("2.000000"), "currency": "EUR"},
-           {"sku": "B", "unit_price": Decimal("4.100000"), "currency": "EUR"}]
-    rows = read_xlsx(rows_to_xlsx(two))
-    assert [(r[5].value, r[5].number_format) for r in rows[1:]] == [(2, "#,##0.00"), (4.1, "#,##0.00")]
-    three = two + [{"sku": "C", "unit_price": Decimal("0.125000"), "currency": "EUR"}]
-    assert read_xlsx(rows_to_xlsx(three))[1][5].number_format == "#,##0.000"
+def test_xlsx_prices_carry_the_decimals_the_supplier_gave_as_their_number_format():
+    rows = [{"sku": "A", "unit_price": Decimal("2.000000"), "price_places": 2, "currency": "EUR"},
+            {"sku": "B", "unit_price": Decimal("4.100000"), "price_places": 1, "currency": "EUR"},
+            {"sku": "C", "unit_price": Decimal("0.125000"), "price_places": 2, "currency": "EUR"},
+            {"sku": "D", "unit_price": Decimal("7.000000"), "currency": "EUR"}]
+    cells = [(r[5].value, r[5].number_format) for r in read_xlsx(rows_to_xlsx(rows))[1:]]
+    # C needs three decimals whatever was asked; D, without places, gets at least two.
+    assert cells == [(2, "#,##0.00"), (4.1, "#,##0.0"), (0.125, "#,##0.000"), (7, "#,##0.00")]
 
 
 def test_xlsx_has_a_currency_column_sized_columns_and_a_frozen_header():

@@ -75,7 +75,8 @@ def test_header_on_row_6_under_logo_and_address_block_is_found():
     ))
     assert one(ex) == {
         "sku": "A-1", "description": "Widget", "unit": "each", "pack_size": None,
-        "unit_price": "2.5", "currency": "GBP", "source": {"sheet": "Sheet1", "row": 7},
+        "unit_price": "2.5", "currency": "GBP",
+        "source": {"sheet": "Sheet1", "row": 7, "price_places": 2},  # shown as 2.50
     }
 
 
