@@ -197,7 +197,9 @@ def _build() -> tuple[dict[str, str], dict[str, Unit], frozenset[str]]:
 _BY_FORM, _BY_CODE, _AMBIGUOUS = _build()
 
 
+@lru_cache(maxsize=4096)
 def _key(text: str) -> str:
+    # A sheet writes a few unit words thousands of times: each is folded once.
     return _fold(_PREFIX.sub("", text.strip()))
 
 

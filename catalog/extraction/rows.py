@@ -7,6 +7,7 @@ but no SKU or description: it becomes a flagged item, never dropped).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -46,8 +47,10 @@ def _is_repeated_header(row: list[str], labels: tuple[str, ...]) -> bool:
     return same >= 2
 
 
-def _texts(row: list[str], skip: set[int]) -> list[str]:
-    return [c for i, c in enumerate(row) if c and i not in skip and parse_decimal(c) is None]
+def _texts(row: list[str], skip: set[int]) -> Iterator[str]:
+    """The row's text cells (not numbers) outside `skip`, lazily: callers
+    mostly need the first one, or whether there is one."""
+    return (c for i, c in enumerate(row) if c and i not in skip and parse_decimal(c) is None)
 
 
 def _no_price_class(r: int, row: list[str], cols: Columns) -> RowClass:
@@ -74,23 +77,25 @@ class RowClassifier:
         cols = self.cols
         if not row or not any(row):
             return RowClass(r, "blank", "empty")
-        if _is_repeated_header(row, cols.labels):
-            return RowClass(r, "header", "repeats the header")
         price_text = cell(row, cols.price)
+        value = parse_decimal(price_text, self.decimal) if price_text else None
+        # A number under the price label is never a repeat of that label.
+        if value is None and _is_repeated_header(row, cols.labels):
+            return RowClass(r, "header", "repeats the header")
         if not price_text:
             got = _no_price_class(r, row, cols)
             if got.kind == "section":
                 self.running = Decimal(0)
             return got
-        return self._priced(r, row, price_text)
+        return self._priced(r, row, value)
 
-    def _priced(self, r: int, row: list[str], price_text: str) -> RowClass:
+    def _priced(self, r: int, row: list[str], value: Decimal | None) -> RowClass:
         cols = self.cols
-        value = parse_decimal(price_text, self.decimal)
         has_id = bool(cell(row, cols.sku) or cell(row, cols.desc))
-        first_text = next(iter(_texts(row, {cols.price})), "")
-        if _is_total(cell(row, cols.desc) or first_text) and not cell(row, cols.sku):
-            return RowClass(r, "total", f"a total line: {cap(first_text)[:40]!r}")
+        if not cell(row, cols.sku):
+            first_text = next(_texts(row, {cols.price}), "")
+            if _is_total(cell(row, cols.desc) or first_text):
+                return RowClass(r, "total", f"a total line: {cap(first_text)[:40]!r}")
         if value is None:
             if has_id:
                 return RowClass(r, "item", "an item whose price is not a number")
@@ -98,7 +103,7 @@ class RowClassifier:
         if has_id:
             self.running += value
             return RowClass(r, "item", "a price and a SKU or description")
-        if not _texts(row, {cols.price}) and value == self.running and value:
+        if value == self.running and value and next(_texts(row, {cols.price}), None) is None:
             self.running = Decimal(0)
             return RowClass(r, "total", "a lone number equal to the sum of the prices above it")
         return RowClass(r, "price_without_item", "a price but no SKU or description")
