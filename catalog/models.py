@@ -86,11 +86,6 @@ class CatalogRevision(models.Model):
                                     condition=models.Q(supplier__isnull=True)),
         ]
 
-    @property
-    def short_id(self) -> str:
-        """The first characters of the public id (file names of exports)."""
-        return self.public_id.hex[:8]
-
     def __str__(self) -> str:
         return f"revision {self.number} of {self.supplier or self.workspace}"
 

@@ -17,7 +17,7 @@ from catalog.mapping import mapping_parse
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from catalog.reading import Table
 from catalog.storage import sheet_file_store
-from catalog.units import unit_normalize
+from catalog.units import unit_code
 from jobs.models import Job
 from jobs.services import job_admit, job_load_checkpoint, job_requeue_with_input, outbox_write
 
@@ -215,7 +215,7 @@ def revision_publish(*, job, approved_by=None) -> dict:
                 sku=item["sku"] or "",
                 description=item.get("description") or "",
                 unit=item.get("unit"),
-                unit_code=unit_normalize(item.get("unit"))[0] or "",
+                unit_code=unit_code(item.get("unit")) or "",
                 pack_size=_pack_size(item),
                 unit_price=Decimal(item["unit_price"]),
                 price_places=item_price_places(item),

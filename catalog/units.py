@@ -203,6 +203,15 @@ def _key(text: str) -> str:
     return _fold(_PREFIX.sub("", text.strip()))
 
 
+def unit_code(text: str | None) -> str | None:
+    """unit_normalize(text)[0] without looking for the nearest known units
+    (a fuzzy match over every form): what extraction asks of every cell."""
+    if not text or not text.strip():
+        return None
+    key = _key(text)
+    return None if key in _AMBIGUOUS else _BY_FORM.get(key)
+
+
 def unit_normalize(text: str | None) -> tuple[str | None, list[str]]:
     """(the Recommendation 20 code of a written unit, []) when it is known;
     (None, up to three codes of the nearest known units) when it is not.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from catalog.extraction.text import fold
-from catalog.units import unit_is_ambiguous, unit_normalize
+from catalog.units import unit_code, unit_is_ambiguous
 
 # The units themselves (UN/CEFACT Recommendation 20 codes and the words for
 # them in every language read) live in ``catalog.units``; only what a pack
@@ -61,7 +61,7 @@ def normalize_unit(unit: str | None) -> str | None:
     """The Recommendation 20 code of a written unit ("Stk." -> "H87"), or None if unknown."""
     if not unit or len(unit) > _MAX_UNIT_CHARS:
         return None
-    return unit_normalize(unit)[0]
+    return unit_code(unit)
 
 
 def unit_ambiguity(unit: str | None, description: str | None) -> str | None:
@@ -76,7 +76,7 @@ def unit_ambiguity(unit: str | None, description: str | None) -> str | None:
         return None
     if unit_is_ambiguous(unit):
         return "does not say what is counted (piece, kg, box...)"
-    if unit_normalize(unit)[0] == "MLT" and fold(unit).rstrip(".") == "ml":
+    if unit_code(unit) == "MLT" and fold(unit).rstrip(".") == "ml":
         text = fold(description or "")[:_DESC_HEAD_CHARS]
         if _LENGTH_CUES.search(text) and not _LIQUID_CUES.search(text):
             return "may be a linear metre (mètre linéaire) here, not a millilitre: the item is sold by length"

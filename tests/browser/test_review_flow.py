@@ -69,6 +69,7 @@ def test_reviewer_reviews_and_publishes_a_sheet_by_keyboard_alone(
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.wait_for_selector("#review-grid[data-loaded=true]")
     assert page.locator("#flag-reasons li").count() == 2, page.locator("#flag-reasons").inner_text()
+    assert page.locator("[data-index='1'] .c-unit_price").inner_text() == "0.40"  # as the sheet wrote it
 
     focus_grid(page)
     # The first flagged item is current: 0, SKU column.
@@ -122,6 +123,12 @@ def test_reviewer_reviews_and_publishes_a_sheet_by_keyboard_alone(
     assert Job.objects.get(pk=job.pk).state == State.COMPLETED
     items = {i.sku: (i.unit, i.currency) for i in CatalogItem.objects.filter(revision__job=job)}
     assert items == {"A-1": ("pcs", "EUR"), "A-2": ("ea", "EUR"), "A-3": ("piece", "EUR")}
+
+    # The supplier's first revision, its prices as the sheet wrote them (12.50, 0.40).
+    revision = CatalogRevision.objects.get(job=job)
+    page.goto(f"{live_server.url}/catalog/revisions/{revision.public_id}/")
+    assert page.locator("h1").inner_text().startswith("Revision 1")
+    assert {"12.50", "0.40", "0.90"} <= set(page.locator("td.num-cell").all_inner_texts())
 
 
 @pytest.mark.browser
