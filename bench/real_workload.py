@@ -4,7 +4,8 @@ The mix: generated supplier sheets of 500 to 20,000 rows, CSV and XLSX, a
 title row above the header, section rows, and one in four without any
 currency (those end in review). The plain loop is the limit for one core:
 the same read, extract and validate calls over the same files in one
-process, no database. The job system: every sheet admitted through the
+process, no database (validate: `validate_items`, then `review_flags`
+against the supplier's current items, none here, as the job does). The job system: every sheet admitted through the
 admission service, then drained by 1, 2 and 4 `runworker --burst`
 processes. Printed: sheets per minute and rows per second for each, and the
 job system's share of the loop per core used (min(workers, cores); goal at
@@ -41,14 +42,14 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 from catalog.reading import read_table
 from catalog.extraction import extract_items
-from catalog.validation import validate_items
+from catalog.validation import review_flags, validate_items
 paths = json.loads(sys.argv[1])
 t0 = time.perf_counter()
 rows = 0
 for path in paths:
     t = read_table(path, filename=path.rsplit("/", 1)[-1])
     rows += sum(len(s.rows) for s in t.sheets)
-    validate_items(extract_items(t).items, t)
+    review_flags(validate_items(extract_items(t).items, t), previous=[])
 print(json.dumps({{"seconds": time.perf_counter() - t0, "rows": rows}}))
 """
 

@@ -179,6 +179,25 @@ def _next_number(*, workspace_id: int, supplier: Supplier | None) -> int:
     return (revisions.aggregate(last=Max("number"))["last"] or 0) + 1
 
 
+_ITEM_COLUMNS = ("revision_id", "sku", "description", "unit", "unit_code", "pack_size", "unit_price",
+                 "price_places", "currency", "source_sheet", "source_row")
+
+
+def _items_copy(revision: CatalogRevision, items: list[dict]) -> None:
+    """Write a revision's items with COPY, in the caller's transaction: the
+    rows stream in one command instead of an INSERT of bound values per
+    batch (20,000 items take a fraction of a second, not seconds)."""
+    statement = f"COPY {CatalogItem._meta.db_table} ({', '.join(_ITEM_COLUMNS)}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+        for item in items:
+            copy.write_row((
+                revision.pk, item["sku"] or "", item.get("description") or "", item.get("unit"),
+                unit_code(item.get("unit")) or "", _pack_size(item), Decimal(item["unit_price"]),
+                item_price_places(item), item["currency"], item["source"]["sheet"],
+                item["source"]["row"],
+            ))
+
+
 def revision_publish(*, job, approved_by=None) -> dict:
     """Publish a job's accepted output as a catalog revision and make it the
     supplier's current one. Called only inside the transaction of a guarded
@@ -208,25 +227,7 @@ def revision_publish(*, job, approved_by=None) -> dict:
         attempt=job.attempt, approved_by=approved_by, item_count=len(items),
         number=_next_number(workspace_id=job.workspace_id, supplier=supplier),
     )
-    CatalogItem.objects.bulk_create(
-        (
-            CatalogItem(
-                revision=revision,
-                sku=item["sku"] or "",
-                description=item.get("description") or "",
-                unit=item.get("unit"),
-                unit_code=unit_code(item.get("unit")) or "",
-                pack_size=_pack_size(item),
-                unit_price=Decimal(item["unit_price"]),
-                price_places=item_price_places(item),
-                currency=item["currency"],
-                source_sheet=item["source"]["sheet"],
-                source_row=item["source"]["row"],
-            )
-            for item in items
-        ),
-        batch_size=1000,
-    )
+    _items_copy(revision, items)
     if supplier_id is not None:
         Supplier.objects.filter(pk=supplier_id).update(current_revision=revision)
     if supplier is not None and approved_by is not None:

@@ -482,7 +482,10 @@ def job_accept_output(
         state = row[0]
         result = None
         if state == State.COMPLETED:
-            result = publish(Job.objects.get(pk=claim.job_id))
+            # The output just written is in hand: it is not read back.
+            job = Job.objects.defer("output").get(pk=claim.job_id)
+            job.output = output
+            result = publish(job)
             Job.objects.filter(pk=claim.job_id).update(result=result)
         _claim_event(claim.workspace_id, claim.job_id, claim.kind, state, claim.attempt,
                      f"job.{state}", result=result)
