@@ -69,7 +69,7 @@ def test_prune_keeps_running_jobs_and_their_attempts(workspace):
 
 def test_prune_keeps_jobs_with_a_catalog_revision(workspace):
     published = finished_job(workspace)
-    CatalogRevision.objects.create(workspace=workspace, job=published, attempt=1, item_count=0)
+    CatalogRevision.objects.create(workspace=workspace, job=published, attempt=1, item_count=0, number=1)
     plain = finished_job(workspace)
     assert jobs_prune_finished(older_than=RETENTION, batch_size=100) == 1
     assert Job.objects.filter(pk=published.pk).exists()
