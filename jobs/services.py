@@ -277,9 +277,10 @@ def job_admit(
             if job.request_fingerprint != fingerprint or job.kind != kind:
                 raise IdempotencyConflict(job) from None
             return job, False
-        _job_event(job.pk, "job.accepted")
+        # The new row is in hand (its database defaults came back with the
+        # INSERT): the event is written without reading it again.
+        _claim_event(workspace_id, job.pk, kind, job.state, job.attempt, "job.accepted")
         _notify(kind)
-    job.refresh_from_db()
     return job, True
 
 
