@@ -11,6 +11,7 @@ from django.db.models.functions import Now
 
 from jobs.models import Attempt, Job, JobCheckpoint, OutboxMessage, State
 from jobs.signals import job_staged_for_review
+from django.db import transaction
 from tests.helpers import wait_for
 from jobs.services import (
     IdempotencyConflict,
@@ -33,6 +34,7 @@ from jobs.services import (
     jobs_accept_outputs,
     jobs_admit_many,
     jobs_claim_batch,
+    NOTIFY_CHANNEL,
     jobs_expire_leases,
 )
 
@@ -530,3 +532,37 @@ def test_expired_lease_waits_a_jittered_backoff_before_the_next_claim(workspace,
     # Full jitter over [0, base * 2^(attempt - 1)] = [0, 100] for attempt 1.
     assert all(0 <= delay <= 100.01 for delay in delays)
     assert len({round(delay, 3) for delay in delays}) > 10
+
+
+@pytest.mark.django_db(transaction=True)
+def test_admission_wakes_workers_only_once_committed(workspace):
+    """NOTIFY goes out after the commit, in its own transaction: a rolled-back
+    admission wakes nobody, a committed one does."""
+    import psycopg
+    from django.test.utils import CaptureQueriesContext
+
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    listener = psycopg.connect(**params, autocommit=True)
+    try:
+        listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+
+        class RolledBack(Exception):
+            pass
+
+        with pytest.raises(RolledBack), transaction.atomic():
+            admit(workspace, key="rolled-back")
+            raise RolledBack
+        assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
+
+        with CaptureQueriesContext(connection) as queries:
+            with transaction.atomic():
+                admit(workspace, key="committed")
+                before_commit = len(queries.captured_queries)
+        sent = ["pg_notify" in q["sql"] for q in queries.captured_queries]
+        assert not any(sent[:before_commit]) and any(sent[before_commit:])  # after, not inside
+        heard = list(listener.notifies(timeout=10, stop_after=1))
+        assert [(n.channel, n.payload) for n in heard] == [(NOTIFY_CHANNEL, "noop")]
+    finally:
+        listener.close()
