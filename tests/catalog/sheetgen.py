@@ -18,6 +18,8 @@ import zipfile
 from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
+from catalog.extraction.text import col_letter
+
 
 @dataclass
 class Generated:
@@ -35,15 +37,6 @@ def _csv(rows: list[list], *, delimiter: str = ",", encoding: str = "utf-8") -> 
     for row in rows:
         writer.writerow(["" if v is None else v for v in row])
     return out.getvalue().encode(encoding)
-
-
-def _col(i: int) -> str:
-    out = ""
-    i += 1
-    while i:
-        i, rem = divmod(i - 1, 26)
-        out = chr(65 + rem) + out
-    return out
 
 
 def _xlsx_cell(ref: str, value) -> str:
@@ -75,7 +68,7 @@ def xlsx(rows: list[list], sheet: str = "Sheet1") -> bytes:
     """A minimal workbook; a cell {"v", "f", "fmt"} holds a cached formula value and a format
     (fmt 1: "0.00", fmt 2: '#,##0.00 "€"')."""
     body = "".join(
-        f'<row r="{r}">' + "".join(_xlsx_cell(f"{_col(c)}{r}", v) for c, v in enumerate(row)) + "</row>"
+        f'<row r="{r}">' + "".join(_xlsx_cell(f"{col_letter(c)}{r}", v) for c, v in enumerate(row)) + "</row>"
         for r, row in enumerate(rows, start=1) if row
     )
     sheet_xml = ('<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
