@@ -17,9 +17,14 @@ export HTTPS ?= false
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# The service's requirements only; `make test` adds the test and development ones.
 $(VENV)/.installed: requirements.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
 # Start the embedded PostgreSQL (unless DATABASE_URL is set), or say plainly
@@ -46,7 +51,7 @@ run: setup
 	  for i in $$(seq $(WORKERS)); do $(BIN)/python manage.py runworker --relay & done; \
 	  set +m; wait'
 
-test: db
+test: $(VENV)/.installed-dev db
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Print a new API token for TOKEN_USER (the demo user by default), with the

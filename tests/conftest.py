@@ -19,6 +19,10 @@ def pytest_configure(config):
 
     # Outermost, so it sees each API answer as the client does.
     settings.MIDDLEWARE = ["tests.openapi_check.OpenApiCheck", *settings.MIDDLEWARE]
+    # A real hasher costs about a second per test user and tests nothing here
+    # (Django's own test settings do the same); processes the tests start keep
+    # the production hashers.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)
