@@ -322,6 +322,14 @@ def _displayed_number(value, places: int | None, raw: dict, key: str, formula: b
     return text
 
 
+def error_text(exc: Exception) -> str:
+    """An exception's first line without its type (a reason reads as words),
+    never a path; the type's name when it says nothing else."""
+    text = plain_error(exc)
+    name = type(exc).__name__
+    return text[len(name) + 2:] if text.startswith(name + ": ") else "damaged data"
+
+
 def plain_error(exc: Exception) -> str:
     """An exception as a short reason: its type and first line, never a path
     (the bytes are read from memory, so none should appear anyway)."""

@@ -35,7 +35,7 @@ from catalog.readers.common import (
     _cell_text,
     check_zip,
     fill_merged,
-    plain_error,
+    error_text,
 )
 
 TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
@@ -70,7 +70,7 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
         raise UnreadableSheet(MSG_UNREADABLE.format(
             detail=f"content.xml is not well-formed XML ({expat.errors.messages[exc.code]})")) from exc
     except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, EOFError) as exc:
-        raise UnreadableSheet(MSG_UNREADABLE.format(detail=plain_error(exc))) from exc
+        raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     if not reader.sheets:
         raise UnreadableSheet("the ODS workbook has no tables")
     return Table(sheets=reader.sheets)

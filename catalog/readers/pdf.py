@@ -21,7 +21,7 @@ import io
 import re
 
 from catalog.errors import UnreadableSheet
-from catalog.readers.common import MSG_TOO_MANY_COLUMNS, ReadLimits, Sheet, Table, plain_error
+from catalog.readers.common import MSG_TOO_MANY_COLUMNS, ReadLimits, Sheet, Table, error_text
 
 MSG_SCAN = ("the PDF has no text layer (it is a scanned image): upload the spreadsheet it was made "
             "from, or have it read by the model-backed extractor")
@@ -63,13 +63,13 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
         raise
     except (PDFSyntaxError, PSException, ValueError, KeyError, TypeError, IndexError, AttributeError,
             AssertionError, OSError, EOFError, ZeroDivisionError, OverflowError) as exc:
-        raise UnreadableSheet(MSG_UNREADABLE.format(detail=plain_error(exc))) from exc
+        raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     except Exception as exc:  # pdfplumber's own errors (e.g. PdfminerException) wrap the above
         if isinstance(exc.__cause__ or exc.__context__, RecursionError):
             raise UnreadableSheet(MSG_NESTED) from exc
         if "encrypt" in str(exc).lower() or "password" in str(exc).lower():
             raise UnreadableSheet(MSG_ENCRYPTED) from exc
-        raise UnreadableSheet(MSG_UNREADABLE.format(detail=plain_error(exc))) from exc
+        raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     if not any(s.rows for s in sheets):
         raise UnreadableSheet(MSG_SCAN)
     return Table(sheets=sheets)

@@ -29,7 +29,7 @@ from catalog.readers.common import (
     currency_from_number_format,
     decimal_places_of_format,
     fill_merged,
-    plain_error,
+    error_text,
     sheet_from_cells,
 )
 from catalog.xlsx import EPOCH_1900, EPOCH_1904
@@ -58,7 +58,8 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
             book.unload_sheet(index)
     except (xlrd.XLRDError, CompDocError, struct.error, IndexError, KeyError, AssertionError,
             ValueError, UnicodeDecodeError) as exc:
-        raise UnreadableSheet(MSG_UNREADABLE.format(detail=plain_error(exc))) from exc
+        raise UnreadableSheet(MSG_UNREADABLE.format(
+            detail="its records are damaged (" + error_text(exc) + ")")) from exc
     finally:
         book.release_resources()
     if not sheets:
@@ -79,11 +80,11 @@ def _open(data: bytes):
             raise UnreadableSheet(MSG_ENCRYPTED) from exc
         if "Can't find workbook" in text:
             raise UnreadableSheet(MSG_NO_WORKBOOK) from exc
-        raise UnreadableSheet(MSG_UNREADABLE.format(detail=plain_error(exc))) from exc
+        raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     except (CompDocError, struct.error, IndexError, KeyError, AssertionError, ValueError,
             UnicodeDecodeError, EOFError) as exc:
         raise UnreadableSheet(MSG_UNREADABLE.format(
-            detail="its OLE2 container or BIFF records are damaged (" + plain_error(exc) + ")")) from exc
+            detail="its OLE2 container or BIFF records are damaged")) from exc
 
 
 def _cells(book, ws):

@@ -28,7 +28,7 @@ from catalog.readers.common import (
     Table,
     check_zip,
     fill_merged,
-    plain_error,
+    error_text,
     sheet_from_cells,
 )
 
@@ -66,7 +66,7 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
             extents = {name: _scan(name, zf.read(path), limits) for name, path in parts}
     except (zipfile.BadZipFile, struct.error, IndexError, ValueError, KeyError, EOFError,
             expat.ExpatError, UnicodeDecodeError) as exc:
-        raise UnreadableSheet(MSG_UNREADABLE.format(detail=plain_error(exc))) from exc
+        raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     return _read_values(data, extents, limits)
 
 
@@ -86,7 +86,7 @@ def _read_values(data: bytes, extents: dict[str, Extent], limits: ReadLimits) ->
     except BaseException as exc:  # noqa: BLE001  calamine's errors, a Rust panic included
         if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
             raise
-        raise UnreadableSheet(MSG_UNREADABLE.format(detail=plain_error(exc))) from exc
+        raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     if not sheets:
         raise UnreadableSheet("the XLSB workbook has no worksheets")
     return Table(sheets=sheets)
