@@ -242,3 +242,38 @@ def test_zip_checks_apply_to_every_zipped_format():
         zf.writestr("content.xml", b"<x>" + b" " * (4 * 1024 * 1024) + b"</x>")
     with pytest.raises(UnreadableSheet, match="^ODS rejected: member 'content.xml' expands"):
         read_bytes(buf.getvalue(), filename="p.ods")
+
+
+# --- through the job: upload, the limited child, the catalog ---------------------------------
+
+
+@pytest.mark.parametrize(("name", "build"), [("list.pdf", lambda: price_list_pdf(pages=2, rows_per_page=3)),
+                                             ("prices.xls", xls_prices), ("prices.ods", ods_prices)])
+def test_new_format_goes_from_upload_to_published_items_citing_their_source(workspace, settings, tmp_path,
+                                                                            name, build):
+    from catalog.models import CatalogRevision
+    from jobs.models import State
+    from tests.catalog.test_parse_sheet import admit_sheet, run_until_idle
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    job = admit_sheet(workspace, name, build())
+    run_until_idle()
+    job.refresh_from_db()
+    assert job.state == State.COMPLETED, job.reason
+    items = {i.sku: (i.source_sheet, i.source_row, i.currency)
+             for i in CatalogRevision.objects.get(job=job).items.all()}
+    expected = {"list.pdf": ("GT-006", ("page 2", 5, "EUR")), "prices.xls": ("A-1", ("Prices", 2, "EUR")),
+                "prices.ods": ("A-1", ("Prices", 2, "EUR"))}[name]
+    assert items[expected[0]] == expected[1]
+
+
+def test_scanned_pdf_upload_needs_attention_with_the_scan_reason(workspace, settings, tmp_path):
+    from jobs.models import State
+    from tests.catalog.test_parse_sheet import admit_sheet, run_until_idle
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    job = admit_sheet(workspace, "scan.pdf", pdf_bytes([[]], images_only=True))
+    run_until_idle()
+    job.refresh_from_db()
+    assert (job.state, job.attempt) == (State.NEEDS_ATTENTION, 1)
+    assert "no text layer" in job.reason and "model-backed extractor" in job.reason
