@@ -223,6 +223,18 @@ def test_pdf_with_more_pages_than_max_pages_is_refused_before_reading_them():
         read_bytes(data, filename="l.pdf", limits=ReadLimits(max_pages=5))
 
 
+def test_pdf_stream_inflating_beyond_the_limit_is_refused_before_it_is_inflated():
+    from tests.catalog.hostile import huge_stream_pdf
+
+    with pytest.raises(UnreadableSheet, match="stream that inflates to more than 64 MB"):
+        read_bytes(huge_stream_pdf(), filename="bomb.pdf")
+
+
+def test_pdf_with_neither_text_nor_images_says_it_holds_no_text():
+    with pytest.raises(UnreadableSheet, match="holds no text on any page"):
+        read_bytes(pdf_bytes([[]]), filename="empty.pdf")
+
+
 def test_model_backed_extractor_receives_pdf_pages_as_sheets_with_line_numbers():
     provider = FakeProvider(default=lambda body: {"items": []})
     try:
