@@ -22,6 +22,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from catalog.currencies import currency_error
+from catalog.flags import Clear, Code, UnknownFlag, codes_where, flag_type, is_blocking
 from catalog.reading import Table
 from catalog.services import revision_publish
 from catalog.validation import validate_items
@@ -36,7 +37,6 @@ from jobs.services import (
 )
 from review.models import ReviewChunk, ReviewDecision, ReviewSnapshot
 from review.selectors import (
-    CHECKED_CODES,
     EDITABLE_FIELDS,
     SNAPSHOT_CHUNK,
     job_history_sentence,
@@ -70,7 +70,7 @@ _PRICE_RE = re.compile(r"^\d+(?:\.\d+)?$")
 # A value a reviewer set is checked for what it is by these codes of validation:
 # the same rules the extractors' output meets (a known unit, a positive price,
 # an active currency), never against the source row.
-VALUE_CODES = frozenset({"missing_currency", "ambiguous_unit", "invalid_price"})
+VALUE_CODES = codes_where(refuses_value=True)
 class ReviewStale(Exception):
     """The decision was made on a version of the job that is gone."""
 
@@ -259,7 +259,7 @@ def _same_decimal(a: str, b: str) -> bool:
 def _validate_fresh(items: list[dict], table: Table) -> list[dict]:
     """Validation's own verdict on the items (flags from earlier checks
     dropped). A value the reviewer set is the reviewer's, not the source
-    row's: its `unsupported_source` flag is dropped, while it is still checked
+    row's: its unsupported-source flag is dropped, while it is still checked
     for what it is (currency, unit, price) like any value. Omitted items are
     not checked: they come back unchanged."""
     active = [n for n, item in enumerate(items) if not item.get("omitted")]
@@ -268,37 +268,48 @@ def _validate_fresh(items: list[dict], table: Table) -> list[dict]:
     for n, new in zip(active, checked):
         own = set(items[n].get("provenance") or {})
         new["flags"] = [f for f in new["flags"]
-                        if not (f.get("code") == "unsupported_source" and f.get("field") in own)]
+                        if not (f.get("code") == Code.UNSUPPORTED_SOURCE and f.get("field") in own)]
         out[n] = new
     return out
 
 
+def _kept(flag: dict, item: dict, old: dict) -> bool:
+    """Whether an earlier flag stays on an edited item (catalog.flags):
+    validation's own come back only if it raises them again; the others go
+    when the reviewer set the field they are about, unless only a new read
+    of the sheet clears them."""
+    try:
+        kind = flag_type(flag.get("code") or "")
+    except UnknownFlag:
+        kind = None
+    if kind is not None and kind.validated:
+        return False
+    name = flag.get("field")
+    edited = name in EDITABLE_FIELDS and (name in set(item.get("provenance") or {})
+                                          or item.get(name) != old.get(name))
+    return not edited or (kind is not None and kind.clear is Clear.REREAD)
+
+
 def items_recheck(*, items: list[dict], before: list[dict], table: Table) -> list[dict]:
     """Validate edited items afresh (so a fixed field loses its flag), then
-    keep the extractor's doubts that validation cannot check, unless the
-    reviewer set the field they are about."""
+    keep the flags validation cannot check (the extractor's doubts, the
+    model's values the sheet does not back) unless the reviewer set the
+    field they are about."""
     checked = _validate_fresh(items, table)
     for item, old, new in zip(items, before, checked):
         if item.get("omitted"):
             continue
-        own = set(item.get("provenance") or {})
-        for flag in old.get("flags") or []:
-            if flag.get("code") in CHECKED_CODES:
-                continue
-            name = flag.get("field")
-            if name in EDITABLE_FIELDS and (name in own or item.get(name) != old.get(name)):
-                continue
-            new["flags"].append(dict(flag))
+        new["flags"].extend(dict(flag) for flag in old.get("flags") or [] if _kept(flag, item, old))
     return checked
 
 
-def blocking_problems(fresh: list[dict]) -> list[dict]:
-    """What stops publication: every flag validation raises on an item to
-    publish (`fresh`: from `_validate_fresh`). An extractor's doubt that
-    validation cannot check is answered by approving."""
+def blocking_problems(checked: list[dict]) -> list[dict]:
+    """What stops publication: every flag on an item to publish (`checked`:
+    from `items_recheck`) that the flag registry says blocks approval. A
+    doubt that does not block is answered by approving."""
     return [{"index": n, "sku": item.get("sku") or "", **flag}
-            for n, item in enumerate(fresh) if not item.get("omitted")
-            for flag in item.get("flags") or []]
+            for n, item in enumerate(checked) if not item.get("omitted")
+            for flag in item.get("flags") or [] if is_blocking(flag)]
 
 
 def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str = "",
@@ -570,8 +581,8 @@ def review_preview(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_versio
     items to publish, omitted, changed by hand, and what still blocks."""
     job, table = _open_for_review(user=user, job_id=job_id, expected_version=expected_version)
     edited, before, changes = _apply(user=user, job=job, table=table, edits=edits)
-    _recheck_or_refuse(edited=edited, before=before, changes=changes, table=table)
-    problems = blocking_problems(_validate_fresh(edited, table))
+    checked = _recheck_or_refuse(edited=edited, before=before, changes=changes, table=table)
+    problems = blocking_problems(checked)
     return {
         "publish": sum(1 for i in edited if not i.get("omitted")),
         "omitted": sum(1 for i in edited if i.get("omitted")),
@@ -590,19 +601,19 @@ def review_approve(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_versio
     anything, ReviewStale when the job moved on since `expected_version`."""
     job, table = _open_for_review(user=user, job_id=job_id, expected_version=expected_version)
     edited, before, changes = _apply(user=user, job=job, table=table, edits=edits or ReviewEdits())
-    _recheck_or_refuse(edited=edited, before=before, changes=changes, table=table)
-    # Old flags are dropped: validation decides afresh what still blocks;
-    # the extractor's doubts it cannot check are answered by this approval.
-    fresh = _validate_fresh(edited, table)
-    problems = blocking_problems(fresh)
+    checked = _recheck_or_refuse(edited=edited, before=before, changes=changes, table=table)
+    # Validation decides afresh what still blocks, with the flags it cannot
+    # check that block (catalog.flags); the doubts that do not block are
+    # answered by this approval.
+    problems = blocking_problems(checked)
     if problems:
         raise ApprovalBlocked(problems)
     changes["answered_doubts"] = [
-        {"index": n, **flag} for n, item in enumerate(edited) if not item.get("omitted")
-        for flag in item.get("flags") or [] if flag.get("code") not in CHECKED_CODES
+        {"index": n, **flag} for n, item in enumerate(checked) if not item.get("omitted")
+        for flag in item.get("flags") or []
     ]
     # The omitted items stay in the decision's history, not in the publication.
-    output = {**job.output, "items": [i for i in fresh if not i.get("omitted")]}
+    output = {**job.output, "items": [{**i, "flags": []} for i in checked if not i.get("omitted")]}
     try:
         with transaction.atomic():
             # One transaction: the guarded UPDATE takes the job's row lock, so
