@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Callable
 
 import openai
 from pydantic import ValidationError
 
 from catalog.errors import ProviderRejectedError, ProviderTransientError
+from catalog.extraction import plain_decimal
 from catalog.items import MODEL_FIELDS, MODEL_SOURCE_FIELDS, ModelItem, model_answer_schema
 from catalog.reading import Table
 
@@ -106,9 +106,7 @@ def _check_item(i: int, item) -> None:
         name = ".".join(str(part) for part in error["loc"] if part in MODEL_FIELDS or part in MODEL_SOURCE_FIELDS)
         kind = _KINDS.get(error["type"], "valid")
         fail(f"{name} is not {kind}{' or null' if len(exc.errors()) > 1 else ''}")
-    try:
-        Decimal(item["unit_price"])
-    except InvalidOperation:
+    if plain_decimal(item["unit_price"]) is None:
         fail(f"unit_price {item['unit_price']!r} is not a decimal")
 
 

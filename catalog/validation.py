@@ -8,30 +8,16 @@ the job to review.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from catalog.currencies import is_active_currency
-from catalog.extraction import find_currencies, fold, parse_decimal, unit_ambiguity
+from catalog.extraction import find_currencies, fold, parse_decimal, price_value, unit_ambiguity
 from catalog.flags import Code, flag, flag_message
 from catalog.reading import Table
 from catalog.units import unit_is_ambiguous, unit_label, unit_normalize
 
 _PLAIN_DECIMAL = re.compile(r"^-?\d+(?:\.\d+)?$")
 _HAS_DIGIT = re.compile(r"\d")
-
-
-MAX_PRICE = Decimal(10) ** 12  # the catalog keeps 12 digits before the point
-
-
-def _strict_price(text) -> Decimal | None:
-    text = str(text)
-    if len(text) > 40:
-        return None
-    try:
-        value = Decimal(text)
-    except (InvalidOperation, ValueError, TypeError):
-        return None
-    return value if value.is_finite() and abs(value) < MAX_PRICE else None
 
 
 def _cell_prices(text: str) -> tuple[Decimal | None, Decimal | None]:
@@ -95,11 +81,11 @@ MAX_CELL_CHARS = 32_767
 
 
 def _size_flags(item: dict) -> list[dict]:
-    """Values past what the catalog's columns hold (prices: see MAX_PRICE)."""
+    """Values past what the catalog's columns hold (prices: see catalog.extraction.money.MAX_PRICE)."""
     flags = []
     pack = item.get("pack_size")
     if pack is not None:
-        number = _strict_price(pack)
+        number = price_value(pack)
         if number is None or abs(number) >= MAX_PACK_SIZE:
             flags.append(flag(Code.TOO_LARGE, "pack_size", variant="pack", pack=str(pack)[:40]))
     for name in ("description", "sku", "unit"):
@@ -135,7 +121,7 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
     sheets = {s.name: s for s in table.sheets}
     prices_by_sku: dict[str, set[Decimal | str]] = {}
     count_by_sku: dict[str, int] = {}
-    prices = [_strict_price(item.get("unit_price")) for item in items]
+    prices = [price_value(item.get("unit_price")) for item in items]
     for item, price in zip(items, prices):
         sku = (item.get("sku") or "").strip()
         if sku:
@@ -213,7 +199,7 @@ def _duplicate_keys(items: list[dict]) -> dict[str, tuple[set[Decimal], int]]:
     prices: dict[str, set[Decimal]] = {}
     counts: dict[str, int] = {}
     for item in items:
-        price = _strict_price(item.get("unit_price"))
+        price = price_value(item.get("unit_price"))
         key = normalized_description(item.get("description"))
         if key and price is not None and not (item.get("sku") or "").strip():
             prices.setdefault(key, set()).add(price)
@@ -224,7 +210,7 @@ def _duplicate_keys(items: list[dict]) -> dict[str, tuple[set[Decimal], int]]:
 def _previous_index(previous) -> tuple[dict, dict]:
     by_sku, by_desc = {}, {}
     for old in previous or ():
-        price = _strict_price(old.get("unit_price"))
+        price = price_value(old.get("unit_price"))
         if price is None or price <= 0:
             continue
         entry = (price, old.get("currency"))
@@ -238,7 +224,7 @@ def _previous_index(previous) -> tuple[dict, dict]:
 def _price_change(item: dict, by_sku: dict, by_desc: dict, ratio: Decimal) -> dict | None:
     sku = (item.get("sku") or "").strip()
     old = by_sku.get(sku) if sku else by_desc.get(normalized_description(item.get("description")))
-    new = _strict_price(item.get("unit_price"))
+    new = price_value(item.get("unit_price"))
     if old is None or new is None or old[1] != item.get("currency"):
         return None
     change = (new - old[0]) / old[0]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -18,6 +17,7 @@ from django.utils import timezone
 from accounts.models import Membership
 from catalog.currencies import currency_choices
 from catalog.export import item_price_text
+from catalog.extraction import plain_decimal
 from catalog.flags import UnknownFlag, flag_type
 from catalog.items import REVIEW_KEYS, VALUE_FIELDS, Item
 from catalog.models import CatalogRevision
@@ -182,10 +182,8 @@ def snapshot_item(index: int, item: dict) -> dict:
 
 
 def _is_decimal(value: Any) -> bool:
-    try:
-        return Decimal(str(value)).is_finite()
-    except ArithmeticError:
-        return False
+    number = plain_decimal(value)
+    return number is not None and number.is_finite()
 
 
 def snapshot_summary(items: list[dict]) -> dict:

@@ -25,12 +25,8 @@ from review.selectors import (
     review_queue,
     user_is_reviewer_anywhere,
 )
-from review.services import (
-    ReasonRequired,
-    ReviewStale,
-    review_reject,
-    review_snapshot_current,
-)
+from review.decisions import ReasonRequired, ReviewStale
+from review.services import review_reject, review_snapshot_current
 
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of a workspace review its extractions."
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."

@@ -6,7 +6,9 @@ import pytest
 
 from catalog.models import CatalogItem
 from jobs.models import Job, State
-from review.services import ApprovalBlocked, ReviewEdits, review_approve, review_save_edits
+from review.decisions import ApprovalBlocked
+from review.edits import ReviewEdits
+from review.services import review_approve, review_save_edits
 from tests.catalog.test_model_checks import obedient_model  # noqa: F401 (a fixture)
 from tests.catalog.test_parse_sheet import admit_sheet, run_until_idle
 from tests.review import flagged_job, sheet_items
