@@ -120,11 +120,13 @@ def page_rows(words: list[dict], limits: ReadLimits, number: int) -> list[list[s
     if len(columns) > limits.max_columns:
         raise UnreadableSheet(MSG_TOO_MANY_COLUMNS.format(sheet=f"page {number}", row=1, col=len(columns),
                                                           limit=limits.max_columns))
+    placed = [[_column_of(columns, x0, x1) for x0, x1, _ in line_cells] for line_cells in cells]
+    group = _complementary_groups(placed, len(columns))
     rows = []
-    for line_cells in cells:
-        row = [""] * len(columns)
-        for x0, x1, text in line_cells:
-            col = _column_of(columns, x0, x1)
+    for line_cells, cols in zip(cells, placed, strict=True):
+        row = [""] * (max(group, default=-1) + 1)
+        for (_x0, _x1, text), col in zip(line_cells, cols, strict=True):
+            col = group[col]
             row[col] = (row[col] + " " + text).strip() if row[col] else text[:limits.max_cell_chars]
         while row and not row[-1]:
             row.pop()
@@ -168,6 +170,24 @@ def _columns(lines: list[list[tuple[float, float, str]]]) -> list[tuple[float, f
         else:
             columns.append([x0, x1])
     return [(a, b) for a, b in columns]
+
+
+def _complementary_groups(placed: list[list[int]], count: int) -> list[int]:
+    """Adjacent columns that never hold cells on the same line are one column
+    (a left-aligned header over right-aligned prices that do not overlap it):
+    the new index of each column."""
+    lines_of: list[set[int]] = [set() for _ in range(count)]
+    for i, cols in enumerate(placed):
+        for col in cols:
+            lines_of[col].add(i)
+    group, current, members = [], -1, set()
+    for col in range(count):
+        if current >= 0 and not (members & lines_of[col]):
+            members |= lines_of[col]
+        else:
+            current, members = current + 1, set(lines_of[col])
+        group.append(current)
+    return group
 
 
 def _column_of(columns: list[tuple[float, float]], x0: float, x1: float) -> int:
