@@ -289,3 +289,12 @@ def test_scanned_pdf_upload_needs_attention_with_the_scan_reason(workspace, sett
     job.refresh_from_db()
     assert (job.state, job.attempt) == (State.NEEDS_ATTENTION, 1)
     assert "no text layer" in job.reason and "model-backed extractor" in job.reason
+
+
+def test_upload_page_names_the_formats_read_and_offers_their_extensions(client, member):
+    from django.urls import reverse
+
+    client.force_login(member)
+    page = client.get(reverse("jobs:new")).content.decode()
+    assert "Read: CSV/TSV, XLSX, XLS, XLSB, ODS, PDF (with a text layer)" in page
+    assert 'accept="' + accepted_files() + '"' in page
