@@ -298,3 +298,9 @@ def test_upload_page_names_the_formats_read_and_offers_their_extensions(client, 
     page = client.get(reverse("jobs:new")).content.decode()
     assert "Read: CSV/TSV, XLSX, XLS, XLSB, ODS, PDF (with a text layer)" in page
     assert 'accept="' + accepted_files() + '"' in page
+
+
+def test_xls_title_merged_across_its_row_stays_one_cell():
+    rows = [["Prices", None, None], ["SKU", "Group", "Price"], ["A-1", "Fruit", 1.5]]
+    data = xls_bytes({"S": rows}, merges={"S": [(0, 0, 0, 2)]})
+    assert read_bytes(data, filename="p.xls").sheets[0].rows[0] == ["Prices"]
