@@ -279,7 +279,10 @@ def currency_from_number_format(fmt: str | None) -> str | None:
         code = detect_currency(literal)
         if code:
             found.add(code)
-    bare = _FMT_QUOTED.sub("", rest).replace("\\", "")
+    # `\€` shows a euro; `_€` only leaves the width of one blank and `*€`
+    # fills the cell with it (accounting formats pad with the symbol of the
+    # locale that made them): neither states a currency.
+    bare = _FMT_ESCAPE_OR_PAD.sub(lambda m: m.group(1) or " ", _FMT_QUOTED.sub("", rest))
     code = detect_currency(re.sub(r"[#0?.,;_*@%()\-+ ]", " ", bare))
     if code:
         found.add(code)
@@ -288,6 +291,7 @@ def currency_from_number_format(fmt: str | None) -> str | None:
     return result
 
 
+_FMT_ESCAPE_OR_PAD = re.compile(r"\\(.)|[_*].")
 _FMT_DROP = re.compile(r'"[^"]*+"|\[[^\]]*+\]|\\.|_.|\*.')
 _FMT_PLACES = re.compile(r"\.([0#?]++)")
 

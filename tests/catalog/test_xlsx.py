@@ -11,6 +11,7 @@ from openpyxl.cell.text import InlineFont
 
 from catalog.errors import UnreadableSheet
 from catalog.reading import _cell_text, read_bytes
+from catalog.readers.common import currency_from_number_format
 from catalog.xlsx import Workbook, XlsxError, column_index, is_date_format
 
 
@@ -188,3 +189,16 @@ def test_a_malformed_merged_range_merges_nothing():
         for name, body in parts.items():
             zout.writestr(name, body)
     assert read_bytes(out.getvalue(), filename="p.xlsx").sheets[0].rows == [["SKU", "Price"], ["A-1", "2"]]
+
+
+@pytest.mark.parametrize(("fmt", "currency"), [
+    ('#,##0.00\\ "€"', "EUR"),
+    ("#,##0.00\\ €", "EUR"),
+    ("[$£-809]#,##0.00", "GBP"),
+    ("* €#,##0", "EUR"),  # `* ` fills with blanks; the symbol after it is shown
+    # Accounting formats pad with the width of their locale's symbol: `_€` is a blank, not a euro.
+    ('_-* #,##0.00\\ _€_-;-* #,##0.00\\ _€_-;_-* "-"??\\ _€_-;_-@_-', None),
+    ("#,##0.00*€", None),  # `*€` repeats the symbol to fill the cell: decoration
+])
+def test_a_number_format_states_a_currency_only_where_it_shows_a_symbol(fmt, currency):
+    assert currency_from_number_format(fmt) == currency
