@@ -75,6 +75,13 @@ _BINARY_KINDS = (
     (b"Rar!", "a RAR archive"),
     (b"7z\xbc\xaf", "a 7-Zip archive"),
 )
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What a file that is not a sheet is ("a PNG image"), by its first bytes; None otherwise."""
+    return next((name for magic, name in _BINARY_KINDS if head.startswith(magic)), None)
+
+
 _TEXT_EXTENSIONS = {".csv", ".tsv", ".txt", ".tab"}
 _XLSX_EXTENSIONS = {".xlsx", ".xlsm", ".xltx", ".xltm"}
 DELIMITERS = (",", ";", "\t", "|")
