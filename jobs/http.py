@@ -257,6 +257,8 @@ def _where(loc: tuple) -> str:
         parts = parts[1:]
     text = ""
     for part in parts:
+        if part == "[key]":
+            continue
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or str(loc[0] if loc else "body")
 
@@ -267,6 +269,8 @@ def validation_problem(errors: list[dict]) -> Problem:
     for error in errors:
         where = _where(tuple(error.get("loc", ())))
         message = MSG_UNKNOWN_FIELD if error.get("type") == "extra_forbidden" else error.get("msg", "")
+        if "[key]" in error.get("loc", ()):
+            message = f"not a field name; {message[:1].lower()}{message[1:]}"
         if error.get("type") == "missing" and where.lower() == "idempotency-key":
             return Problem(400, "idempotency-key-required", settings_key_message())
         listed.append({"field": where, "message": message})
