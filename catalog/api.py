@@ -228,7 +228,7 @@ def member_workspace(user, slug: str | None) -> Workspace:
     if slug:
         workspace = mine.filter(slug=slug).first()
         if workspace is None:
-            raise Problem(400, "invalid-request", MSG_NOT_MEMBER.format(slug=slug))
+            raise Problem(404, "not-found", MSG_NOT_MEMBER.format(slug=slug))
         return workspace
     spaces = list(mine[:2])
     if not spaces:
@@ -285,31 +285,40 @@ router = Router(tags=["jobs"])
 KEY_PATTERN = r"\S"
 
 
+SHEET_TYPES = ("text/csv, text/tab-separated-values, text/plain, "
+               "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet, "
+               "application/octet-stream")
+
+
 @router.post("/jobs", response={202: Admission}, url_name="jobs",
-             summary="Upload a price sheet (admit a job)")
+             summary="Upload a price sheet (admit a job)",
+             openapi_extra={"requestBody": {"content": {"multipart/form-data": {
+                 "encoding": {"file": {"contentType": SHEET_TYPES}}}}}})
 @answers(
     descriptions={202: "Admitted (or, for a repeated key and request, the same job)."},
     headers={202: {"Location": "The status resource of the job.",
                    "Idempotent-Replayed": "`true` when this key was seen before."},
              429: {"Retry-After": "Seconds until the workspace may upload again."}},
     problems={
-        400: "No Idempotency-Key, no file, an empty file, or an unknown workspace.",
+        400: "No Idempotency-Key, no file, or an empty file.",
+        404: "No workspace of yours has the slug in `workspace`.",
         411: "No Content-Length (chunked uploads are refused).",
         413: "Larger than UPLOAD_MAX_BYTES.",
-        415: "The file is an image, a PDF or an archive, not a price sheet.",
+        415: "The file is an image (PNG, JPEG, GIF), a PDF or an archive, not a price sheet.",
         422: "The Idempotency-Key was used with another file or supplier.",
         429: "The workspace reached UPLOAD_RATE_PER_MINUTE uploads in the last minute.",
     })
 def jobs_admit(
     request: HttpRequest,
-    file: File[UploadedFile],
+    file: UploadedFile = File(..., description="The price sheet (CSV, TSV or XLSX), not empty.",
+                              min_length=1),
     idempotency_key: str = Header(..., alias="Idempotency-Key", min_length=1, max_length=255,
                                   pattern=KEY_PATTERN,
                                   description="Any unique string; the same key and request "
                                               "return the same job."),
-    supplier: str | None = Form(None, max_length=200, description="Created if missing."),
-    workspace: str | None = Form(None, max_length=50,
-                                 description="A slug; needed only with several workspaces."),
+    supplier: str = Form("", max_length=200, description="Created if missing."),
+    workspace: str = Form("", max_length=50,
+                          description="A slug; needed only with several workspaces."),
 ):
     """Admission: the sheet is stored, its job queued, and the answer given after commit."""
     who = caller(request)

@@ -109,11 +109,16 @@ def _json_whole(value: Any) -> Any:
 
 # Integers and numbers of JSON bodies, as JSON Schema reads them (`1.0` is an
 # integer, `true` and `"1"` are not).
-JsonInt = Annotated[int, BeforeValidator(_json_whole)]
-JsonFloat = Annotated[float, BeforeValidator(_json_number), Field(allow_inf_nan=False)]
+def json_int(**constraints: Any) -> Any:
+    """A JSON integer with its bounds (stated in the document, checked by the parser)."""
+    return Annotated[int, Field(**constraints), BeforeValidator(_json_whole)]
+
+
+JsonInt = json_int()
+JsonFloat = Annotated[float, Field(allow_inf_nan=False), BeforeValidator(_json_number)]
 JsonBool = StrictBool
 MAX_VERSION = 2**31 - 1
-Version = Annotated[JsonInt, Field(ge=1, le=MAX_VERSION, description="The job's version as you read it.")]
+Version = json_int(ge=1, le=MAX_VERSION, description="The job's version as you read it.")
 
 
 class Progress(Open):
@@ -144,7 +149,7 @@ class PageOut(Open):
 class CancelRequest(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    version: Annotated[JsonInt, Field(ge=1, le=MAX_VERSION)] | None = Field(
+    version: json_int(ge=1, le=MAX_VERSION) | None = Field(
         None, description="Cancel only if the job is still at this version.")
 
 
@@ -453,6 +458,7 @@ def if_match_version(if_match: str | None) -> int | None:
 
 
 router = Router(tags=["jobs"])
+IF_MATCH = r'^(|\*|(W/)?"[1-9][0-9]{0,8}")$'
 
 
 @router.post("/jobs/{uuid:id}/cancel", response={200: JobVersion}, url_name="job-cancel",
@@ -461,7 +467,7 @@ router = Router(tags=["jobs"])
     404: "No such job in your workspaces.",
     409: "The job can no longer be cancelled, or changed since that version."})
 def job_cancel_view(request: HttpRequest, id: uuid.UUID, payload: CancelRequest | None = None,
-                    if_match: str | None = Header(None, alias="If-Match", max_length=40, description=(
+                    if_match: str = Header(None, alias="If-Match", pattern=IF_MATCH, description=(
                         'The version you saw, `"N"`: cancel only if nothing changed.'))):
     """A versioned, authorized mutation; 409 when the job cannot be cancelled
     any more (or changed since the version the caller names)."""

@@ -16,7 +16,17 @@ from ninja import Router, Schema
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from accounts.auth import authenticate
-from jobs.http import JobVersion, JsonBool, JsonFloat, JsonInt, Open, Version, answers, caller
+from jobs.http import (
+    JobVersion,
+    JsonBool,
+    JsonFloat,
+    JsonInt,
+    Open,
+    Version,
+    answers,
+    caller,
+    json_int,
+)
 from jobs.models import Job
 from jobs.problems import Problem, api_view, not_found, register_titles
 from review.parsing import BadEdits, edits_from_json, version_from_json
@@ -72,8 +82,8 @@ Scope = Literal[SCOPES]  # type: ignore[valid-type]
 class ItemEdit(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    index: JsonInt = Field(ge=0, le=ROW_MAX,
-                           description="The item's position, from 0, in GET /api/jobs/<id>/items.")
+    index: json_int(ge=0, le=ROW_MAX) = Field(
+        description="The item's position, from 0, in GET /api/jobs/<id>/items.")
     set: dict[EditableField, Value] | None = None
     omit: JsonBool | None = None
 
@@ -169,6 +179,16 @@ def _parsed(data: dict):
         raise Problem(400, "invalid-request", exc.message) from None
 
 
+def _edits_body(payload: ApproveRequest) -> dict:
+    """The body as the edit reader takes it: what was sent, an `omit` of
+    null being the same as none."""
+    data = payload.model_dump(exclude_unset=True)
+    for item in data.get("items") or []:
+        if item.get("omit") is None:
+            item.pop("omit", None)
+    return data
+
+
 def _stale(exc: ReviewStale) -> Problem:
     return Problem(409, "version-conflict", exc.message, state=exc.state)
 
@@ -203,7 +223,7 @@ def job_approve_view(request: HttpRequest, id: uuid.UUID, payload: ApproveReques
     """200 {revision_id, item_count}; 422 with the flags that still block
     (the edits are saved, and the new version is in the answer)."""
     user, _ = _reviewer_job(request, id)
-    version, edits = _parsed(payload.model_dump(exclude_unset=True))
+    version, edits = _parsed(_edits_body(payload))
     try:
         result = review_approve(user=user, job_id=id, expected_version=version, edits=edits)
     except ApprovalBlocked as blocked:

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field
 
 from catalog.mapping import MappingInvalid
 from catalog.services import SheetNotRead, pricesheet_mapping_apply
-from jobs.http import JobVersion, JsonInt, Version, answers, caller
+from jobs.http import JobVersion, Version, answers, caller, json_int
 from jobs.models import Job
 from jobs.problems import Problem, not_found, register_titles
 from jobs.services import InvalidTransition, VersionConflict
@@ -57,7 +57,7 @@ class MappedSheet(Schema):
 
     sheet: str = Field(max_length=SHEET_NAME_MAX,
                        description="The sheet's name; only the sheets listed are read.")
-    header_row: Annotated[JsonInt, Field(ge=1, le=ROWS_MAX)] | None = Field(
+    header_row: json_int(ge=1, le=ROWS_MAX) | None = Field(
         None, description="1-based; null when there is none.")
     columns: MappedColumns
 

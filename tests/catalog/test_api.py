@@ -330,10 +330,12 @@ def test_simultaneous_same_key_requests_create_one_job(member, workspace, token)
     assert Job.objects.count() == 1
 
 
-def test_admission_to_a_named_workspace_needs_membership(api_client, other_workspace):
-    response = api_client.post("/api/jobs", {"file": _file(), "workspace": other_workspace.slug},
-                               HTTP_IDEMPOTENCY_KEY="k")
-    assert response.status_code == 400
+def test_admission_to_another_workspace_is_the_404_of_an_unknown_one(api_client, other_workspace):
+    theirs = api_client.post("/api/jobs", {"file": _file(), "workspace": other_workspace.slug},
+                             HTTP_IDEMPOTENCY_KEY="k")
+    unknown = api_client.post("/api/jobs", {"file": _file(), "workspace": "nobody"},
+                              HTTP_IDEMPOTENCY_KEY="k2")
+    assert theirs.status_code == unknown.status_code == 404
     assert not Job.objects.exists()
 
 
