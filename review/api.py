@@ -7,20 +7,19 @@ unknown id; a member without the reviewer role gets 403.
 """
 
 import json
+import math
 import uuid
 from typing import Annotated, Literal
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from ninja import Router, Schema
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from accounts.auth import authenticate
 from jobs.http import (
     JobVersion,
     JsonBool,
-    JsonFloat,
-    JsonInt,
     Open,
     Version,
     answers,
@@ -75,7 +74,18 @@ REASON_MAX = 2_000
 
 EditableField = Literal[EDITABLE_FIELDS]  # type: ignore[valid-type]
 Text = Annotated[str, StringConstraints(max_length=TEXT_MAX)]
-Value = Text | JsonInt | JsonFloat | None
+MSG_VALUE = f"must be text of at most {TEXT_MAX} characters, a number or null"
+
+
+def _reviewer_value(value):
+    """One clear error for a value of a field (the union's own would list each branch)."""
+    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if value is None or finite or (isinstance(value, str) and len(value) <= TEXT_MAX):
+        return value
+    raise ValueError(MSG_VALUE)
+
+
+Value = Annotated[Text | int | float | None, BeforeValidator(_reviewer_value)]
 Scope = Literal[SCOPES]  # type: ignore[valid-type]
 
 
