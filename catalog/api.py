@@ -22,7 +22,8 @@ from ninja import File, Form, Header, Query, Router, Schema
 from pydantic import ConfigDict, Field, field_validator
 
 from accounts.models import Workspace
-from catalog.reading import binary_kind
+from catalog.items import JobItems
+from catalog.readers import binary_kind
 from catalog.selectors import (
     job_items,
     sheet_job_status,
@@ -60,7 +61,7 @@ MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
 MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
 MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
 MSG_BAD_LENGTH = "Content-Length is not a number."
-MSG_NOT_A_SHEET = "The file is {kind}, not a price sheet: send CSV, TSV or XLSX."
+MSG_NOT_A_SHEET = "The file is {kind}, not a price sheet: send a spreadsheet (CSV, XLSX, XLS, ODS) or a PDF."
 MSG_RATE = ("This workspace has uploaded {limit} sheets in the last minute "
             "(UPLOAD_RATE_PER_MINUTE); try again in {seconds} s.")
 
@@ -73,37 +74,6 @@ MULTIPART_ALLOWANCE_BYTES = 64 * 1024
 
 
 # --- shapes ----------------------------------------------------------------------
-
-
-class Source(Open):
-    sheet: str
-    row: int
-
-
-class Flag(Open):
-    code: str = Field(description="missing_currency, ambiguous_unit, invalid_price, ...")
-    field: str | None
-    message: str
-
-
-class Item(Open):
-    """An extracted or published item (DESIGN.md, the item schema)."""
-
-    sku: str | None
-    description: str | None
-    unit: str | None
-    pack_size: float | str | None
-    unit_price: str | None = Field(description="A decimal, as text.")
-    currency: str | None = Field(description="ISO 4217, or null when not stated.")
-    source: Source | None
-
-
-class JobItem(Item):
-    flags: list[Flag]
-
-
-class JobItems(Open):
-    items: list[JobItem]
 
 
 class JobResult(Open):
@@ -287,7 +257,8 @@ KEY_PATTERN = r"\S"
 
 SHEET_TYPES = ("text/csv, text/tab-separated-values, text/plain, "
                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet, "
-               "application/octet-stream")
+               "application/vnd.ms-excel, application/vnd.oasis.opendocument.spreadsheet, "
+               "application/pdf, application/octet-stream")
 
 
 @router.post("/jobs", response={202: Admission}, url_name="jobs",
@@ -304,13 +275,13 @@ SHEET_TYPES = ("text/csv, text/tab-separated-values, text/plain, "
         404: "No workspace of yours has the slug in `workspace`.",
         411: "No Content-Length (chunked uploads are refused).",
         413: "Larger than UPLOAD_MAX_BYTES.",
-        415: "The file is an image (PNG, JPEG, GIF), a PDF or an archive, not a price sheet.",
+        415: "The file is an image (PNG, JPEG, GIF) or an archive, not a price sheet.",
         422: "The Idempotency-Key was used with another file or supplier.",
         429: "The workspace reached UPLOAD_RATE_PER_MINUTE uploads in the last minute.",
     })
 def jobs_admit(
     request: HttpRequest,
-    file: UploadedFile = File(..., description="The price sheet (CSV, TSV or XLSX), not empty.",
+    file: UploadedFile = File(..., description="The price sheet (CSV, TSV, XLSX, XLS, ODS, or a PDF with text), not empty.",
                               min_length=1),
     idempotency_key: str = Header(..., alias="Idempotency-Key", min_length=1, max_length=255,
                                   pattern=KEY_PATTERN,

@@ -12,8 +12,9 @@ from typing import Annotated
 
 from django.http import HttpRequest, JsonResponse
 from ninja import Router, Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model
 
+from catalog.items import VALUE_FIELDS
 from catalog.mapping import MappingInvalid
 from catalog.services import SheetNotRead, pricesheet_mapping_apply
 from jobs.http import JobVersion, Version, answers, caller, json_int
@@ -41,15 +42,9 @@ ROWS_MAX = 1_048_576  # a spreadsheet's last row
 Letter = Annotated[str, Field(pattern=r"^[A-Za-z]{1,3}$")] | None
 
 
-class MappedColumns(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    sku: Letter = Field(None, description="A column letter (A, B, ..., AA), or null.")
-    description: Letter = None
-    unit: Letter = None
-    pack_size: Letter = None
-    unit_price: Letter = Field(None, description="Required.")
-    currency: Letter = None
+_COLUMN_NOTES = {"sku": "A column letter (A, B, ..., AA), or null.", "unit_price": "Required."}
+MappedColumns = create_model("MappedColumns", __config__=ConfigDict(extra="forbid"), **{
+    role: (Letter, Field(None, description=_COLUMN_NOTES.get(role))) for role in VALUE_FIELDS})
 
 
 class MappedSheet(Schema):
