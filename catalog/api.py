@@ -55,8 +55,6 @@ API_DESCRIPTION = (
     "only read) or the browser session. Errors are `application/problem+json` (RFC 9457)."
 )
 
-MSG_KEY_REQUIRED = "Send an `Idempotency-Key` header (any unique string, e.g. a UUID) with each upload."
-MSG_EMPTY_FILE = "The uploaded file has no content."
 MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
 MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
 MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
@@ -294,8 +292,6 @@ def jobs_admit(
     """Admission: the sheet is stored, its job queued, and the answer given after commit."""
     who = caller(request)
     key = idempotency_key.strip()
-    if file.size == 0:
-        raise Problem(400, "empty-file", MSG_EMPTY_FILE)
     kind = binary_kind(next(file.chunks(), b"")[:16])
     if kind:
         raise Problem(415, "unsupported-media-type", MSG_NOT_A_SHEET.format(kind=kind))

@@ -60,6 +60,8 @@ MSG_TOO_DEEP = "The JSON body is nested deeper than {limit} levels."
 MSG_NOT_UTF8 = "The body is not UTF-8 text."
 MSG_BAD_JSON = "The body is not valid JSON: {error}."
 MSG_BAD_IF_MATCH = '`If-Match` must be a version in quotes, `"N"`.'
+MSG_KEY_REQUIRED = "Send an `Idempotency-Key` header (any unique string, e.g. a UUID) with each upload."
+MSG_EMPTY_FILE = "The uploaded file `{field}` has no content."
 MSG_UNKNOWN_FIELD = "Unknown field; the fields are those the API reference lists for this body."
 
 # Limits every input shares; the document states each (minimum, maximum).
@@ -277,14 +279,12 @@ def validation_problem(errors: list[dict]) -> Problem:
         if "[key]" in error.get("loc", ()):
             message = f"not a field name; {message[:1].lower()}{message[1:]}"
         if error.get("type") == "missing" and where.lower() == "idempotency-key":
-            return Problem(400, "idempotency-key-required", settings_key_message())
+            return Problem(400, "idempotency-key-required", MSG_KEY_REQUIRED)
+        if error.get("type") == "too_short" and tuple(error.get("loc", ()))[:1] == ("file",):
+            return Problem(400, "empty-file", MSG_EMPTY_FILE.format(field=where))
         listed.append({"field": where, "message": message})
     detail = "; ".join(f"`{e['field']}`: {e['message']}" for e in listed)
     return Problem(400, "invalid-request", detail, errors=listed)
-
-
-def settings_key_message() -> str:
-    return "Send an `Idempotency-Key` header (any unique string, e.g. a UUID) with each upload."
 
 
 def _on_validation(request: HttpRequest, exc: ValidationError) -> HttpResponse:
@@ -396,7 +396,9 @@ class DescribedAPI(NinjaAPI):
     def _get_urls(self):
         patterns = super()._get_urls()
         for pattern in patterns:
-            if isinstance(pattern, URLPattern):
+            if isinstance(pattern, URLPattern) and pattern.name == "api-root":
+                pattern.callback = unknown_endpoint  # the API's own address is no endpoint
+            elif isinstance(pattern, URLPattern):
                 pattern.callback = _problem_view(pattern.callback)
         return patterns
 

@@ -6,7 +6,6 @@ Authorization is the page's: a job of another workspace is a 404 like an
 unknown id; a member without the reviewer role gets 403.
 """
 
-import json
 import math
 import uuid
 from typing import Annotated, Literal
@@ -14,10 +13,18 @@ from typing import Annotated, Literal
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from ninja import Router, Schema
-from pydantic import BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from accounts.auth import authenticate
 from jobs.http import (
+    BoundedJsonParser,
     JobVersion,
     JsonBool,
     Open,
@@ -25,6 +32,7 @@ from jobs.http import (
     answers,
     caller,
     json_int,
+    validation_problem,
 )
 from jobs.models import Job
 from jobs.problems import Problem, api_view, not_found, register_titles
@@ -53,7 +61,6 @@ register_titles({
 })
 
 MSG_METHOD = "Use {allowed}."
-MSG_BAD_JSON = "The body is not valid JSON."
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of the job's workspace review it."
 MSG_NUMBER = "`{name}` must be a whole number from {low} to {high}."
 MSG_TWICE = "Item index {index} appears twice in `items`."
@@ -157,14 +164,16 @@ def _allow(request: HttpRequest, *methods: str) -> None:
                       headers={"Allow": ", ".join(methods)})
 
 
-def _body(request: HttpRequest) -> dict:
+def _grid_body(request: HttpRequest) -> dict:
+    """The page's grid posts the approve body: read with the API's bounded
+    parser and typed model, so its values have the API's bounds."""
+    data = BoundedJsonParser().parse_body(request) if request.body else {}
     try:
-        data = json.loads(request.body or b"{}")
-    except ValueError:
-        raise Problem(400, "invalid-request", MSG_BAD_JSON) from None
-    if not isinstance(data, dict):
-        raise Problem(400, "invalid-request", "The body must be a JSON object.")
-    return data
+        payload = ApproveRequest.model_validate(data)
+    except ValidationError as exc:
+        errors = [{**error, "loc": ("body", "payload", *error["loc"])} for error in exc.errors()]
+        raise validation_problem(errors) from None
+    return _edits_body(payload)
 
 
 def _reviewer_job(request: HttpRequest, job_id: uuid.UUID) -> tuple[object, Job]:
@@ -269,7 +278,7 @@ def grid_save_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     """The page's "Save edits": the approve body, stored without approving."""
     _allow(request, "POST")
     user, _ = _reviewer_job(request, id)
-    version, edits = _parsed(_body(request))
+    version, edits = _parsed(_grid_body(request))
     try:
         saved = review_save_edits(user=user, job_id=id, expected_version=version, edits=edits)
     except ReviewStale as exc:
@@ -287,7 +296,7 @@ def grid_preview_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     """The summary shown before approving; writes nothing."""
     _allow(request, "POST")
     user, _ = _reviewer_job(request, id)
-    version, edits = _parsed(_body(request))
+    version, edits = _parsed(_grid_body(request))
     try:
         return JsonResponse(review_preview(user=user, job_id=id, expected_version=version,
                                            edits=edits))

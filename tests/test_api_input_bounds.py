@@ -178,3 +178,9 @@ def test_a_read_token_is_refused_as_such_on_any_change_even_an_unknown_method(me
     response = getattr(bearer(member, ApiToken.Scope.READ), method)(f"/api/jobs/{job.pk}")
     assert response.status_code == 403
     assert response.json()["type"] == "/problems/read-only-token"
+
+
+def test_the_apis_own_address_is_a_404_problem(member):
+    response = bearer(member).get("/api/")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/problem+json"
