@@ -109,15 +109,13 @@ def _json_whole(value: Any) -> Any:
     return value
 
 
-# Integers and numbers of JSON bodies, as JSON Schema reads them (`1.0` is an
-# integer, `true` and `"1"` are not).
+# Integers of JSON bodies as JSON Schema reads them (`1.0` is an integer,
+# `true` and `"1"` are not).
 def json_int(**constraints: Any) -> Any:
     """A JSON integer with its bounds (stated in the document, checked by the parser)."""
     return Annotated[int, Field(**constraints), BeforeValidator(_json_whole)]
 
 
-JsonInt = json_int()
-JsonFloat = Annotated[float, Field(allow_inf_nan=False), BeforeValidator(_json_number)]
 JsonBool = StrictBool
 MAX_VERSION = 2**31 - 1
 Version = json_int(ge=1, le=MAX_VERSION, description="The job's version as you read it.")
