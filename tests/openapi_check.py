@@ -84,7 +84,10 @@ class OpenApiCheck:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if request.path.startswith("/api/") and request.method not in ("HEAD", "OPTIONS"):
+        # schemathesis checks its own answers against the same document.
+        generated = "HTTP_X_SCHEMATHESIS_TESTCASEID" in request.META
+        if (request.path.startswith("/api/") and request.method not in ("HEAD", "OPTIONS")
+                and not generated):
             failure = check(request, response)
             if failure:
                 with _lock:
