@@ -17,7 +17,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from accounts.auth import authenticate
 from accounts.models import Workspace
-from catalog.selectors import job_items, sheet_job_status, with_reading_report
+from catalog import api_schemas as sheet_schemas
+from catalog.selectors import with_reading_report
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
 from jobs import api_schemas as schemas
@@ -25,8 +26,16 @@ from jobs.http import allow, member_job, positive_int
 from jobs.models import Job, State
 from jobs.openapi import Body, json_answer, operation, problem
 from jobs.problems import Problem, api_view
-from jobs.selectors import jobs_with_live_phase
+from jobs.selectors import NoItems, job_items, job_status, jobs_with_live_phase
 
+API_TITLE = "Pricesheet API"
+API_DESCRIPTION = (
+    "Upload supplier price sheets as durable jobs, follow and review them, and read the "
+    "published catalog. Authenticate with `Authorization: Bearer TOKEN` (a `read` token may "
+    "only read) or the browser session. Errors are `application/problem+json` (RFC 9457)."
+)
+
+MSG_NO_ITEMS = "Jobs of this kind have no items."
 MSG_KEY_REQUIRED = "Send an `Idempotency-Key` header (any unique string, e.g. a UUID) with each upload."
 MSG_KEY_TOO_LONG = "The Idempotency-Key is longer than 255 characters."
 MSG_FILE_REQUIRED = "Send the sheet as the multipart field `file`."
@@ -185,7 +194,7 @@ def _list(request: HttpRequest) -> HttpResponse:
         return f"{reverse('api:jobs')}?{urlencode(query)}"
 
     return JsonResponse({
-        "results": [sheet_job_status(job) for job in rows],
+        "results": [job_status(job) for job in rows],
         "count": count,
         "next": page_url(page + 1) if page * size < count else None,
         "previous": page_url(page - 1) if page > 1 else None,
@@ -194,12 +203,12 @@ def _list(request: HttpRequest) -> HttpResponse:
 
 @operation(
     "GET", summary="List your workspaces' jobs", tags=("jobs",), query=schemas.JobListQuery,
-    answers={200: json_answer(schemas.JobPage, "One page of jobs, newest first."),
+    answers={200: json_answer(sheet_schemas.JobPage, "One page of jobs, newest first."),
              400: problem("An unknown state or a bad page number."),
              404: problem("A page past the last (`/problems/page-out-of-range`, with `last_page`).")})
 @operation(
     "POST", summary="Upload a price sheet (admit a job)", tags=("jobs",),
-    body=(Body("multipart/form-data", schemas.UploadForm),),
+    body=(Body("multipart/form-data", sheet_schemas.UploadForm),),
     headers={"Idempotency-Key": ("Any unique string; the same key and request return the same job.",
                                  True)},
     answers={
@@ -225,7 +234,7 @@ def jobs_collection(request: HttpRequest) -> HttpResponse:
 
 
 @operation("GET", summary="A job's status", tags=("jobs",), answers={
-    200: json_answer(schemas.JobStatus, "The job.", ETag="The job's version, for If-Match."),
+    200: json_answer(sheet_schemas.JobStatus, "The job.", ETag="The job's version, for If-Match."),
     404: problem("No such job in your workspaces."),
 })
 @csrf_exempt
@@ -234,15 +243,15 @@ def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     allow(request, "GET", "HEAD")
     caller = authenticate(request)
     job = member_job(caller.user, id)
-    response = JsonResponse(sheet_job_status(job))
+    response = JsonResponse(job_status(job))
     # The version a versioned cancel names (If-Match, or `version` in the body).
     response["ETag"] = f'"{job.version}"'
     return response
 
 
 @operation("GET", summary="A job's items with their flags", tags=("jobs",), answers={
-    200: json_answer(schemas.JobItems, "Published items for a completed job, staged ones otherwise."),
-    404: problem("No such job in your workspaces."),
+    200: json_answer(sheet_schemas.JobItems, "Published items for a completed job, staged ones otherwise."),
+    404: problem("No such job in your workspaces, or a job of a kind without items."),
 })
 @csrf_exempt
 @api_view
@@ -250,4 +259,8 @@ def job_items_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     allow(request, "GET", "HEAD")
     caller = authenticate(request)
     job = member_job(caller.user, id, with_output=True)
-    return JsonResponse({"items": job_items(job)})
+    try:
+        items = job_items(job)
+    except NoItems:
+        raise Problem(404, "not-found", MSG_NO_ITEMS) from None
+    return JsonResponse({"items": items})

@@ -152,6 +152,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("DATA_UPLOAD_MAX_NUMBER_FIELDS", default=20_000)
 
 # Jobs
+# The product's name where the job machinery shows it: the metric names
+# (`pricesheet_jobs`), the NOTIFY channel, the webhooks' User-Agent.
+JOBS_PRODUCT = "pricesheet"
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
 JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=5)
 JOB_RECOVERY_INTERVAL_SECONDS = env.float(

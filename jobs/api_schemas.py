@@ -1,4 +1,5 @@
-"""The shapes of the jobs API (DESIGN.md, the contract) as pydantic models.
+"""The shapes of the generic jobs API (DESIGN.md, the contract) as pydantic
+models; a job kind's own shapes (its items, its result) live with the kind.
 
 They describe the answers for the OpenAPI document (jobs/openapi.py); the
 test suite validates every answer it receives against that document, so a
@@ -23,37 +24,6 @@ class Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class Source(Open):
-    sheet: str
-    row: int
-
-
-class Flag(Open):
-    code: str = Field(description="missing_currency, ambiguous_unit, invalid_price, ...")
-    field: str | None
-    message: str
-
-
-class Item(Open):
-    """An extracted or published item (DESIGN.md, the item schema)."""
-
-    sku: str | None
-    description: str | None
-    unit: str | None
-    pack_size: float | str | None
-    unit_price: str | None = Field(description="A decimal, as text.")
-    currency: str | None = Field(description="ISO 4217, or null when not stated.")
-    source: Source | None
-
-
-class JobItem(Item):
-    flags: list[Flag]
-
-
-class JobItems(Open):
-    items: list[JobItem]
-
-
 class Progress(Open):
     done: int
     total: int
@@ -63,15 +33,6 @@ class Timings(Open):
     waiting_seconds: float
     running_seconds: float
     review_seconds: float
-
-
-class JobResult(Open):
-    revision_id: UUID | None = Field(description="The published revision (its public id).")
-    item_count: int | None
-    unchanged: bool | None = Field(
-        default=None, description="Present and true when the sheet was identical to the "
-        "supplier's current revision, which `revision_id` names: nothing new was published.")
-    note: str | None = Field(default=None, description="Why, when `unchanged`.")
 
 
 class JobStatus(Open):
@@ -84,7 +45,7 @@ class JobStatus(Open):
     created_at: datetime
     updated_at: datetime
     timings: Timings
-    result: JobResult | None
+    result: dict | None = Field(description="What the job published, as its kind says.")
     links: dict[str, str]
 
 
@@ -112,14 +73,6 @@ class JobListQuery(BaseModel):
         None, description="Only jobs in these states (repeat the parameter, or separate by commas).")
     page: int = Field(1, ge=1)
     page_size: int = Field(20, ge=1, description="At most 100 (larger asks get 100).")
-
-
-class UploadForm(BaseModel):
-    model_config = ConfigDict(title="Upload")
-
-    file: bytes = Field(json_schema_extra={"format": "binary"}, description="The price sheet (CSV or XLSX).")
-    supplier: str | None = Field(None, max_length=200, description="Created if missing.")
-    workspace: str | None = Field(None, description="A slug; needed only with several workspaces.")
 
 
 class CancelRequest(BaseModel):

@@ -272,6 +272,16 @@ def _operation_object(route: Route, op: Operation, schemas: _Schemas) -> dict:
     return document
 
 
+# What the document says of the API as a whole: the product describes
+# itself (config/api_urls.py), this machinery does not know it.
+_INFO = {"title": "API", "version": "1", "description": ""}
+
+
+def describe_api(*, title: str, description: str, version: str = "1") -> None:
+    _INFO.update(title=title, description=description, version=version)
+    cached_document.cache_clear()
+
+
 def build_document() -> dict:
     """The OpenAPI 3.1 document of every declared operation under /api/."""
     schemas = _Schemas()
@@ -281,16 +291,7 @@ def build_document() -> dict:
             paths.setdefault(route.path, {})[op.method.lower()] = _operation_object(route, op, schemas)
     return {
         "openapi": OPENAPI_VERSION,
-        "info": {
-            "title": "Pricesheet API",
-            "version": "1",
-            "description": (
-                "Upload supplier price sheets as durable jobs, follow and review them, and "
-                "read the published catalog. Authenticate with `Authorization: Bearer TOKEN` "
-                "(a `read` token may only read) or the browser session. Errors are "
-                "`application/problem+json` (RFC 9457)."
-            ),
-        },
+        "info": dict(_INFO),
         "paths": paths,
         "components": {
             "schemas": dict(sorted(schemas.components.items())),

@@ -39,17 +39,21 @@ TITLES = {
     "method-not-allowed": "Method not allowed",
     "not-cancellable": "The job cannot be cancelled in its current state",
     "version-conflict": "The job changed since you read it",
-    "not-mappable": "The job cannot take a column mapping in its current state",
-    "invalid-mapping": "The column mapping does not fit the sheet",
     "upload-too-large": "The upload is too large",
     "length-required": "A Content-Length is required",
     "empty-file": "The uploaded file is empty",
     "internal-error": "Internal server error",
-    "approval-blocked": "Flags still block approval",
-    "invalid-value": "A value is not valid for its field",
-    "source-missing": "The source table of this job was not kept",
     "page-out-of-range": "The page is past the last page",
 }
+
+
+def register_titles(titles: dict[str, str]) -> None:
+    """A job kind's own problem types (its title per type); a type is
+    registered once, with one title."""
+    for type_, title in titles.items():
+        if TITLES.get(type_, title) != title:
+            raise ValueError(f"problem type {type_!r} is already registered with another title")
+        TITLES[type_] = title
 
 # One body for "no such job" and "a job of a workspace you are not in": the
 # two must be indistinguishable, so the detail never names the id.
@@ -104,7 +108,7 @@ def problem_from_exception(exc: BaseException) -> Problem:
                        str(exc), state=exc.state)
     if isinstance(exc, IdempotencyConflict):
         return Problem(422, "idempotency-key-reused",
-                       "This Idempotency-Key was already used with another file or supplier; "
+                       "This Idempotency-Key was already used with another request; "
                        "use a new key for a new upload.")
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, MultiPartParserError)):
         return Problem(400, "invalid-request", f"The request body could not be read: {exc}")

@@ -89,7 +89,7 @@ class IdempotencyConflict(Exception):
         self.job = job
 
 
-NOTIFY_CHANNEL = "pricesheet_jobs"
+NOTIFY_CHANNEL = f"{settings.JOBS_PRODUCT}_jobs"
 
 Publish = Callable[[Job], dict | None]
 

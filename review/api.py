@@ -18,7 +18,7 @@ from accounts.auth import authenticate
 from jobs.api_schemas import JobVersion, Open
 from jobs.models import Job
 from jobs.openapi import JSON, Body, json_answer, operation, problem
-from jobs.problems import Problem, api_view, not_found
+from jobs.problems import Problem, api_view, not_found, register_titles
 from review.parsing import BadEdits, edits_from_json, version_from_json
 from review.selectors import (
     NotAReviewer,
@@ -38,6 +38,12 @@ from review.services import (
     review_save_edits,
     review_snapshot_current,
 )
+
+register_titles({
+    "approval-blocked": "Flags still block approval",
+    "invalid-value": "A value is not valid for its field",
+    "source-missing": "The source table of this job was not kept",
+})
 
 MSG_METHOD = "Use {allowed}."
 MSG_BAD_JSON = "The body is not valid JSON."

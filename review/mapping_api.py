@@ -20,9 +20,14 @@ from catalog.services import SheetNotRead, pricesheet_mapping_apply
 from jobs.api_schemas import JobVersion
 from jobs.models import Job
 from jobs.openapi import JSON, Body, json_answer, operation, problem
-from jobs.problems import Problem, api_view, not_found
+from jobs.problems import Problem, api_view, not_found, register_titles
 from jobs.services import InvalidTransition, VersionConflict
 from review.selectors import NotAReviewer, job_history_sentence, review_job_get
+
+register_titles({
+    "not-mappable": "The job cannot take a column mapping in its current state",
+    "invalid-mapping": "The column mapping does not fit the sheet",
+})
 
 MSG_BAD_JSON = "Send the mapping as a JSON object (Content-Type: application/json)."
 MSG_VERSION = "Send `version`: the job version your mapping was made from (see GET /api/jobs/<id>)."
