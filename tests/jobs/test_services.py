@@ -9,6 +9,7 @@ from django.db import connection, connections
 from django.db.models import F
 from django.db.models.functions import Now
 
+from jobs.backoff import backoff_seconds
 from jobs.models import Attempt, Job, JobCheckpoint, OutboxMessage, State
 from jobs.signals import job_staged_for_review
 from django.db import transaction
@@ -18,7 +19,6 @@ from jobs.services import (
     InvalidTransition,
     LeaseLost,
     VersionConflict,
-    backoff_seconds,
     job_accept_output,
     job_admit,
     job_approve,
@@ -275,14 +275,36 @@ def test_permanent_failure_needs_attention_at_once(workspace):
     assert OutboxMessage.objects.filter(topic="job.needs_attention").count() == 1
 
 
-def test_backoff_stays_within_full_jitter_bounds(settings):
-    settings.JOB_BACKOFF_BASE_SECONDS = 2
-    settings.JOB_BACKOFF_MAX_SECONDS = 60
+def test_backoff_stays_within_full_jitter_bounds():
     for attempt in range(1, 12):
         ceiling = min(60, 2 * 2 ** (attempt - 1))
-        samples = [backoff_seconds(attempt) for _ in range(200)]
+        samples = [backoff_seconds(attempt, base=2, cap=60) for _ in range(200)]
         assert all(0 <= s <= ceiling for s in samples)
         assert max(samples) > ceiling / 2  # jitter spreads over the whole range
+        assert min(samples) < ceiling / 2
+
+
+def test_equal_jitter_keeps_at_least_half_the_ceiling():
+    samples = [backoff_seconds(3, base=10, cap=60, jitter=0.5) for _ in range(200)]
+    assert all(20 <= s <= 40 for s in samples)
+
+
+def test_expired_leases_wait_their_own_backoff_from_database_time(workspace, settings):
+    settings.JOB_BACKOFF_BASE_SECONDS = 100
+    settings.JOB_BACKOFF_MAX_SECONDS = 100
+    for _ in range(8):
+        admit(workspace)
+    claims = [job_claim_next(worker_id="w1") for _ in range(8)]
+    for claim in claims:
+        expire(claim.job_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        before = cursor.fetchone()[0]
+    assert len(jobs_expire_leases()) == 8
+    delays = [(run_after - before).total_seconds() for run_after in
+              Job.objects.filter(pk__in=[c.job_id for c in claims]).values_list("run_after", flat=True)]
+    assert all(0 <= d <= 101 for d in delays)
+    assert len({round(d, 3) for d in delays}) > 1  # each its own jitter
 
 
 def test_expire_moves_last_attempt_to_needs_attention(workspace, settings):
