@@ -18,6 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 from accounts.auth import authenticate
 from accounts.models import Workspace
 from catalog import api_schemas as sheet_schemas
+from catalog.items import JobItems
 from catalog.selectors import with_reading_report
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
@@ -250,7 +251,7 @@ def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
 
 
 @operation("GET", summary="A job's items with their flags", tags=("jobs",), answers={
-    200: json_answer(sheet_schemas.JobItems, "Published items for a completed job, staged ones otherwise."),
+    200: json_answer(JobItems, "Published items for a completed job, staged ones otherwise."),
     404: problem("No such job in your workspaces, or a job of a kind without items."),
 })
 @csrf_exempt

@@ -1,5 +1,6 @@
-"""The shapes of the upload API: the uploaded sheet, the items a sheet job
-yields and its result, on top of the generic job shapes (jobs.api_schemas)."""
+"""The shapes of the upload API: the uploaded sheet and a sheet job's
+result, on top of the generic job shapes (jobs.api_schemas). The items a
+sheet job yields are typed in catalog.items."""
 
 from __future__ import annotations
 
@@ -9,37 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jobs import api_schemas as generic
 from jobs.api_schemas import Open
-
-
-class Source(Open):
-    sheet: str
-    row: int
-
-
-class Flag(Open):
-    code: str = Field(description="missing_currency, ambiguous_unit, invalid_price, ...")
-    field: str | None
-    message: str
-
-
-class Item(Open):
-    """An extracted or published item (DESIGN.md, the item schema)."""
-
-    sku: str | None
-    description: str | None
-    unit: str | None
-    pack_size: float | str | None
-    unit_price: str | None = Field(description="A decimal, as text.")
-    currency: str | None = Field(description="ISO 4217, or null when not stated.")
-    source: Source | None
-
-
-class JobItem(Item):
-    flags: list[Flag]
-
-
-class JobItems(Open):
-    items: list[JobItem]
 
 
 class JobResult(Open):
