@@ -37,7 +37,6 @@ from django.db.models.expressions import RawSQL
 from psycopg.types.json import Jsonb
 
 from jobs.backoff import backoff_seconds
-
 from jobs.models import (
     CANCELLABLE_STATES,
     CLAIMABLE_STATES,
