@@ -588,3 +588,46 @@ def test_admission_wakes_workers_only_once_committed(workspace):
         assert [(n.channel, n.payload) for n in heard] == [(NOTIFY_CHANNEL, "noop")]
     finally:
         listener.close()
+
+
+# --- one definition per transition -------------------------------------------------------
+
+
+def _in_state_for(job_id, seconds: float) -> None:
+    """Put the job's current state `seconds` in the past (database time)."""
+    Job.objects.filter(pk=job_id).update(state_changed_at=Now() - timedelta(seconds=seconds))
+
+
+def test_each_phase_is_accounted_by_the_transition_that_leaves_it_sql_or_orm(workspace):
+    job = admit(workspace)
+    _in_state_for(job.pk, 100)
+    claim = job_claim_next(worker_id="w1")  # the claim statement leaves `queued`
+    _in_state_for(job.pk, 20)
+    job_accept_output(claim=claim, output={}, needs_review=True)  # the accept statement leaves `running`
+    _in_state_for(job.pk, 3)
+    version = Job.objects.get(pk=job.pk).version
+    job_reject(job_id=job.pk, expected_version=version, reason="no")  # an ORM UPDATE leaves review
+    _in_state_for(job.pk, 50)
+    job_retry(job_id=job.pk)  # leaves needs_attention: no phase counts it
+    timed = Job.objects.get(pk=job.pk)
+    assert timed.waiting_seconds == pytest.approx(100, abs=2)
+    assert timed.running_seconds == pytest.approx(20, abs=2)
+    assert timed.review_seconds == pytest.approx(3, abs=2)
+    assert timed.version == version + 2
+
+
+def test_job_events_carry_the_same_members_from_sql_and_from_python(workspace, settings):
+    settings.JOB_MAX_ATTEMPTS = 1
+    accepted, failed = admit(workspace), admit(workspace, key="b")
+    first, second = job_claim_next(worker_id="w1"), job_claim_next(worker_id="w1")
+    by_job = {first.job_id: first, second.job_id: second}
+    jobs_accept_outputs(accepts=[(by_job[accepted.pk], {"n": 1}, False)])  # built in SQL
+    job_fail(claim=by_job[failed.pk], error="boom", transient=True)  # built in Python
+    done = OutboxMessage.objects.get(topic="job.completed").payload
+    attention = OutboxMessage.objects.get(topic="job.needs_attention").payload
+    admitted = OutboxMessage.objects.filter(topic="job.accepted").first().payload
+    assert done == {"job_id": str(accepted.pk), "kind": "noop", "state": "completed", "attempt": 1,
+                    "result": None}
+    assert attention == {"job_id": str(failed.pk), "kind": "noop", "state": "needs_attention",
+                         "attempt": 1, "reason": "boom"}
+    assert set(admitted) == {"job_id", "kind", "state", "attempt"}
