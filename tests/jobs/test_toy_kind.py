@@ -2,7 +2,10 @@
 through admission, claim, accept, the status API, the items view and the
 admin with nothing but what it registers: `jobs` is a library."""
 
+import io
+
 import pytest
+from django.core.management import call_command
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.test import Client
 from django.utils.html import format_html
@@ -20,7 +23,7 @@ KIND = "count_words"
 def count_words(ctx) -> None:
     """Count the words of `text`; a text with a word over ten letters waits
     for a person to look at it."""
-    words = ctx.payload["text"].split()
+    words = ctx.payload.get("text", "").split()
     ctx.heartbeat(len(words), len(words))
     output = {"words": [{"word": w, "letters": len(w)} for w in words]}
     ctx.accept(output, needs_review=any(len(w) > 10 for w in words))
@@ -70,6 +73,18 @@ def test_a_toy_job_is_claimed_run_and_completed_by_the_worker(toy_kind, workspac
     assert topics == ["job.accepted", "job.completed"]
 
 
+def test_toy_jobs_enqueued_by_the_command_are_all_accepted_by_one_worker(toy_kind, workspace):
+    call_command("enqueue", KIND, workspace=workspace.slug, count=5, stdout=io.StringIO())
+    worker = Worker(worker_id="toy")
+    runs = 0
+    while worker.run_one():  # short jobs: claimed and accepted in groups
+        runs += 1
+    assert runs == 5
+    assert set(Job.objects.filter(kind=KIND).values_list("state", flat=True)) == {State.COMPLETED}
+    assert Attempt.objects.filter(job__kind=KIND, outcome=Attempt.Outcome.SUCCEEDED).count() == 5
+    assert OutboxMessage.objects.filter(topic="job.completed", payload__kind=KIND).count() == 5
+
+
 def test_a_worker_claims_a_toy_job_only_while_the_kind_is_registered(toy_kind, workspace):
     admit(workspace, "words")
     registry.unregister(KIND)
@@ -94,6 +109,8 @@ def test_the_status_api_shows_what_the_toy_kind_adds(toy_kind, workspace, api_cl
     assert body["links"]["review"] == f"/toy/{job.pk}/look"
     assert body["links"]["self"] == f"/api/jobs/{job.pk}"
     assert "columns" not in body and "items" not in body["links"]
+    listed = api_client.get("/api/jobs").json()["results"]
+    assert [(j["id"], j["language"]) for j in listed] == [(str(job.pk), "en")]
 
 
 
