@@ -333,6 +333,6 @@ def openapi_json(request: HttpRequest) -> HttpResponse:
            answers={200: Answer("An HTML page.", (Body("text/html", {"type": "string"}),))})
 @require_safe
 def api_docs(request: HttpRequest) -> HttpResponse:
-    response = render(request, "api/docs.html")
+    response = render(request, "api/docs.html", {"title": _INFO["title"]})
     response["Content-Security-Policy"] = DOCS_CSP
     return response

@@ -11,7 +11,8 @@ from jobs import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the job machinery lives: its package and its own templates.
-LIBRARY = [ROOT / "jobs", ROOT / "templates" / "admin" / "jobs", ROOT / "templates" / "ops"]
+LIBRARY = [ROOT / "jobs", ROOT / "templates" / "admin" / "jobs", ROOT / "templates" / "ops",
+           ROOT / "templates" / "api"]
 
 # A word that starts with one of these stems is the product's vocabulary
 # ("concurrency" and "occurrence" are not: the stem must start the word).
