@@ -51,6 +51,7 @@ API_DESCRIPTION = (
 )
 
 MSG_NO_ITEMS = "Jobs of this kind have no items."
+MSG_SUPPLIER_TOO_LONG = "The supplier name is longer than 200 characters."
 MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
 MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
 MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
