@@ -32,7 +32,8 @@ def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, ext
     limits = ParseLimits(max_memory_mb=settings.PARSE_MAX_MEMORY_MB,
                          max_seconds=settings.PARSE_MAX_SECONDS)
     request = {"data": data, "filename": filename, "table": table, "extract": extract,
-               "read_limits": _read_limits(), "layouts": layouts}
+               "read_limits": _read_limits(), "layouts": layouts,
+               "max_output_mb": settings.PARSE_MAX_OUTPUT_MB}
     # A stopping worker releases the job before the child starts; once it
     # runs, only a lost lease (cancelled, expired, taken over) kills it, and
     # a stopping worker keeps the lease until the child answers.

@@ -46,6 +46,12 @@ MSG_TIME = (
     "files or remove empty sheets, rows and columns"
 )
 MSG_CRASH = "the parser stopped unexpectedly (exit code {code})"
+MSG_KILLED = "the parser was killed (signal {signal})"
+MSG_OUTPUT = (
+    "this sheet expands to more than {mb} MB of text once read (cells that repeat "
+    "one value by reference, or very long values); split it into smaller files "
+    "or remove the repeated text"
+)
 
 POLL_SECONDS = 0.2
 
@@ -64,6 +70,46 @@ class ParseLimits:
     max_seconds: float = 120.0
 
 
+# --- the output budget -----------------------------------------------------------
+#
+# Reading is bounded by what the child may use, but a cell repeated by
+# reference (one shared string named by thousands of cells) costs the child
+# a pointer per cell and everyone after it the whole text per cell: the
+# checkpoint, the job output, the catalog rows, every page and export. So the
+# child measures its result as it will be written out, and refuses it when
+# it is over PARSE_MAX_OUTPUT_MB.
+
+CELL_OVERHEAD = 3  # quotes and a comma per cell once written as JSON
+
+
+def table_size(table: Table) -> int:
+    """Characters the table takes once written out (cells and their quoting)."""
+    total = 0
+    for sheet in table.sheets:
+        for row in sheet.rows:
+            total += sum(map(len, row)) + CELL_OVERHEAD * len(row) + 2
+        for key, raw in sheet.raw.items():
+            total += len(key) + len(str(raw.get("value", ""))) + 24
+    return total
+
+
+def value_size(value: Any) -> int:
+    """Characters a plain JSON-like value takes once written out (about)."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, dict):
+        return 2 + sum(len(str(k)) + 4 + value_size(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return 2 + sum(value_size(v) + 1 for v in value)
+    return len(str(value))
+
+
+def check_output_size(size: int, max_output_mb: int | None) -> None:
+    """Refuse a result past the budget, with the reason an uploader reads."""
+    if max_output_mb and size > max_output_mb * 1024 * 1024:
+        raise UnreadableSheet(MSG_OUTPUT.format(mb=max_output_mb))
+
+
 @dataclass
 class ChildReport:
     """What the parent saw of its last child (benchmarks read it)."""
@@ -78,7 +124,8 @@ last_report = ChildReport()
 
 
 def parse_upload(*, data: bytes | None, filename: str, table: dict | None,
-                 extract: bool, read_limits: ReadLimits, layouts: dict | None = None) -> dict:
+                 extract: bool, read_limits: ReadLimits, layouts: dict | None = None,
+                 max_output_mb: int | None = None) -> dict:
     """Read the sheet (unless ``table``, a checkpoint, is given) and, with
     ``extract``, run the built-in extractor and validation. Pure: bytes and
     plain data in, plain data out; raises ``SheetError`` for bad input.
@@ -86,15 +133,21 @@ def parse_upload(*, data: bytes | None, filename: str, table: dict | None,
     ``layouts`` (``{"given": reviewer's mapping | None, "remembered": [...]}``)
     decides which columns are read (`catalog.mapping.read_items`); the result
     then has ``items``, ``notes``, ``refusal`` (why no sheet is an item list)
-    and ``report`` (the columns report, the layout, whether to confirm it)."""
+    and ``report`` (the columns report, the layout, whether to confirm it).
+
+    The table and the items, as written out, are each measured against
+    ``max_output_mb`` (`check_output_size`)."""
     parsed = Table.from_json(table) if table is not None else read_bytes(
         data, filename=filename, limits=read_limits)
     del data
+    if table is None:
+        check_output_size(table_size(parsed), max_output_mb)
     result: dict = {"table": parsed.to_json() if table is None else None}
     if extract:
         from catalog.mapping import read_items
 
         result.update(read_items(parsed, **(layouts or {})))
+        check_output_size(value_size(result["items"]), max_output_mb)
     return result
 
 

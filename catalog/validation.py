@@ -122,6 +122,29 @@ MAX_CELL_CHARS = 32_767
 MSG_CUT = "The {field} is {length:,} characters long, the most a cell holds: it may have been cut; check it."
 
 
+# Longer than any real value of its field: only the start is kept, flagged, so
+# one hostile cell is not stored, shown and exported at full length on every
+# item that names it.
+MAX_FIELD_CHARS = {"description": 4_000, "sku": 300, "unit": 300, "unit_price": 100,
+                   "pack_size": 100, "currency": 50}
+MSG_FIELD_CUT = ("The {field} was {length:,} characters long, more than any real one: only its "
+                 "first {limit:,} are kept; check it.")
+
+
+def cut_long_values(item: dict) -> tuple[dict, list[dict]]:
+    """``item`` with each text past MAX_FIELD_CHARS cut, and a too_large flag per cut field."""
+    flags = []
+    for name, limit in MAX_FIELD_CHARS.items():
+        value = item.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            if not flags:
+                item = dict(item)
+            item[name] = value[:limit]
+            flags.append(_flag("too_large", name, MSG_FIELD_CUT.format(
+                field=name.replace("_", " "), length=len(value), limit=limit)))
+    return item, flags
+
+
 def _size_flags(item: dict) -> list[dict]:
     """Values past what the catalog's columns hold (prices: see MAX_PRICE)."""
     flags = []
@@ -174,6 +197,8 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
     out: list[dict] = []
     for n, item in enumerate(items):
         flags = [dict(f) for f in item.get("flags") or []]
+        item, cut = cut_long_values(item)
+        flags.extend(cut)
         currency = item.get("currency")
         if not currency:
             flags.append(_flag("missing_currency", "currency", MSG_MISSING_CURRENCY))

@@ -188,6 +188,10 @@ LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 PARSE_MAX_MEMORY_MB = env.int("PARSE_MAX_MEMORY_MB", default=512)
 PARSE_MAX_SECONDS = env.float("PARSE_MAX_SECONDS", default=120.0)
 MAX_SHEETS = env.int("MAX_SHEETS", default=50)
+# What the child's result may expand to once written out (the table's cells
+# with their text, the items with their fields): a cell repeated by reference
+# costs the child little and everything after it its full text.
+PARSE_MAX_OUTPUT_MB = env.int("PARSE_MAX_OUTPUT_MB", default=64)
 # A price that moves by more than this share against the supplier's current
 # catalog waits for a reviewer (0.5: more than 50% up or down).
 PRICE_CHANGE_REVIEW_RATIO = env.float("PRICE_CHANGE_REVIEW_RATIO", default=0.5)

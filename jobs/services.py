@@ -429,18 +429,32 @@ def job_heartbeat(*, claim: Claim, done: int | None = None, total: int | None = 
         raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} lost its lease")
 
 
+STAGING = "{name}~{attempt}"
+
+
 def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
-    """Store a checkpoint, only while this claim still owns the job."""
+    """Store a checkpoint, only while this claim still owns the job.
+
+    Two steps, so that the job's row lock is never held across the large
+    write: the data is written under a staging name of this attempt's own
+    (no lock on the job row but the foreign key's KEY SHARE, which lease
+    renewal does not wait for), then one short transaction proves the fence
+    with the guarded UPDATE and renames the staged row into place (the
+    renamed row keeps its stored data; nothing large is written again). A
+    stale attempt's staged row is never renamed."""
+    staging = STAGING.format(name=name, attempt=claim.attempt)
+    JobCheckpoint.objects.update_or_create(
+        job_id=claim.job_id, name=staging, defaults={"data": data, "attempt": claim.attempt})
     with transaction.atomic():
         # The guarded UPDATE takes the job's row lock and proves the fence
-        # for the checkpoint write that shares its transaction.
+        # for the rename that shares its transaction.
         if not _fenced(claim).filter(lease_until__gt=ClockTimestamp()).update(
             updated_at=ClockTimestamp()
         ):
+            JobCheckpoint.objects.filter(job_id=claim.job_id, name=staging).delete()
             raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} lost its lease")
-        JobCheckpoint.objects.update_or_create(
-            job_id=claim.job_id, name=name, defaults={"data": data, "attempt": claim.attempt}
-        )
+        JobCheckpoint.objects.filter(job_id=claim.job_id, name=name).delete()
+        JobCheckpoint.objects.filter(job_id=claim.job_id, name=staging).update(name=name)
 
 
 def job_load_checkpoint(*, job_id: uuid.UUID, name: str) -> Any | None:

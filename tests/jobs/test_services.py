@@ -566,3 +566,52 @@ def test_admission_wakes_workers_only_once_committed(workspace):
         assert [(n.channel, n.payload) for n in heard] == [(NOTIFY_CHANNEL, "noop")]
     finally:
         listener.close()
+
+
+def _waiting_on_lock(table: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                       "AND query LIKE %s AND pid <> pg_backend_pid()", [f"%{table}%"])
+        return cursor.fetchone() is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_lease_renewal_does_not_wait_behind_the_workers_own_checkpoint_write(workspace):
+    import psycopg
+
+    from tests.helpers import database_url
+
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    errors = []
+
+    def write_checkpoint():
+        try:
+            job_checkpoint(claim=claim, name="table", data={"rows": ["x" * 1000] * 100})
+        except Exception as exc:  # noqa: BLE001  reported to the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    with psycopg.connect(database_url()) as blocker:
+        # Stall the checkpoint's data write (as a slow write of a large one
+        # would be) by holding a lock that INSERTs into the table wait for.
+        blocker.execute("LOCK TABLE jobs_jobcheckpoint IN SHARE MODE")
+        writer = threading.Thread(target=write_checkpoint)
+        writer.start()
+        try:
+            wait_for(lambda: _waiting_on_lock("jobs_jobcheckpoint"),
+                     message="the checkpoint write to wait")
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = '2s'")
+            try:
+                job_heartbeat(claim=claim)  # would wait behind the job's row lock
+            finally:
+                with connection.cursor() as cursor:
+                    cursor.execute("RESET lock_timeout")
+        finally:
+            blocker.rollback()
+            writer.join(30)
+    assert errors == []
+    assert JobCheckpoint.objects.get(job_id=claim.job_id, name="table").data["rows"][0] == "x" * 1000
+    assert not JobCheckpoint.objects.filter(job_id=claim.job_id).exclude(name="table").exists()
