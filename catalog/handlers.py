@@ -27,7 +27,7 @@ def _read_limits():
 def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, extract: bool,
               layouts: dict) -> dict:
     from catalog.errors import SheetError
-    from catalog.sandbox import ParseLimits, run_parse
+    from catalog.sandbox import ParseLimits, ParserKilled, run_parse
 
     limits = ParseLimits(max_memory_mb=settings.PARSE_MAX_MEMORY_MB,
                          max_seconds=settings.PARSE_MAX_SECONDS)
@@ -42,6 +42,8 @@ def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, ext
         return run_parse(request, limits=limits, should_stop=ctx.check_lease)
     except SheetError as exc:
         raise PermanentError(exc.reason) from exc
+    except ParserKilled as exc:
+        raise TransientError(str(exc)) from exc
     # A child that crashed for no reason the input explains (ParserCrashed)
     # is unexpected: it propagates, and the job's retry policy decides.
 

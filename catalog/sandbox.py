@@ -64,6 +64,11 @@ class ParserCrashed(Exception):
     """The child died without an answer and no limit explains it: retry."""
 
 
+class ParserKilled(ParserCrashed):
+    """A signal from outside the child's limits ended it (an OOM kill under a
+    container limit, an operator): the input is not to blame, retry."""
+
+
 @dataclass(frozen=True)
 class ParseLimits:
     max_memory_mb: int = 512
@@ -117,6 +122,7 @@ class ChildReport:
     pid: int | None = None
     peak_rss_kb: int = 0
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # the child's, as last seen while it ran
     outcome: str = ""
 
 
@@ -224,13 +230,27 @@ def _status_kb(pid: int, key: str) -> int:
     return 0
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a running process, 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def run_parse(request: dict, *, limits: ParseLimits,
               should_stop: Callable[[], None] | None = None) -> dict:
     """Run ``parse_upload(**request)`` in a limited child and return its result.
 
     Raises ``ParseLimitExceeded`` (memory or time), ``SheetError`` (the input
-    is unreadable), ``ParserCrashed`` (the child died for no known reason),
-    or whatever ``should_stop`` raises, after killing the child."""
+    is unreadable), ``ParserKilled`` (a signal from outside its limits ended
+    it), ``ParserCrashed`` (the child died for no known reason), or whatever
+    ``should_stop`` raises, after killing the child."""
     global last_report
     ctx = _mp_context()
     receiver, sender = ctx.Pipe(duplex=False)
@@ -239,7 +259,7 @@ def run_parse(request: dict, *, limits: ParseLimits,
     started = time.monotonic()
     child.start()
     sender.close()
-    report = ChildReport(pid=child.pid)
+    report = last_report = ChildReport(pid=child.pid)
     answer, peak_vm_kb = None, 0
     try:
         answer, peak_vm_kb = _wait_for_answer(child, receiver, report, limits, started, should_stop)
@@ -249,7 +269,6 @@ def run_parse(request: dict, *, limits: ParseLimits,
         child.join(5)
         receiver.close()
         report.seconds = time.monotonic() - started
-        last_report = report
     if answer is None:
         _raise_for_silence(child.exitcode, peak_vm_kb, report, limits)
     return _result(answer, report, limits)
@@ -270,6 +289,7 @@ def _wait_for_answer(child, receiver, report: ChildReport, limits: ParseLimits, 
             should_stop()
         report.peak_rss_kb = max(report.peak_rss_kb, _status_kb(child.pid, "VmHWM"))
         peak_vm_kb = max(peak_vm_kb, _status_kb(child.pid, "VmPeak"))
+        report.cpu_seconds = max(report.cpu_seconds, _cpu_seconds(child.pid))
         if time.monotonic() >= deadline:
             report.outcome = "time"
             raise ParseLimitExceeded(MSG_TIME.format(seconds=limits.max_seconds))
@@ -279,14 +299,26 @@ def _wait_for_answer(child, receiver, report: ChildReport, limits: ParseLimits, 
 
 def _raise_for_silence(code: int | None, peak_vm_kb: int, report: ChildReport,
                        limits: ParseLimits) -> None:
-    """Why a child died without answering, as the error the job gets."""
+    """Why a child died without answering, as the error the job gets.
+
+    A limit is blamed only when the child reached it: the memory limit when
+    its address space came near it, the time limit on SIGXCPU (only the CPU
+    limit sends it) or when its CPU time or the wall clock reached the limit
+    (the hard CPU limit kills with SIGKILL). Any other signal came from
+    outside (an OOM kill under a container limit, an operator): retried."""
     near_limit = peak_vm_kb >= 0.9 * limits.max_memory_mb * 1024
-    if code in (-signal.SIGXCPU, -signal.SIGKILL) and not near_limit:
-        report.outcome = "time"
-        raise ParseLimitExceeded(MSG_TIME.format(seconds=limits.max_seconds))
     if near_limit:
         report.outcome = "memory"
         raise ParseLimitExceeded(MSG_MEMORY.format(mb=limits.max_memory_mb))
+    # CPU time is sampled once per poll: a child at its limit was seen
+    # within a poll of it.
+    spent = max(report.cpu_seconds + 2 * POLL_SECONDS, report.seconds)
+    if code == -signal.SIGXCPU or (code == -signal.SIGKILL and spent >= limits.max_seconds):
+        report.outcome = "time"
+        raise ParseLimitExceeded(MSG_TIME.format(seconds=limits.max_seconds))
+    if code is not None and code < 0:
+        report.outcome = "killed"
+        raise ParserKilled(MSG_KILLED.format(signal=-code))
     report.outcome = "crash"
     raise ParserCrashed(MSG_CRASH.format(code=code))
 

@@ -154,6 +154,10 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("DATA_UPLOAD_MAX_NUMBER_FIELDS", default
 # Jobs
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
 JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=5)
+# The most attempts that failures not charged to a job (a lock wait that
+# timed out, a lost connection) and reviewers' requeues (a column mapping)
+# can extend a job's budget to; past it each requeue allows one attempt.
+JOB_MAX_TOTAL_ATTEMPTS = env.int("JOB_MAX_TOTAL_ATTEMPTS", default=20)
 JOB_RECOVERY_INTERVAL_SECONDS = env.float(
     "JOB_RECOVERY_INTERVAL_SECONDS", default=JOB_LEASE_SECONDS / 4
 )
@@ -174,6 +178,12 @@ JOB_PREFETCH_SHORT_SECONDS = env.float("JOB_PREFETCH_SHORT_SECONDS", default=0.0
 # lock from hanging a worker, not ordinary work.
 JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=60_000)
 JOB_LOCK_TIMEOUT_MS = env.int("JOB_LOCK_TIMEOUT_MS", default=10_000)
+# A transaction of theirs idle this long (the process paused or cut off
+# between two statements) is ended by the server, with its locks.
+JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS = env.int("JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS", default=30_000)
+# Recovery ends the database session still holding the row of a job whose
+# lease expired this many leases ago (a worker stalled inside a transaction).
+JOB_STALLED_LEASES = env.float("JOB_STALLED_LEASES", default=2.0)
 
 # Extraction
 EXTRACTOR = env.str("EXTRACTOR", default="builtin")

@@ -186,9 +186,10 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
 
 
 def webhook_post(*, url: str, secrets_in_use: list[str], message_id: str, body: bytes,
-                 timeout: float) -> PostResult:
+                 timeout: float, timestamp: int | None = None) -> PostResult:
     """POST one signed message. http.client follows no redirect: a 3xx is a
-    failed delivery like any other non-2xx status."""
+    failed delivery like any other non-2xx status. ``timestamp`` (Unix
+    seconds, the relay passes database time) defaults to this clock's."""
     started = time.monotonic()
 
     def result(status: int | None, error: str) -> PostResult:
@@ -199,7 +200,8 @@ def webhook_post(*, url: str, secrets_in_use: list[str], message_id: str, body: 
         target = target_vet(url)
     except EndpointRefused:
         return result(None, REFUSED)
-    timestamp = int(time.time())
+    if timestamp is None:
+        timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,

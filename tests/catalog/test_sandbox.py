@@ -103,3 +103,19 @@ def test_a_result_over_the_output_budget_is_refused_with_a_plain_reason():
 def test_a_result_within_the_output_budget_is_returned():
     result = run_parse({**request(CLEAN_CSV), "max_output_mb": 1}, limits=ParseLimits())
     assert [i["sku"] for i in result["items"]] == ["A-1"]
+
+
+def test_a_child_killed_from_outside_is_not_blamed_on_a_limit():
+    import signal
+
+    from catalog.sandbox import ParserKilled
+
+    def kill_the_child():
+        # As an OOM kill under a container limit would, well within the limits.
+        os.kill(sandbox.last_report.pid, signal.SIGKILL)
+
+    with pytest.raises(ParserKilled) as caught:
+        run_parse(request(big_csv(150_000, 8)), limits=ParseLimits(), should_stop=kill_the_child)
+    assert str(caught.value) == "the parser was killed (signal 9)"
+    assert not isinstance(caught.value, ParseLimitExceeded)
+    assert sandbox.last_report.outcome == "killed"
