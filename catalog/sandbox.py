@@ -47,6 +47,7 @@ MSG_TIME = (
 )
 MSG_CRASH = "the parser stopped unexpectedly (exit code {code})"
 MSG_KILLED = "the parser was killed (signal {signal})"
+MSG_UNDECODABLE = "the file's text could not be decoded; save it again as UTF-8 CSV or as XLSX"
 MSG_OUTPUT = (
     "this sheet expands to more than {mb} MB of text once read (cells that repeat "
     "one value by reference, or very long values); split it into smaller files "
@@ -191,6 +192,10 @@ def _child_main(conn, request: dict, limits: ParseLimits) -> None:
         message = ("time", None)
     except RecursionError:
         message = ("sheet", "the sheet is nested too deeply to read")
+    except UnicodeError:
+        # The parse is a pure function of the bytes: it would fail the same
+        # way on every attempt.
+        message = ("sheet", MSG_UNDECODABLE)
     except BaseException as exc:  # noqa: BLE001  reported to the parent, which retries
         import traceback
 

@@ -218,6 +218,17 @@ def long_descriptions_csv(rows: int = 200, length: int = 16_000) -> bytes:
     return (HEADER + "".join(f"S-{r},{text},kg,{r}.5,EUR\n" for r in range(rows))).encode()
 
 
+def odd_length_utf16_csv() -> bytes:
+    """UTF-16 with a byte-order mark, cut one byte into a character."""
+    return b"\xff\xfe" + (HEADER + "A-1,Apples,kg,1.50,EUR\n").encode("utf-16-le") + b"A"
+
+
+def late_nul_byte_csv() -> bytes:
+    """A NUL inside a cell, past the first few kilobytes the type check looks at."""
+    filler = "".join(f"S-{r},Item {r},kg,{r}.5,EUR\n" for r in range(400))
+    return (HEADER + filler + "B-2,Pe\x00ars,kg,2,EUR\n").encode()
+
+
 # The amplification family: each ends in needs_attention or publishes values
 # cut to a plausible length and flagged.
 AMPLIFICATION = ("shared-string-references.xlsx", "repeated-inline-strings.xlsx",
@@ -244,4 +255,6 @@ CORPUS = {
     "repeated-inline-strings.xlsx": ("inline.xlsx", repeated_inline_strings_xlsx, "any"),
     "sheets-of-references.xlsx": ("refsheets.xlsx", sheets_of_references_xlsx, "any"),
     "long-descriptions.csv": ("longdesc.csv", long_descriptions_csv, "any"),
+    "odd-length-utf16.csv": ("utf16.csv", odd_length_utf16_csv, "refused"),
+    "late-nul-byte.csv": ("nul.csv", late_nul_byte_csv, "refused"),
 }
