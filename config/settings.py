@@ -258,13 +258,19 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT failures for
-# one username, or from one client address, sign-ins there are refused for
+# Sign-in throttling (django-axes): failures are counted per account and
+# address pair and per address. LOGIN_FAILURE_LIMIT failures for an account
+# from one address lock that account from that address only (a stranger
+# cannot lock anybody out of their own account); LOGIN_FAILURE_LIMIT failures
+# from one address, for any accounts, lock that address. Both last
 # LOGIN_LOCKOUT_MINUTES, with one answer whether the account exists or not.
+# A success clears only the failures of that account from that address
+# (accounts.services.signin_failures_clear): signing into another account
+# never clears anything.
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "config.middleware.lockout_response"
 AXES_VERBOSE = False
 
