@@ -21,6 +21,9 @@ DEBUG = env.bool("DEBUG", default=False)
 DEVELOPMENT_SECRET_KEY = "django-insecure-development-key-not-for-production"
 EMBEDDED_DATABASE = "DATABASE_URL" not in env
 SECRET_KEY = env.str("SECRET_KEY", default="")
+# Django's own deploy check asks for at least 50 characters: a shorter key
+# can be guessed offline from one signed cookie.
+SECRET_KEY_MIN_LENGTH = 50
 if not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -28,6 +31,11 @@ if not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY:
             "`make run` sets one for local use, and DEBUG=true allows the development key"
         )
     SECRET_KEY = DEVELOPMENT_SECRET_KEY
+elif len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH and not DEBUG:
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is {len(SECRET_KEY)} characters long; use a random value of at least "
+        f"{SECRET_KEY_MIN_LENGTH} (python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    )
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -94,8 +102,13 @@ DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default=No
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Checked by the admin's password forms and `addmember --password`.
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 AUTHENTICATION_BACKENDS = [
     # Refuses a sign-in while its account or client address is locked out.
