@@ -56,6 +56,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything can read a request body: 411/413 on the declared length.
+    "config.middleware.bounded_api_bodies",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -163,6 +165,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # The review grid posts one field per cell.
 DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("DATA_UPLOAD_MAX_NUMBER_FIELDS", default=20_000)
+# JSON bodies of the API above this size are refused with 413 before they are read.
+API_JSON_MAX_BYTES = env.int("API_JSON_MAX_BYTES", default=1024 * 1024)
+# Uploads admitted per workspace in any minute (POST /api/jobs); more get 429.
+UPLOAD_RATE_PER_MINUTE = env.int("UPLOAD_RATE_PER_MINUTE", default=60)
 
 # Jobs
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
@@ -210,7 +216,9 @@ LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 # limits; a sheet that breaks one needs attention at once, with the reason.
 PARSE_MAX_MEMORY_MB = env.int("PARSE_MAX_MEMORY_MB", default=512)
 PARSE_MAX_SECONDS = env.float("PARSE_MAX_SECONDS", default=120.0)
-MAX_SHEETS = env.int("MAX_SHEETS", default=50)
+MAX_SHEETS = env.int("MAX_SHEETS", default=100)
+# Pages read from one PDF price list; more is refused before any page is read.
+MAX_PAGES = env.int("MAX_PAGES", default=100)
 # What the child's result may expand to once written out (the table's cells
 # with their text, the items with their fields): a cell repeated by reference
 # costs the child little and everything after it its full text.
