@@ -14,7 +14,7 @@ import types
 import pytest
 
 import catalog.codepages
-import catalog.reading
+import catalog.readers.common
 import catalog.xlsx
 import catalog.extraction.columns
 import catalog.extraction.headers
@@ -142,17 +142,17 @@ FORMAT_UNITS = ("[", "[$", "[$-", "[$-1", '"', '"a', "\\", "_", "*", "0.", ".0",
 
 
 def _uncached_currency(fmt: str):
-    catalog.reading._format_cache.clear()
-    return catalog.reading.currency_from_number_format(fmt)
+    catalog.readers.common._format_cache.clear()
+    return catalog.readers.common.currency_from_number_format(fmt)
 
 
 FORMAT_FUNCTIONS = {
     "currency_from_number_format": _uncached_currency,
-    "decimal_places_of_format": catalog.reading.decimal_places_of_format,
+    "decimal_places_of_format": catalog.readers.common.decimal_places_of_format,
     "is_date_format": catalog.xlsx.is_date_format,
 }
 FORMAT_PATTERNS = {f"{module.__name__}.{name}": value
-                   for module in (catalog.reading, catalog.xlsx)
+                   for module in (catalog.readers.common, catalog.xlsx)
                    for name, value in vars(module).items() if isinstance(value, re.Pattern)}
 
 
