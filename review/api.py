@@ -19,9 +19,12 @@ from jobs.api_schemas import JobVersion, Open
 from jobs.models import Job
 from jobs.openapi import JSON, Body, json_answer, operation, problem
 from jobs.problems import Problem, api_view, not_found
-from review.parsing import BadEdits, edits_from_json, version_from_json
+from review.parsing import BadEdits, edits_from_json, filter_from_json, version_from_json
 from review.selectors import (
     NotAReviewer,
+    index_ranges,
+    review_grid_state,
+    review_matching_indexes,
     review_item_page_json,
     review_job_get,
     review_source_rows,
@@ -61,12 +64,21 @@ class ItemEdit(BaseModel):
     omit: bool | None = None
 
 
+class ItemFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    flag: str | None = Field(None, description="A flag code; any code when left out.")
+    field: str | None = Field(None, description='The flag\'s field, or "row"; any when left out.')
+    blocking: bool = Field(False, description="Only flags that block approval.")
+
+
 class SheetValue(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     field: str
     value: Value
     scope: Scope = "all"
+    where: ItemFilter | None = Field(None, description="Only the items this filter picks.")
 
 
 class Replacement(BaseModel):
@@ -87,6 +99,8 @@ class ApproveRequest(BaseModel):
     sets: list[SheetValue] | None = None
     items: list[ItemEdit] | None = None
     replace: list[Replacement] | None = None
+    omit: ItemFilter | None = Field(None, description="Omit every item this filter picks.")
+    restore: ItemFilter | None = Field(None, description="Restore every item this filter picks.")
 
 
 class RejectRequest(BaseModel):
@@ -239,7 +253,10 @@ def grid_save_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
         raise _refused(exc) from None
     except SourceTableMissing as exc:
         raise Problem(409, "source-missing", exc.message) from None
-    return JsonResponse({"version": saved, "changed": saved != version})
+    # The grid redraws from this answer (version, flags, summary) without a reload.
+    _, job = _reviewer_job(request, id)
+    state = review_grid_state(snapshot=review_snapshot_current(job=job))
+    return JsonResponse({**state, "version": saved, "changed": saved != version})
 
 
 @csrf_exempt
@@ -284,3 +301,22 @@ def grid_source_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     around = min(_int(request, "around", default=15, low=0), SOURCE_AROUND_MAX)
     return JsonResponse(review_source_rows(job=job, sheet=request.GET.get("sheet", ""),
                                            row=row, around=around))
+
+
+@csrf_exempt
+@api_view
+def grid_matches_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
+    """The items a filter picks (`flag` code, `field`, `blocking=1`), as
+    inclusive runs of indexes: the grid shows them and selects them all."""
+    _allow(request, "GET", "HEAD")
+    _, job = _reviewer_job(request, id)
+    try:
+        where = filter_from_json({"flag": request.GET.get("flag", ""),
+                                  "field": request.GET.get("field", ""),
+                                  "blocking": request.GET.get("blocking") in ("1", "true")})
+    except BadEdits as exc:
+        raise Problem(400, "invalid-request", exc.message) from None
+    snapshot = review_snapshot_current(job=job)
+    indexes = review_matching_indexes(snapshot=snapshot, where=where)
+    return JsonResponse({"version": snapshot.version, "count": len(indexes),
+                         "ranges": index_ranges(indexes)})

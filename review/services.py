@@ -14,6 +14,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -39,6 +40,8 @@ from review.selectors import (
     CHECKED_CODES,
     EDITABLE_FIELDS,
     SNAPSHOT_CHUNK,
+    ItemFilter,
+    items_matching,
     job_history_sentence,
     review_job_get,
     snapshot_item,
@@ -125,6 +128,7 @@ class SheetSet:
     field: str
     value: Any
     scope: str = "all"
+    where: ItemFilter | None = None  # only the items this filter picks
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,22 @@ class ReviewEdits:
     unit: str = ""
     sets: tuple[SheetSet, ...] = ()
     replace: tuple[Replace, ...] = ()
+    # Omit or restore every item a filter picks (by the flags it has now).
+    remove_where: tuple[ItemFilter, ...] = ()
+    restore_where: tuple[ItemFilter, ...] = ()
+
+    def resolved(self, items: list[dict]) -> ReviewEdits:
+        """These edits with the filters turned into item indexes (pure)."""
+        if not (self.remove_where or self.restore_where):
+            return self
+        remove = set(self.remove)
+        restore = set(self.restore)
+        for where in self.remove_where:
+            remove.update(items_matching(items, where))
+        for where in self.restore_where:
+            restore.update(items_matching(items, where))
+        return dataclass_replace(self, remove=frozenset(remove), restore=frozenset(restore - remove),
+                       remove_where=(), restore_where=())
 
     def all_sets(self) -> list[SheetSet]:
         out = list(self.sets)
@@ -232,7 +252,10 @@ def _field_flagged(item: dict, name: str) -> bool:
     return any(f.get("field") == name for f in item.get("flags") or [])
 
 
-def _in_scope(item: dict, baseline: dict, name: str, scope: str) -> bool:
+def _in_scope(item: dict, baseline: dict, name: str, scope: str,
+              where: ItemFilter | None = None) -> bool:
+    if where is not None and not where.matches(item):
+        return False
     if scope == "all":
         return True
     if scope == "flagged":
@@ -310,6 +333,7 @@ def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str 
     values set for the sheet. Each field the reviewer set records who set it
     and when, and the value the extractor gave (`provenance`)."""
     errors: list[str] = []
+    edits = edits.resolved(items)
     sets = _checked_sets(edits, len(items), errors)
     needs_baseline = any(rule.scope == "missing" for rule, _ in sets)
     baseline = (validate_items([_strip_flags(i) for i in items], table) if needs_baseline else items)
@@ -371,7 +395,7 @@ def _edited_item(index: int, item: dict, baseline: dict, sets, edits: ReviewEdit
     new = dict(item)
     new["source"] = dict(item.get("source") or {})
     for rule, value in sets:
-        if _in_scope(item, baseline, rule.field, rule.scope):
+        if _in_scope(item, baseline, rule.field, rule.scope, rule.where):
             if not _same(rule.field, new.get(rule.field), value):
                 applied.setdefault(("set", rule.field), []).append(index)
             new[rule.field] = value

@@ -18,6 +18,8 @@ from review.selectors import (
     CHECKED_CODES,
     EDITABLE_FIELDS,
     FIELD_LABELS,
+    FLAG_NAMES,
+    index_ranges,
     NotAReviewer,
     job_sources,
     review_job_get,
@@ -57,18 +59,6 @@ def _version(request: HttpRequest) -> int | None:
         return None
 
 
-def index_ranges(indexes: list[int]) -> list[list[int]]:
-    """Sorted indexes as inclusive runs: [0..49999] all flagged is one pair,
-    so the page of a huge sheet stays small."""
-    runs: list[list[int]] = []
-    for index in indexes:
-        if runs and runs[-1][1] == index - 1:
-            runs[-1][1] = index
-        else:
-            runs.append([index, index])
-    return runs
-
-
 def _back(job_id: uuid.UUID) -> HttpResponse:
     return redirect(reverse("review:detail", args=[job_id]))
 
@@ -100,10 +90,12 @@ def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
             "flagged": index_ranges(page.flagged), "editable": job.state == State.AWAITING_REVIEW,
             "fields": list(EDITABLE_FIELDS), "labels": FIELD_LABELS,
             "checked": sorted(CHECKED_CODES),
+            "flag_names": FLAG_NAMES,
             "urls": {"items": reverse("review:items", args=[job.pk]),
                      "source": reverse("review:source", args=[job.pk]),
                      "save": reverse("review:save", args=[job.pk]),
                      "preview": reverse("review:preview", args=[job.pk]),
+                     "matches": reverse("review:matches", args=[job.pk]),
                      "approve": reverse("api:job-approve", args=[job.pk]),
                      "next": reverse("review:next", args=[job.pk])},
         },
