@@ -15,6 +15,7 @@ from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 
 from accounts.models import Membership
+from catalog.export import PROVENANCE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
 from jobs.selectors import job_status
@@ -23,7 +24,7 @@ User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = ("description", "unit", "pack_size", "unit_price", "currency")
 ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
 EXPORT_FIELDS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "price_places",
-                 "currency", "source_sheet", "source_row")
+                 "currency", "source_sheet", "source_row", "provenance")
 
 
 def member_workspace_ids(*, user: User) -> QuerySet:
@@ -174,6 +175,19 @@ def revision_items(*, revision: CatalogRevision, query: str = "", sku: str = "")
     if sku:
         items = items.filter(sku=sku)
     return items
+
+
+def item_provenance(stored: dict | None) -> dict:
+    """Per field of a published item, where its value came from: extracted
+    from the sheet, or set by a reviewer (who, when, and what was extracted)."""
+    stored = stored if isinstance(stored, dict) else {}
+    out = {}
+    for name in PROVENANCE_FIELDS:
+        entry = stored.get(name)
+        out[name] = ({"source": "reviewer", "by": entry.get("by"), "at": entry.get("at"),
+                      "extracted": entry.get("extracted")}
+                     if isinstance(entry, dict) else {"source": "extracted"})
+    return out
 
 
 def revision_export_rows(*, revision: CatalogRevision) -> list[dict[str, Any]]:
