@@ -401,3 +401,10 @@ def check_model_items(items: list[dict], table: Table) -> list[dict]:
             copy["flags"] += _model_flags(item, sheet, *context[sheet.name])
         out.append(copy)
     return out
+
+
+def unit_problem(unit: str, description: str = "") -> str | None:
+    """What validation says of a unit a reviewer types (None: it is a known
+    unit for this item), so a cell can be checked as it is committed."""
+    flags = _unit_flags(unit, description) if unit and unit.strip() else []
+    return flags[0]["message"] if flags else None

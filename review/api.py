@@ -40,6 +40,7 @@ from review.services import (
     review_reject,
     review_save_edits,
     review_snapshot_current,
+    value_check,
 )
 
 MSG_METHOD = "Use {allowed}."
@@ -320,3 +321,21 @@ def grid_matches_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     indexes = review_matching_indexes(snapshot=snapshot, where=where)
     return JsonResponse({"version": snapshot.version, "count": len(indexes),
                          "ranges": index_ranges(indexes)})
+
+
+@csrf_exempt
+@api_view
+def grid_check_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
+    """One cell's value checked as the reviewer commits it (`field`, `value`,
+    and the item's `description` for units): {ok, value} or {ok: false, message}."""
+    _allow(request, "GET", "HEAD")
+    _reviewer_job(request, id)
+    try:
+        value, message = value_check(name=request.GET.get("field", ""),
+                                     value=request.GET.get("value", ""),
+                                     description=request.GET.get("description", ""))
+    except EditRejected as exc:
+        raise Problem(400, "invalid-request", exc.message) from None
+    if message:
+        return JsonResponse({"ok": False, "message": message})
+    return JsonResponse({"ok": True, "value": value})

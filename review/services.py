@@ -25,7 +25,7 @@ from django.utils import timezone
 from catalog.currencies import currency_error
 from catalog.reading import Table
 from catalog.services import revision_publish
-from catalog.validation import validate_items
+from catalog.validation import unit_problem, validate_items
 from jobs.models import Job, State
 from jobs.services import (
     InvalidTransition,
@@ -65,6 +65,9 @@ MSG_BAD_ROW = "Item {row} does not exist in this job."
 MSG_BAD_FIELD = "{field!r} is not a field a reviewer sets; fields are: {fields}."
 MSG_BAD_VALUE = "Item {row}: {message}"
 MSG_BAD_REPLACE = "Find and replace needs the text to find in {field}."
+MSG_CHECK_PRICE = "{value!r} is not a price: type a positive decimal number (for example 1.10)."
+MSG_CHECK_PACK = "{value!r} is not a pack size: type a positive number, or nothing."
+MSG_CHECK_CURRENCY = "{value!r} is not a currency: pick an ISO 4217 code from the list (EUR, USD...)."
 
 SCOPES = ("all", "missing", "flagged")
 CURRENCY_SCOPES = SCOPES
@@ -74,6 +77,8 @@ _PRICE_RE = re.compile(r"^\d+(?:\.\d+)?$")
 # the same rules the extractors' output meets (a known unit, a positive price,
 # an active currency), never against the source row.
 VALUE_CODES = frozenset({"missing_currency", "ambiguous_unit", "invalid_price"})
+# The fields a cell checks as it is committed (value_check), before saving.
+CHECKED_FIELDS = ("unit", "pack_size", "unit_price", "currency")
 class ReviewStale(Exception):
     """The decision was made on a version of the job that is gone."""
 
@@ -235,6 +240,27 @@ def _parse(name: str, value: Any, row: int | None, errors: list[str]) -> Any:
             return None
         return int(number) if number == number.to_integral_value() else float(number)
     raise ValueError(name)
+
+
+def value_check(*, name: str, value: Any, description: str = "") -> tuple[Any, str | None]:
+    """One value a reviewer typed into a cell, checked as the cell is
+    committed: (the value as it would be stored, None) or (None, why it is
+    refused). The same rules as saving: a positive decimal price, an active
+    ISO 4217 code, a known unit (for this item's description), a positive
+    pack size (pure)."""
+    if name not in EDITABLE_FIELDS:
+        raise EditRejected([MSG_BAD_FIELD.format(field=name, fields=", ".join(EDITABLE_FIELDS))])
+    errors: list[str] = []
+    parsed = _parse(name, value, 0, errors)
+    text = _text(value)
+    if errors:
+        return None, {"unit_price": MSG_CHECK_PRICE, "pack_size": MSG_CHECK_PACK}.get(
+            name, MSG_CHECK_CURRENCY).format(value=text)
+    if name == "unit":
+        problem = unit_problem(text, description)
+        if problem:
+            return None, problem
+    return parsed, None
 
 
 def _same(name: str, a: Any, b: Any) -> bool:

@@ -248,7 +248,7 @@
       }
       cell.textContent = text;
       if (item && name !== "num" && name !== "state") {
-        var flags = cellFlags(item, name);
+        var flags = fixedNow(index, name) ? [] : cellFlags(item, name);
         if (flags.length) {
           cell.classList.add("cell-flagged");
           cell.title = flags.map(function (f) { return f.message; }).join(" ");
@@ -265,6 +265,17 @@
       row.appendChild(cell);
     });
     return row;
+  }
+
+  // A value checked and set since the last save answers the flags about
+  // what it is (and that the source row does not hold it): their mark goes.
+  function fixedNow(index, name) {
+    if (!EDITABLE[name]) { return false; }
+    var item = itemAt(index);
+    var set = isEdited(index, name) || pending.sets.some(function (rule) {
+      return rule.field === name && inScope(item, name, rule.scope);
+    });
+    return set && cellFlags(item, name).every(function (f) { return config.value_codes.indexOf(f.code) !== -1; });
   }
 
   function rowDirty(index) {
@@ -411,32 +422,97 @@
     return true;
   }
 
-  function finishEdit(keep) {
-    if (!editing) { return; }
+  // A value is checked as its cell is committed (price, currency, unit,
+  // pack): a refused one stays in the open cell with the reason, uncommitted.
+  var currencies = {};
+  document.querySelectorAll("#currency-list option").forEach(function (o) { currencies[o.value] = true; });
+
+  // Price, pack and currency are checked here, at once (the same rules as
+  // the server's, which checks again on save); a unit asks the server,
+  // which knows every written form of every unit.
+  function localCheck(name, value) {
+    var text = value.trim();
+    var refuse = function () {
+      return { ok: false, message: config.check_messages[name].replace("{value!r}", "'" + text + "'") };
+    };
+    if (name === "currency") {
+      if (!text) { return { ok: true, value: "" }; }
+      return currencies[text.toUpperCase()] ? { ok: true, value: text.toUpperCase() } : refuse();
+    }
+    if (name === "unit_price" || name === "pack_size") {
+      if (!text && name === "pack_size") { return { ok: true, value: "" }; }
+      var plain = (text.split(",").length === 2 && text.indexOf(".") === -1) ? text.replace(",", ".") : text;
+      var number = /^\d+(?:\.\d+)?$/.test(plain) ? Number(plain) : NaN;
+      return number > 0 ? { ok: true, value: name === "unit_price" ? plain : String(number) } : refuse();
+    }
+    return null;
+  }
+
+  // `done` gets {ok, value} or {ok: false, message}; at once when it can.
+  function checkValue(name, value, index, done) {
+    if (config.checked_fields.indexOf(name) === -1) { done({ ok: true, value: value }); return; }
+    var local = localCheck(name, value);
+    if (local) { done(local); return; }
+    var item = index === null ? null : itemAt(index);
+    var url = config.urls.check + "?field=" + encodeURIComponent(name) + "&value=" + encodeURIComponent(value) +
+      "&description=" + encodeURIComponent(item ? shown(index, "description") : "");
+    fetch(url, { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) { throw new Error("HTTP " + r.status); }
+      return r.json();
+    }).then(done).catch(function (error) {
+      done({ ok: false, message: "the value could not be checked (" + error.message + "); try again." });
+    });
+  }
+
+  function finishEdit(keep, then, leaving) {
+    if (!editing) { if (then) { then(); } return; }
     var edit = editing;
-    editing = null;
     var name = COLUMNS[edit.col];
     var value = edit.input.value;
-    if (keep && value !== shown(edit.row, name)) {
-      change(function () { setValue(edit.row, name, value); });
-    } else {
+    if (!keep || value === shown(edit.row, name)) {
+      editing = null;
       render();
+      focusActive();
+      if (keep && then) { then(); }
+      return;
     }
-    focusActive();
+    // While the server checks the value, what comes next (the move, a save,
+    // approving) waits for its answer.
+    if (edit.checking) { if (then) { edit.waiting.push(then); } return; }
+    edit.checking = true;
+    edit.waiting = then ? [then] : [];
+    checkValue(name, value, edit.row, function (answer) {
+      edit.checking = false;
+      if (editing !== edit) { return; }
+      if (!answer.ok) {
+        edit.input.setAttribute("aria-invalid", "true");
+        edit.input.setAttribute("aria-describedby", "grid-message");
+        edit.input.title = answer.message;
+        say("Not kept: " + answer.message, "error");
+        if (!leaving) { edit.input.focus(); }
+        return;
+      }
+      editing = null;
+      var kept = answer.value === null || answer.value === undefined ? "" : String(answer.value);
+      say("");
+      change(function () { setValue(edit.row, name, kept); });
+      focusActive();
+      edit.waiting.forEach(function (next) { next(); });
+    });
   }
 
   function editorKey(event) {
     if (event.key === "Enter") {
       event.preventDefault();
-      finishEdit(true);
-      moveTo(step(active.row, 1), active.col);
+      finishEdit(true, function () { moveTo(step(active.row, 1), active.col); });
     } else if (event.key === "Escape") {
       event.preventDefault();
       finishEdit(false);
+      say("");
     } else if (event.key === "Tab") {
       event.preventDefault();
-      finishEdit(true);
-      moveTo(active.row, active.col + (event.shiftKey ? -1 : 1));
+      var col = active.col + (event.shiftKey ? -1 : 1);
+      finishEdit(true, function () { moveTo(active.row, col); });
     }
   }
 
@@ -574,7 +650,9 @@
     if (event.target.closest('[role="gridcell"]')) { startEdit(); }
   });
   grid.addEventListener("focusout", function (event) {
-    if (editing && event.target === editing.input && !grid.contains(event.relatedTarget)) { finishEdit(true); }
+    if (editing && event.target === editing.input && !grid.contains(event.relatedTarget)) {
+      finishEdit(true, null, true);
+    }
   });
 
   var ticking = false;
@@ -623,6 +701,23 @@
     var value = document.getElementById("set-value").value.trim();
     var scope = document.getElementById("set-scope").value;
     if (name === "currency") { value = value.toUpperCase(); }
+    var box = document.getElementById("set-value");
+    if (value !== "") {
+      checkValue(name, value, null, function (answer) {
+        if (!answer.ok) {
+          box.setAttribute("aria-invalid", "true");
+          say("Not applied: " + answer.message, "error");
+          box.focus();
+          return;
+        }
+        box.removeAttribute("aria-invalid");
+        applySet(name, String(answer.value), scope);
+      });
+      return;
+    }
+    applySet(name, value, scope);
+  });
+  function applySet(name, value, scope) {
     if (scope === "selected") {
       var rows = targets();
       change(function () { rows.forEach(function (i) { setValue(i, name, value); }); });
@@ -631,7 +726,7 @@
       change(function () { pending.sets.push({ field: name, value: value, scope: scope }); });
       say(config.labels[name] + " set to " + (value || "nothing") + " for " + scope + " items; not saved yet.");
     }
-  });
+  }
   on("map-form", "submit", function (event) {
     event.preventDefault();
     var from = document.getElementById("map-from").value.trim();
@@ -793,8 +888,8 @@
   var saving = false;
   function save() {
     if (saving) { return; }
+    if (editing) { finishEdit(true, save); return; }
     if (!isDirty()) { say("There are no unsaved edits."); return; }
-    if (editing) { finishEdit(true); }
     saving = true;
     setDisabled("save", true);
     var sent = JSON.stringify(pending);
@@ -847,7 +942,8 @@
   on("save", "click", save);
 
   var dialog = document.getElementById("approve-dialog");
-  on("approve", "click", function () {
+  on("approve", "click", function approve() {
+    if (editing) { finishEdit(true, approve); return; }
     post(config.urls.preview, requestBody()).then(function (result) {
       if (result.status !== 200) { say(problemText(result.data), "error"); return; }
       var s = result.data;

@@ -96,3 +96,38 @@ def test_filtering_to_one_code_omits_its_rows_on_every_page_in_one_undoable_step
     items = Job.objects.get(pk=job.pk).output["items"]
     assert [n for n, item in enumerate(items) if item.get("omitted")] == wanted
     assert f"{len(wanted)} omitted" in page.locator("#flag-summary").inner_text()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_cell_refuses_a_value_not_of_its_kind_and_a_fixed_cell_drops_its_mark(
+        live_server, new_context, workspace, reviewer):
+    page = open_grid(new_context(), live_server, flagged_job(workspace))
+    currency = cell(page, 0, "currency")
+    assert "cell-flagged" in currency.get_attribute("class")
+    currency.dblclick()
+    page.keyboard.type("dollar")
+    page.keyboard.press("Enter")
+    editor = currency.locator("input")
+    assert editor.input_value() == "dollar"  # stays in the cell, not committed
+    assert editor.get_attribute("aria-invalid") == "true"
+    assert "is not a currency" in page.locator("#grid-message").inner_text()
+    assert page.locator("#undo").is_disabled()
+
+    editor.fill("usd")
+    page.keyboard.press("Enter")
+    assert currency.inner_text() == "USD"
+    assert "cell-flagged" not in currency.get_attribute("class")  # at once, before saving
+
+    unit = cell(page, 2, "unit")
+    unit.dblclick()
+    page.keyboard.type("zz")
+    page.keyboard.press("Enter")
+    expect_text(page.locator("#grid-message"), "Not kept: .*'uzz'|Not kept: .*'zz'")
+    page.keyboard.press("Escape")
+
+    page.select_option("#set-field", "currency")
+    page.fill("#set-value", "EURO")
+    page.locator("#set-form button").click()
+    assert "is not a currency" in page.locator("#grid-message").inner_text()
+    assert cell(page, 1, "currency").inner_text().replace("(flagged)", "").strip() == ""

@@ -2,20 +2,11 @@
 fill down, omit and restore, find and replace, a unit word mapped for the
 sheet, saving, and the warning before leaving with unsaved edits."""
 
-import re
-
 import pytest
 
 from jobs.models import Job
-from tests.browser.test_review_flow import sign_in
+from tests.browser.test_review_flow import expect_text, sign_in
 from tests.review import flagged_job
-
-
-def expect_text(locator, pattern: str):
-    """Wait until the element's text matches `pattern` (a regular expression)."""
-    from playwright.sync_api import expect
-
-    expect(locator).to_have_text(re.compile(pattern))
 
 
 def open_grid(context, live_server, job):

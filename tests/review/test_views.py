@@ -236,3 +236,12 @@ def test_the_summary_counts_blocking_and_advisory_flags_apart_by_name(reviewer_c
     assert (page.blocking_count, page.advisory_count) == (1, 1)
     html = reviewer_client.get(detail_url(job.pk)).content.decode()
     assert "Price changed a lot" in html and "(advisory)" in html
+
+
+def test_a_cell_is_checked_as_it_is_committed(reviewer_client, job):
+    url = reverse("review:check", args=[job.pk])
+    assert reviewer_client.get(url, {"field": "currency", "value": "eur"}).json() == {
+        "ok": True, "value": "EUR"}
+    refused = reviewer_client.get(url, {"field": "unit", "value": "u", "description": "Nut M8"}).json()
+    assert refused["ok"] is False and "'u'" in refused["message"]
+    assert reviewer_client.get(url, {"field": "colour", "value": "red"}).status_code == 400
