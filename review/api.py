@@ -29,18 +29,14 @@ from review.selectors import (
     review_job_get,
     review_source_rows,
 )
+from review.decisions import ApprovalBlocked, ReasonRequired, ReviewStale, SourceTableMissing
+from review.edits import EditRejected, value_check
 from review.services import (
-    ApprovalBlocked,
-    EditRejected,
-    ReasonRequired,
-    ReviewStale,
-    SourceTableMissing,
     review_approve,
     review_preview,
     review_reject,
     review_save_edits,
     review_snapshot_current,
-    value_check,
 )
 
 MSG_METHOD = "Use {allowed}."

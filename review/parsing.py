@@ -8,8 +8,9 @@ read into `ReviewEdits`. Pure: no ORM, no request.
                {"index": 7, "omit": true}, {"index": 8, "omit": false}],
      "replace": [{"field": "unit", "find": "Stk", "replace": "pc", "whole": true}],
      "sets": [{"field": "unit", "value": "pc", "scope": "missing"}],   # several sheet values
-     "omit": {"flag": "price_on_request"},               # every item a filter picks
-     "restore": {"flag": "duplicate_item", "field": "sku", "blocking": false}}
+     "omit": {"flag": CODE},                              # every item a filter picks
+     "restore": {"flag": CODE, "field": "sku", "blocking": false}}
+                                                         # CODE: a code of catalog/flags.py
 
 A filter (`omit`, `restore`, and `where` in an entry of `sets`) picks the
 items with a flag of code `flag`, on `field` ("row": about no one field),
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from review.edits import SCOPES, Replace, ReviewEdits, SheetSet
 from review.selectors import EDITABLE_FIELDS, ItemFilter
-from review.services import SCOPES, Replace, ReviewEdits, SheetSet
 
 MSG_NOT_OBJECT = "The body must be a JSON object."
 MSG_VERSION = "`version` must be the job's version (a positive whole number) as you read it."

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -19,6 +18,9 @@ from django.utils import timezone
 from accounts.models import Membership
 from catalog.currencies import currency_choices
 from catalog.export import item_price_text
+from catalog.extraction import plain_decimal
+from catalog.flags import UnknownFlag, flag_type, is_blocking
+from catalog.items import REVIEW_KEYS, VALUE_FIELDS, Item
 from catalog.models import CatalogRevision
 from catalog.selectors import job_sheets
 from catalog.units import unit_choices
@@ -31,20 +33,7 @@ class NotAReviewer(Exception):
     """The user is a member of the job's workspace without the reviewer or admin role."""
 
 
-EDITABLE_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
-# The codes validation checks again on every save and approve; any other
-# code is a doubt only the extractor could see, which the reviewer answers.
-CHECKED_CODES = frozenset({"missing_currency", "ambiguous_unit", "invalid_price",
-                           "unsupported_source", "duplicate_sku", "empty_description"})
-# Readable names of the flag codes the summary and the grid show; a code
-# without one is shown as its words ("price_changed" -> "Price changed").
-FLAG_NAMES = {
-    "missing_currency": "No currency", "ambiguous_unit": "Unit not recognised",
-    "invalid_price": "Price is not a number", "unsupported_source": "Not found in its source row",
-    "duplicate_sku": "SKU appears twice", "empty_description": "No description",
-    "duplicate_item": "Item appears twice", "price_without_item": "Price without an item",
-    "price_changed": "Price changed a lot", "uncertain_column": "Column not confirmed",
-}
+EDITABLE_FIELDS = VALUE_FIELDS
 DECISIONS_SHOWN = 50
 NOTES_SHOWN = 20
 
@@ -160,7 +149,7 @@ def job_history_sentence(*, job: Job, since_version: int | None = None) -> str:
 
 FIELD_LABELS = {"sku": "SKU", "description": "Description", "unit": "Unit", "pack_size": "Pack",
                 "unit_price": "Unit price", "currency": "Currency"}
-ITEM_KEYS = EDITABLE_FIELDS + ("source", "flags", "provenance", "omitted")
+ITEM_KEYS = (*Item.model_fields, *REVIEW_KEYS)  # what the grid reads of an item
 
 _JOB_TABLE = Job._meta.db_table
 _CHECKPOINT_TABLE = JobCheckpoint._meta.db_table
@@ -194,20 +183,22 @@ def snapshot_item(index: int, item: dict) -> dict:
 
 
 def _is_decimal(value: Any) -> bool:
-    try:
-        return Decimal(str(value)).is_finite()
-    except ArithmeticError:
-        return False
+    number = plain_decimal(value)
+    return number is not None and number.is_finite()
 
 
 def flag_name(code: str) -> str:
-    return FLAG_NAMES.get(code) or (code or "?").replace("_", " ").capitalize()
+    """The registry's readable name (the code itself for one it does not know)."""
+    try:
+        return flag_type(code).name
+    except UnknownFlag:
+        return code
 
 
 def flag_blocks(code: str) -> bool:
-    """A flag validation checks again blocks approval; any other is a doubt
-    of the extractor, answered by approving (advisory)."""
-    return code in CHECKED_CODES
+    """Whether a flag of `code` stops approval (the registry says; an
+    unknown code blocks); any other is advisory, answered by approving."""
+    return is_blocking({"code": code})
 
 
 @dataclass(frozen=True)
@@ -317,11 +308,19 @@ class FlagReason:
 
     @property
     def name(self) -> str:
+        """The registry's readable name (the code itself for one it does not know)."""
         return flag_name(self.code)
 
     @property
     def blocking(self) -> bool:
         return flag_blocks(self.code)
+
+    @property
+    def hint(self) -> str:
+        try:
+            return flag_type(self.code).hint
+        except UnknownFlag:
+            return ""
 
 
 @dataclass

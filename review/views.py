@@ -13,12 +13,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs.models import Job, State
+from catalog.flags import Code, registry_json
 from catalog.models import CatalogRevision
 from review.selectors import (
-    CHECKED_CODES,
     EDITABLE_FIELDS,
     FIELD_LABELS,
-    FLAG_NAMES,
     index_ranges,
     NotAReviewer,
     job_sources,
@@ -27,17 +26,15 @@ from review.selectors import (
     review_queue,
     user_is_reviewer_anywhere,
 )
-from review.services import (
+from review.decisions import ReasonRequired, ReviewStale
+from review.edits import (
     CHECKED_FIELDS,
     MSG_CHECK_CURRENCY,
     MSG_CHECK_PACK,
     MSG_CHECK_PRICE,
     VALUE_CODES,
-    ReasonRequired,
-    ReviewStale,
-    review_reject,
-    review_snapshot_current,
 )
+from review.services import review_reject, review_snapshot_current
 
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of a workspace review its extractions."
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."
@@ -94,12 +91,12 @@ def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
             "job": str(job.pk), "version": job.version, "total": page.total,
             "flagged": index_ranges(page.flagged), "editable": job.state == State.AWAITING_REVIEW,
             "fields": list(EDITABLE_FIELDS), "labels": FIELD_LABELS,
-            "checked": sorted(CHECKED_CODES),
-            "flag_names": FLAG_NAMES,
+            "flags": registry_json(),
             "checked_fields": list(CHECKED_FIELDS),
             "check_messages": {"unit_price": MSG_CHECK_PRICE, "pack_size": MSG_CHECK_PACK,
                                "currency": MSG_CHECK_CURRENCY},
-            "value_codes": sorted(VALUE_CODES | {"unsupported_source"}),
+            # The flags a value checked as its cell is committed answers at once.
+            "value_codes": sorted(VALUE_CODES | {Code.UNSUPPORTED_SOURCE}),
             "urls": {"items": reverse("review:items", args=[job.pk]),
                      "source": reverse("review:source", args=[job.pk]),
                      "save": reverse("review:save", args=[job.pk]),

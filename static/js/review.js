@@ -330,8 +330,8 @@
       var li = document.createElement("li");
       li.className = "flag";
       var label = config.labels[flag.field] || flag.field || "row";
-      li.textContent = label + ": " + flag.message +
-        (config.checked.indexOf(flag.code) === -1 ? " (a doubt of the extractor: approving answers it)" : "");
+      var kind = config.flags[flag.code];  // the flag registry: its name and what clears it
+      li.textContent = label + ": " + flag.message + (kind ? " (" + kind.name + ": " + kind.hint + ")" : "");
       list.appendChild(li);
     });
     config.fields.forEach(function (name) {
@@ -770,7 +770,7 @@
     var name = document.getElementById("filter-field").value;
     var blocking = document.getElementById("filter-blocking").checked;
     var words = [];
-    words.push(flag ? (config.flag_names[flag] || flag) : "any flag");
+    words.push(flag ? ((config.flags[flag] && config.flags[flag].name) || flag) : "any flag");
     if (name) { words.push("on " + (config.labels[name] || "the row")); }
     if (blocking) { words.push("blocking only"); }
     return { url: config.urls.matches + "?flag=" + encodeURIComponent(flag) + "&field=" +

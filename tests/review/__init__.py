@@ -88,7 +88,8 @@ def reviewed_revision(workspace, reviewer):
     """A flagged job approved by `reviewer` with values set by hand: the
     currency EUR on every item, and the unit "piece" on A-3 (extracted "u")."""
     from catalog.models import CatalogRevision
-    from review.services import ReviewEdits, review_approve
+    from review.edits import ReviewEdits
+    from review.services import review_approve
 
     job = flagged_job(workspace)
     review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,

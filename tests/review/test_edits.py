@@ -6,16 +6,12 @@ import pytest
 from catalog.models import CatalogItem
 from jobs.models import Job
 from review.models import ReviewDecision
+from review.decisions import ApprovalBlocked
+from review.edits import EditRejected, Replace, ReviewEdits, SheetSet, value_check
 from review.services import (
-    ApprovalBlocked,
-    EditRejected,
-    Replace,
-    ReviewEdits,
-    SheetSet,
     review_approve,
     review_preview,
     review_save_edits,
-    value_check,
 )
 from tests.review import flagged_job, sheet_items
 

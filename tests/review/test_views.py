@@ -217,7 +217,7 @@ def test_saving_answers_what_the_grid_redraws_without_a_reload(reviewer_client, 
     # Only A-3's unit is left: one blocking flag on the third item.
     assert answer["flagged"] == [[2, 2]] and answer["total"] == 3
     assert 'id="blocking-count">1</strong>' in answer["summary_html"]
-    assert "Unit not recognised" in answer["summary_html"]
+    assert "Unit unclear" in answer["summary_html"]
 
 
 def test_the_grid_finds_the_items_of_one_flag_code_on_every_page(reviewer_client, job):
@@ -235,7 +235,7 @@ def test_the_summary_counts_blocking_and_advisory_flags_apart_by_name(reviewer_c
     page = reviewer_client.get(detail_url(job.pk)).context["page"]
     assert (page.blocking_count, page.advisory_count) == (1, 1)
     html = reviewer_client.get(detail_url(job.pk)).content.decode()
-    assert "Price changed a lot" in html and "(advisory)" in html
+    assert "Price moved" in html and "(advisory)" in html
 
 
 def test_a_cell_is_checked_as_it_is_committed(reviewer_client, job):
