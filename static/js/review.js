@@ -247,11 +247,12 @@
         text = shown(index, name);
       }
       cell.textContent = text;
+      if (text && name !== "num") { cell.title = text; }  // the whole value, when the column cuts it
       if (item && name !== "num" && name !== "state") {
         var flags = fixedNow(index, name) ? [] : cellFlags(item, name);
         if (flags.length) {
           cell.classList.add("cell-flagged");
-          cell.title = flags.map(function (f) { return f.message; }).join(" ");
+          cell.title = (text ? text + ": " : "") + flags.map(function (f) { return f.message; }).join(" ");
           var hidden = document.createElement("span");
           hidden.className = "visually-hidden";
           hidden.textContent = " (flagged)";
