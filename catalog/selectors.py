@@ -15,7 +15,7 @@ from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 
 from accounts.models import Membership
-from catalog.export import PROVENANCE_FIELDS
+from catalog.export import PROVENANCE_FIELDS, price_text
 from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
@@ -287,7 +287,8 @@ def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
     if revision_id is None:
         return []
     return [
-        {"sku": sku, "description": description, "unit_price": str(price), "currency": currency}
-        for sku, description, price, currency in CatalogItem.objects.filter(revision_id=revision_id)
-        .values_list("sku", "description", "unit_price", "currency").iterator()
+        {"sku": sku, "description": description, "unit_price": str(price), "currency": currency,
+         "price_text": price_text(price, places)}  # as the catalog shows it, for messages
+        for sku, description, price, places, currency in CatalogItem.objects.filter(revision_id=revision_id)
+        .values_list("sku", "description", "unit_price", "price_places", "currency").iterator()
     ]

@@ -38,7 +38,7 @@ from review.services import review_reject, review_snapshot_current
 
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of a workspace review its extractions."
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."
-MSG_APPROVED = "Approved: revision {revision_id} published with {item_count} items."
+MSG_APPROVED = "Approved: revision {revision} published with {item_count} items."
 MSG_QUEUE_EMPTY = "Nothing else waits for review."
 MSG_REJECTED = "Rejected: nothing was published; the job needs attention."
 QUEUE_PAGE_SIZE = 50
@@ -117,7 +117,7 @@ def next_job(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     job = _job_or_deny(request, job_id)
     revision = CatalogRevision.objects.filter(job_id=job.pk).first()
     if revision is not None:
-        messages.success(request, MSG_APPROVED.format(revision_id=revision.pk,
+        messages.success(request, MSG_APPROVED.format(revision=revision.number,
                                                       item_count=revision.item_count))
     following = review_queue(user=request.user).exclude(pk=job.pk).first()
     if following is None:

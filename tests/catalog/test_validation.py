@@ -101,3 +101,14 @@ def test_needs_review_when_any_item_is_flagged():
 
 def test_no_review_when_all_items_are_clean():
     assert needs_review(validate_items([item()], TABLE)) is False
+
+
+def test_a_price_change_is_told_with_prices_as_the_catalog_shows_them():
+    from catalog.validation import review_flags
+
+    previous = [{"sku": "A-1", "description": "Bolt", "unit_price": "223.930000", "currency": "EUR",
+                 "price_text": "223.93"}]
+    item = {"sku": "A-1", "description": "Bolt", "unit": "pc", "pack_size": None,
+            "unit_price": "2239.30", "currency": "EUR", "source": {"sheet": "S", "row": 2}, "flags": []}
+    message = review_flags([item], previous=previous)[0]["flags"][0]["message"]
+    assert "from 223.93 to 2239.30 EUR" in message

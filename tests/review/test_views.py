@@ -14,7 +14,7 @@ from accounts.services import membership_add
 from jobs.models import Job, State
 from jobs.services import job_cancel
 from review.models import ReviewDecision
-from tests.review import flagged_job, make_supplier, sheet_items
+from tests.review import flagged_job, make_supplier, published_job, sheet_items
 
 
 def detail_url(job_id):
@@ -245,3 +245,16 @@ def test_a_cell_is_checked_as_it_is_committed(reviewer_client, job):
     refused = reviewer_client.get(url, {"field": "unit", "value": "u", "description": "Nut M8"}).json()
     assert refused["ok"] is False and "'u'" in refused["message"]
     assert reviewer_client.get(url, {"field": "colour", "value": "red"}).status_code == 400
+
+
+def test_the_approval_message_names_the_suppliers_revision_number(reviewer_client, workspace, job):
+    other = make_supplier(workspace, "Other Supplier")
+    published_job(workspace, items=sheet_items("EUR")[:1], supplier=other)  # takes an id first
+    response = post_json(reviewer_client, f"/api/jobs/{job.pk}/approve",
+                         {"version": job.version, "set": {"currency": "EUR"},
+                          "items": [{"index": 2, "set": {"unit": "piece"}}]})
+    assert response.status_code == 200
+    revision = CatalogRevision.objects.get(job=job)
+    assert (revision.number, revision.pk != revision.number) == (1, True)
+    response = reviewer_client.get(reverse("review:next", args=[job.pk]), follow=True)
+    assert "Approved: revision 1 published with 3 items." in messages_of(response)
