@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from catalog.flags import CODES
 from review.edits import SCOPES, Replace, ReviewEdits, SheetSet
 from review.selectors import EDITABLE_FIELDS, ItemFilter
 
@@ -42,6 +43,8 @@ MSG_SETS = "`sets` must be a list of {{\"field\", \"value\", \"scope\"}} objects
 
 MSG_FILTER = ("`{where}` must be a filter object {{\"flag\": code, \"field\": name or \"row\", "
               "\"blocking\": true or false}}.")
+
+MSG_FILTER_CODE = "`{where}.flag` is {code!r}, which is not a flag code; codes are: {codes}."
 
 TOP_KEYS = ("version", "set", "scope", "sets", "items", "replace", "omit", "restore")
 FILTER_KEYS = ("flag", "field", "blocking")
@@ -95,6 +98,8 @@ def filter_from_json(raw: Any, where: str = "filter") -> ItemFilter:
     if (not isinstance(flag, str) or not isinstance(name, str) or not isinstance(blocking, bool)
             or name not in ("", "row", *EDITABLE_FIELDS)):
         raise BadEdits(MSG_FILTER.format(where=where))
+    if flag.strip() and flag.strip() not in CODES:
+        raise BadEdits(MSG_FILTER_CODE.format(where=where, code=flag, codes=", ".join(CODES)))
     return ItemFilter(flag=flag.strip(), field=name, blocking=blocking)
 
 

@@ -152,3 +152,9 @@ def test_a_filter_that_is_not_one_is_400(client, reviewer, job):
     response = approve(client, job, {"version": job.version, "omit": {"code": "x"}}, reviewer)
     assert response.status_code == 400
     assert "'code'" in response.json()["detail"] and "flag" in response.json()["detail"]
+
+
+def test_a_filter_naming_an_unknown_flag_code_is_400(client, reviewer, job):
+    response = approve(client, job, {"version": job.version, "omit": {"flag": "no_such_code"}}, reviewer)
+    assert response.status_code == 400
+    assert "'no_such_code', which is not a flag code" in response.json()["detail"]
