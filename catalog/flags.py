@@ -157,21 +157,23 @@ REGISTRY: dict[Code, FlagType] = {t.code: t for t in (
 CODES: tuple[str, ...] = tuple(str(code) for code in REGISTRY)
 
 
+# Looked up by the code's text (a Code member hashes and compares as its text).
+_BY_CODE: dict[str, tuple[str, FlagType]] = {str(t.code): (str(t.code), t) for t in REGISTRY.values()}
+
+
 def flag_type(code: str) -> FlagType:
     """The registered type of ``code``; raises UnknownFlag for any other."""
-    try:
-        return REGISTRY[Code(code)]
-    except ValueError:
-        raise UnknownFlag(f"{code!r} is not a registered flag code") from None
+    found = _BY_CODE.get(code)
+    if found is None:
+        raise UnknownFlag(f"{code!r} is not a registered flag code")
+    return found[1]
 
 
 def flag_message(code: str, variant: str = "", **values: Any) -> str:
     """The registered message ``variant`` of ``code``, filled with ``values``."""
-    kind = flag_type(code)
-    try:
-        template = kind.messages[variant]
-    except KeyError:
-        raise UnknownFlag(f"{code} has no message {variant!r}") from None
+    template = flag_type(code).messages.get(variant)
+    if template is None:
+        raise UnknownFlag(f"{code} has no message {variant!r}")
     return template.format(**values)
 
 
@@ -184,17 +186,21 @@ def flag(code: str, field: str | None | object = _DEFAULT, *, variant: str = "",
     type's ``extra`` members). The message is the registered one (``variant``
     filled with ``values``) unless ``message`` is given. Raises UnknownFlag
     for a code or field the registry does not know."""
-    kind = flag_type(code)
+    found = _BY_CODE.get(code)
+    if found is None:
+        raise UnknownFlag(f"{code!r} is not a registered flag code")
+    text, kind = found
     if field is _DEFAULT:
         field = kind.fields[0]
-    if field not in kind.fields:
+    elif field not in kind.fields:
         raise UnknownFlag(f"{code} does not name the field {field!r}; it names {kind.fields}")
-    text = message if message is not None else flag_message(code, variant, **values)
-    out = {"code": str(kind.code), "field": field, "message": text}
-    for name, value in (extra or {}).items():
-        if name not in kind.extra:
-            raise UnknownFlag(f"{code} carries no {name!r}")
-        out[name] = value
+    out = {"code": text, "field": field,
+           "message": message if message is not None else flag_message(code, variant, **values)}
+    if extra:
+        unknown = set(extra) - set(kind.extra)
+        if unknown:
+            raise UnknownFlag(f"{code} carries no {sorted(unknown)}")
+        out.update(extra)
     return out
 
 

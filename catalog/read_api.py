@@ -26,9 +26,10 @@ from django.urls import reverse
 from django.utils.http import parse_etags, urlencode
 from django.utils.text import slugify
 from django.views.decorators.csrf import csrf_exempt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from catalog.export import deterministic_xlsx, price_text, rows_to_csv, rows_to_xlsx
+from catalog.items import VALUE_FIELDS, Item
 from catalog.models import CatalogItem, CatalogRevision, Supplier
 from catalog.selectors import (
     revision_diff,
@@ -75,22 +76,29 @@ class FieldProvenance(Open):
     extracted: str | int | float | None = Field(None, description="The value the extractor gave.")
 
 
-class CatalogItemOut(Open):
+class _PublishedItem(Open):
     model_config = ConfigDict(title="CatalogItem", extra="allow")
 
-    sku: str
-    description: str
-    unit: str | None
-    unit_code: str | None = Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")
-    pack_size: float | None
-    unit_price: str = Field(description="A decimal, as text, with the decimals the supplier gave "
-                                        "(\"12.50\", \"0.125\", \"12\").")
-    currency: str
-    source: dict[str, str | int] = Field(description="{sheet, row}: where the item was read.")
-    provenance: dict[str, FieldProvenance] = Field(
+
+# A published item: the item's values (catalog.items.Item), each with a
+# currency and its price as the supplier wrote it, the unit's code, and the
+# row it was read from.
+_PUBLISHED = {
+    "currency": (str, Field(description="ISO 4217.")),
+    "unit_price": (str, Field(description="A decimal, as text, with the decimals the supplier gave "
+                                          "(\"12.50\", \"0.125\", \"12\").")),
+}
+CatalogItemOut = create_model(
+    "CatalogItemOut", __base__=_PublishedItem,
+    **{name: _PUBLISHED.get(name, (Item.model_fields[name].annotation, Item.model_fields[name]))
+       for name in VALUE_FIELDS},
+    unit_code=(str | None, Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")),
+    source=(dict[str, str | int], Field(description="{sheet, row}: where the item was read.")),
+    provenance=(dict[str, FieldProvenance], Field(
         description="Per field (sku, description, unit, pack_size, unit_price, currency): "
                     "extracted from the sheet, or set by a reviewer (who, when, and the "
-                    "value that was extracted).")
+                    "value that was extracted).")),
+)
 
 
 class SupplierOut(Open):

@@ -71,3 +71,12 @@ def test_the_reviewers_currency_clears_the_models_unstated_one(unstated_currency
                    edits=ReviewEdits(currency="EUR", currency_scope="all"))
     assert Job.objects.get(pk=job.pk).state == State.COMPLETED
     assert {i.currency for i in CatalogItem.objects.filter(revision__job=job)} == {"EUR"}
+
+
+def test_the_reviewer_may_confirm_the_models_currency_by_setting_it(unstated_currency_job, reviewer):
+    job = unstated_currency_job
+    save(reviewer, job, ReviewEdits(currency="USD", currency_scope="missing"))
+    job = Job.objects.get(pk=job.pk)
+    assert [codes(i, "currency") for i in job.output["items"]] == [[], []]
+    review_approve(user=reviewer, job_id=job.pk, expected_version=job.version, edits=ReviewEdits())
+    assert {i.currency for i in CatalogItem.objects.filter(revision__job=job)} == {"USD"}
