@@ -733,8 +733,11 @@
     var from = document.getElementById("map-from").value.trim();
     var to = document.getElementById("map-to").value.trim();
     if (!from) { say("Say which unit word to map."); return; }
-    change(function () { pending.replace.push({ field: "unit", find: from, replace: to, whole: true }); });
-    say("Unit “" + from + "” means “" + to + "” for the whole sheet; not saved yet.");
+    checkValue("unit", to, null, function (answer) {
+      if (!answer.ok) { say("Not applied: " + answer.message, "error"); return; }
+      change(function () { pending.replace.push({ field: "unit", find: from, replace: to, whole: true }); });
+      say("Unit “" + from + "” means “" + to + "” for the whole sheet; not saved yet.");
+    });
   });
   on("replace-form", "submit", function (event) {
     event.preventDefault();
