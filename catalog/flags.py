@@ -25,6 +25,7 @@ ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currenc
 class Code(StrEnum):
     MISSING_CURRENCY = "missing_currency"
     CURRENCY_NOT_IN_SHEET = "currency_not_in_sheet"
+    DESCRIPTION_NOT_IN_ROW = "description_not_in_row"
     AMBIGUOUS_UNIT = "ambiguous_unit"
     AMBIGUOUS_PACK = "ambiguous_pack"
     INVALID_PRICE = "invalid_price"
@@ -110,6 +111,13 @@ REGISTRY: dict[Code, FlagType] = {t.code: t for t in (
           clear=Clear.RECHECK, messages=(
               "The currency {currency} is not stated in sheet {sheet!r} (not in the row, a number "
               "format, a header, a title or a note); set the currency.")),
+    # The model's description must be read in the row it cites; validation
+    # checks a description only for an item without a SKU, so this doubt has
+    # a code of its own that a save of another field keeps.
+    _type(Code.DESCRIPTION_NOT_IN_ROW, "Description not in the cited row", ["description"], blocks=True,
+          clear=Clear.RECHECK, messages=(
+              "Row {row} of sheet {sheet!r} does not contain this description; check it against "
+              "the row or set it.")),
     _type(Code.AMBIGUOUS_UNIT, "Unit unclear", ["unit"], refuses_value=True, **_CHECKED, messages={
         "": "Unit {unit!r} does not say what is counted (piece, kg, box...); check it.",
         "unknown": "Unit {unit!r} is not a known unit of sale; check what one price buys.",

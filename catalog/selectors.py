@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
@@ -292,3 +293,20 @@ def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
         for sku, description, price, places, currency in CatalogItem.objects.filter(revision_id=revision_id)
         .values_list("sku", "description", "unit_price", "price_places", "currency").iterator()
     ]
+
+
+def upload_rate_wait_seconds(*, workspace_id: int, limit: int) -> float:
+    """Seconds until the workspace may admit another upload when `limit`
+    uploads were admitted in the last minute (database time), else 0: the
+    wait until the oldest of the newest `limit` leaves the window."""
+    if limit < 1:
+        return 60.0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT extract(epoch FROM created_at + interval '1 minute' - clock_timestamp()) "
+            f"FROM {Job._meta.db_table} WHERE workspace_id = %s AND kind = 'parse_sheet' "
+            f"AND created_at > clock_timestamp() - interval '1 minute' "
+            f"ORDER BY created_at DESC OFFSET %s LIMIT 1",
+            [workspace_id, limit - 1])
+        row = cursor.fetchone()
+    return max(float(row[0]), 1.0) if row else 0.0
