@@ -10,9 +10,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from accounts.models import Workspace
-from catalog.export import item_price_places
+from catalog.export import item_price_places, published_provenance
 from catalog.mapping import mapping_parse
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from catalog.reading import Table
@@ -180,7 +181,7 @@ def _next_number(*, workspace_id: int, supplier: Supplier | None) -> int:
 
 
 _ITEM_COLUMNS = ("revision_id", "sku", "description", "unit", "unit_code", "pack_size", "unit_price",
-                 "price_places", "currency", "source_sheet", "source_row")
+                 "price_places", "currency", "source_sheet", "source_row", "provenance")
 
 
 def _items_copy(revision: CatalogRevision, items: list[dict]) -> None:
@@ -194,7 +195,7 @@ def _items_copy(revision: CatalogRevision, items: list[dict]) -> None:
                 revision.pk, item["sku"] or "", item.get("description") or "", item.get("unit"),
                 unit_code(item.get("unit")) or "", _pack_size(item), Decimal(item["unit_price"]),
                 item_price_places(item), item["currency"], item["source"]["sheet"],
-                item["source"]["row"],
+                item["source"]["row"], Jsonb(published_provenance(item)),
             ))
 
 

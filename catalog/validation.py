@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from catalog.export import item_price_text, price_text
 from catalog.currencies import is_active_currency
 from catalog.extraction import find_currencies, fold, parse_decimal, price_value, unit_ambiguity
 from catalog.flags import Code, flag, flag_message
@@ -236,7 +237,7 @@ def _previous_index(previous) -> tuple[dict, dict]:
         price = price_value(old.get("unit_price"))
         if price is None or price <= 0:
             continue
-        entry = (price, old.get("currency"))
+        entry = (price, old.get("currency"), old.get("price_text") or price_text(price))
         if (old.get("sku") or "").strip():
             by_sku[old["sku"].strip()] = entry
         else:
@@ -253,8 +254,10 @@ def _price_change(item: dict, by_sku: dict, by_desc: dict, ratio: Decimal) -> di
     change = (new - old[0]) / old[0]
     if abs(change) <= ratio:
         return None
-    return flag(Code.PRICE_CHANGED, "unit_price", old=old[0], new=new, currency=item.get("currency") or "",
-                change=change, extra={"old": str(old[0]), "new": str(new)})
+    # Both prices as the catalog and the grid show them ("223.93", not "223.930000").
+    return flag(Code.PRICE_CHANGED, "unit_price", old=old[2], new=item_price_text(item),
+                currency=item.get("currency") or "", change=change,
+                extra={"old": str(old[0]), "new": str(new)})
 
 
 def review_flags(items: list[dict], *, previous: list[dict] | None = None,
@@ -373,3 +376,10 @@ def check_model_items(items: list[dict], table: Table) -> list[dict]:
             copy["flags"] += _model_flags(item, sheet, *context[sheet.name])
         out.append(copy)
     return out
+
+
+def unit_problem(unit: str, description: str = "") -> str | None:
+    """What validation says of a unit a reviewer types (None: it is a known
+    unit for this item), so a cell can be checked as it is committed."""
+    flags = _unit_flags(unit, description) if unit and unit.strip() else []
+    return flags[0]["message"] if flags else None
