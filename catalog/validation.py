@@ -11,7 +11,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from catalog.currencies import is_active_currency
-from catalog.extraction import find_currencies, fold, parse_decimal, unit_ambiguity
+from catalog.extraction import col_index, find_currencies, fold, parse_decimal, unit_ambiguity
 from catalog.reading import Table
 from catalog.units import unit_is_ambiguous, unit_label, unit_normalize
 
@@ -34,6 +34,8 @@ MSG_NO_ROW = "The cited row {row} is outside sheet {sheet!r} (it has {count} row
 MSG_SKU_NOT_IN_ROW = "Row {row} of sheet {sheet!r} does not contain the SKU {sku!r}."
 MSG_DESC_NOT_IN_ROW = "Row {row} of sheet {sheet!r} does not contain the description."
 MSG_PRICE_NOT_IN_ROW = "Row {row} of sheet {sheet!r} does not contain the price {price}."
+MSG_NO_CELL = "The cited cell {column}{row} is outside sheet {sheet!r}."
+MSG_PRICE_NOT_IN_CELL = "Cell {column}{row} of sheet {sheet!r} does not hold the price {price}."
 MSG_DUPLICATE_SKU = "SKU {sku!r} appears {count} times with different prices ({prices})."
 MSG_EMPTY_DESCRIPTION = "The description is empty."
 
@@ -74,6 +76,14 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
         return [_flag("unsupported_source", "source",
                       MSG_NO_ROW.format(row=row_no, sheet=sheet_name, count=len(sheet.rows)))]
     row = sheet.rows[row_no - 1]
+    if "column" in source:
+        return _cell_source_flags(item, price, row, source)
+    return _row_source_flags(item, price, row, row_no, sheet_name)
+
+
+def _row_source_flags(item: dict, price: Decimal | None, row: list[str], row_no: int,
+                      sheet_name: str) -> list[dict]:
+    """An item cites its row: that row holds its SKU (or description) and its price."""
     flags = []
     sku = (item.get("sku") or "").strip()
     if sku:
@@ -108,6 +118,20 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
         flags.append(_flag("unsupported_source", "unit_price",
                            MSG_PRICE_NOT_IN_ROW.format(row=row_no, sheet=sheet_name, price=price_text)))
     return flags
+
+
+def _cell_source_flags(item: dict, price: Decimal | None, row: list[str], source: dict) -> list[dict]:
+    """A matrix item cites its cell: that cell holds the price (its
+    description is built from the row's and the column's labels)."""
+    col = col_index(source["column"]) if isinstance(source["column"], str) else None
+    where = dict(row=source["row"], sheet=source["sheet"], column=source["column"])
+    if col is None or col >= len(row):
+        return [_flag("unsupported_source", "source", MSG_NO_CELL.format(**where))]
+    text = row[col]
+    price_text = str(item.get("unit_price") or "")
+    if text != price_text and (price is None or price not in _cell_prices(text)):
+        return [_flag("unsupported_source", "unit_price", MSG_PRICE_NOT_IN_CELL.format(**where, price=price_text))]
+    return []
 
 
 # What the catalog's columns hold besides the price (catalog.models.CatalogItem;

@@ -84,6 +84,8 @@ def sheet_mapping(mapping: dict, sheet: Sheet) -> dict | None:
     """{"header_row", "columns": role -> 0-based column or None} for ``sheet``; None if not listed."""
     for entry in mapping.get("sheets") or []:
         if isinstance(entry, dict) and entry.get("sheet") == sheet.name:
+            if isinstance(entry.get("matrix"), dict):
+                return {"header_row": entry.get("header_row"), "matrix": entry["matrix"]}
             columns = entry.get("columns") or {}
             out = {role: (col_index(columns[role]) if columns.get(role) else None)
                    for role in MAPPED_ROLES}
