@@ -230,13 +230,15 @@ def matrix_parse(data, sheet: Sheet) -> tuple[dict | None, list[str]]:
     if errors or body is None:
         return None, errors
     left, top, right, bottom = body
-    if bottom is not None and bottom >= last_row(rows):
-        bottom = None
     m = Matrix(tuple(labels), tuple(headers), top, left, right, bottom, unit, product)
     errors = _placement_errors(m, name)
     if not errors and not matrix_read(sheet, m).items:
         errors.append(MSG_NO_PRICE.format(name=name, body=m.body))
-    return (None, errors) if errors else (m.to_json(), [])
+    if errors:
+        return None, errors
+    if bottom is not None and bottom >= last_row(rows):
+        m = Matrix(m.row_labels, m.header_rows, top, left, right, None, unit, product)
+    return m.to_json(), []
 
 
 # ------------------------------------------------------------------ reading
