@@ -21,7 +21,7 @@ MSG_NO_ITEMS = "no item rows were found in the sheet: it is not an item list"
 def _read_limits():
     from catalog.reading import ReadLimits
 
-    return ReadLimits(max_sheets=settings.MAX_SHEETS)
+    return ReadLimits(max_sheets=settings.MAX_SHEETS, max_pages=settings.MAX_PAGES)
 
 
 def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, extract: bool,

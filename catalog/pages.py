@@ -32,6 +32,7 @@ from catalog.selectors import (
     with_reading_report,
 )
 from catalog.services import pricesheet_admit
+from catalog.readers import accepted_files, format_names
 from catalog.storage import UploadTooLarge
 from jobs.models import REQUEUEABLE_STATES, Job, State
 from jobs.problems import Problem
@@ -48,7 +49,7 @@ from jobs.services import IdempotencyConflict, InvalidTransition, VersionConflic
 
 MSG_TOO_LARGE = "The file is larger than the limit of {limit}."
 MSG_EMPTY = "The file is empty."
-MSG_NO_FILE = "Choose a price sheet (CSV or XLSX) to upload."
+MSG_NO_FILE = "Choose a price sheet (CSV, TSV, XLSX, XLS, XLSB, ODS or a text PDF) to upload."
 MSG_REUSED_FORM = "This form was already used for another upload; it has been reset, upload again."
 MSG_CANCELLED = "The job was cancelled."
 MSG_NOT_CANCELLABLE = "The job is {state} and can no longer be cancelled."
@@ -185,6 +186,7 @@ def _form_page(request: HttpRequest, form: UploadForm, *, status: int = 200,
         "form": form, "workspaces": workspaces, "suppliers": list(suppliers)[:500],
         "error": error, "limit_text": size_text(settings.UPLOAD_MAX_BYTES),
         "limit_bytes": settings.UPLOAD_MAX_BYTES,
+        "accept": accepted_files(), "formats": format_names(),
     }, status=status)
 
 

@@ -155,7 +155,8 @@ def _mp_context():
         ctx = multiprocessing.get_context("forkserver")
         # Children fork from a server that has already imported the parsers.
         ctx.set_forkserver_preload(["catalog.sandbox", "catalog.extraction", "catalog.mapping",
-                                    "catalog.validation", "openpyxl", "charset_normalizer"])
+                                    "catalog.validation", "catalog.readers", "openpyxl",
+                                    "charset_normalizer", "xlrd", "python_calamine", "pdfplumber"])
         _context = ctx
     return _context
 

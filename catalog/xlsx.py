@@ -79,6 +79,10 @@ def _parser(**handlers) -> expat.XMLParserType:
     return parser
 
 
+# The same parser for the other XML-based readers (ODS, the XLSB relationships).
+safe_parser = _parser
+
+
 def _parse_part(zf: zipfile.ZipFile, name: str, parser: expat.XMLParserType) -> None:
     try:
         with zf.open(name) as part:

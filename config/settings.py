@@ -187,7 +187,9 @@ LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 # limits; a sheet that breaks one needs attention at once, with the reason.
 PARSE_MAX_MEMORY_MB = env.int("PARSE_MAX_MEMORY_MB", default=512)
 PARSE_MAX_SECONDS = env.float("PARSE_MAX_SECONDS", default=120.0)
-MAX_SHEETS = env.int("MAX_SHEETS", default=50)
+MAX_SHEETS = env.int("MAX_SHEETS", default=100)
+# Pages read from one PDF price list; more is refused before any page is read.
+MAX_PAGES = env.int("MAX_PAGES", default=100)
 # A price that moves by more than this share against the supplier's current
 # catalog waits for a reviewer (0.5: more than 50% up or down).
 PRICE_CHANGE_REVIEW_RATIO = env.float("PRICE_CHANGE_REVIEW_RATIO", default=0.5)
