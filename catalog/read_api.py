@@ -78,7 +78,8 @@ class CatalogItemOut(Open):
     unit_price: str = Field(description="A decimal, as text, with the decimals the supplier gave "
                                         "(\"12.50\", \"0.125\", \"12\").")
     currency: str
-    source: dict[str, str | int] = Field(description="{sheet, row}: where the item was read.")
+    source: dict[str, str | int] = Field(description="{sheet, row}: where the item was read; "
+                                                     "`column` too for a price matrix's cell.")
 
 
 class SupplierOut(Open):
@@ -196,8 +197,16 @@ def item_json(item: CatalogItem | dict) -> dict:
         "pack_size": _number(get("pack_size")),
         "unit_price": price_text(get("unit_price"), get("price_places")),
         "currency": get("currency"),
-        "source": {"sheet": get("source_sheet"), "row": get("source_row")},
+        "source": _source(get),
     }
+
+
+def _source(get) -> dict:
+    """{sheet, row}, and the column of a price matrix's cell."""
+    source = {"sheet": get("source_sheet"), "row": get("source_row")}
+    if get("source_column"):
+        source["column"] = get("source_column")
+    return source
 
 
 def supplier_json(supplier: Supplier) -> dict:

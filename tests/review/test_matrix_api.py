@@ -61,7 +61,11 @@ def test_a_matrix_mapped_over_the_api_becomes_reviewed_items_and_the_next_one_pu
     review_approve(user=reviewer, job_id=job.pk, expected_version=job.version)
     job.refresh_from_db()
     assert job.state == State.COMPLETED
-    assert CatalogRevision.objects.get(job=job).items.count() == 19
+    revision = CatalogRevision.objects.get(job=job)
+    assert revision.items.count() == 19
+    published = bearer(reviewer).get(f"/api/revisions/{revision.public_id}/items?page_size=100").json()["results"]
+    assert {(i["source"]["row"], i["source"]["column"]): i["description"] for i in published} == {
+        cell: description for cell, (description, _price) in gen.expected.items()}
     layout = SupplierLayout.objects.get()
     assert layout.mapping["sheets"][0]["matrix"]["body"] == "B3:F"
 
