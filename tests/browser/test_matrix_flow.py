@@ -66,6 +66,10 @@ def test_reviewer_confirms_a_proposed_matrix_and_its_cells_become_published_item
     assert page.locator("#review-grid [data-index]").count() >= 10  # the grid draws the rows in view
     assert "Roller blind, 60 × 100 cm" in page.locator("#review-grid").inner_text()
     assert page.locator("#flag-reasons li").count() == 0
+    # The source pane marks the cited cell of the current item, not only its row.
+    page.locator("#review-grid [data-index='0']").first.click()
+    assert page.locator("#source-rows td.cell-current").inner_text() == "60.00"
+    assert "Sheet1:B3" in page.locator("#review-grid [data-index='0']").first.inner_text()
     page.locator("#approve").click()
     page.wait_for_selector("#approve-dialog[open]")
     assert "To publish: 19" in page.locator("#approve-summary").inner_text()
