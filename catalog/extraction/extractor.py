@@ -19,7 +19,7 @@ from catalog.extraction.columns import ROLES, assign_roles, profile_columns
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
 from catalog.extraction.mapping import MappingError, sheet_mapping
-from catalog.extraction.matrix import Matrix, counts_sentence, matrix_read, propose_matrix
+from catalog.extraction.matrix import MAX_MATRIX_ITEMS, Matrix, counts_sentence, matrix_read, propose_matrix
 from catalog.extraction.money import (
     ISO_CODES, PLAIN_NUMBER_RE, ambiguous_currency_symbol, canonical_decimal, decimal_style,
     detect_currency, find_currencies, parse_decimal,
@@ -43,6 +43,8 @@ MSG_NO_ITEMS = ("sheet {sheet!r}: no row below the header has a price; "
                 "a reviewer can still map its columns")
 MSG_MATRIX_PROPOSED = ("a price matrix was recognized: confirm its row labels, column labels, body and unit "
                        "(one item per priced cell)")
+MSG_MATRIX_TOO_LARGE = ("sheet {sheet!r}: the price matrix has more than {limit:,} priced cells, more items "
+                        "than a sheet may hold; split it into several sheets")
 MSG_REFUSED = "no sheet holds an item list: {details}"
 _ROLE_WORDS = {"unit_price": "price", "sku": "SKU", "description": "description", "unit": "unit",
                "pack_size": "pack size", "currency": "currency", "quantity": "quantity"}
@@ -251,6 +253,9 @@ def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: st
     it waits for a reviewer's confirmation."""
     got = matrix_read(sheet, matrix, currency)
     name = sheet.name
+    if got.too_large:
+        reason = MSG_MATRIX_TOO_LARGE.format(sheet=name, limit=MAX_MATRIX_ITEMS)
+        return _refused(sheet, Header(matrix.header_rows, []), reason, "too large")
     if not got.items:
         return _refused(sheet, Header(matrix.header_rows, []), MSG_NO_ITEMS.format(sheet=name), "no items")
     doubts = list(got.doubts)

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from catalog.extraction.headers import RE, classify_header
-from catalog.extraction.layout import _ZONE, is_band, is_dimension
+from catalog.extraction import headers, layout
 from catalog.extraction.money import (
     PLAIN_NUMBER_RE, canonical_decimal, decimal_style, detect_currency, find_currencies, parse_decimal,
 )
@@ -65,7 +66,9 @@ MSG_NO_PRICE = "Sheet {name!r}: the body {body} holds no price under a column la
 MAX_UNIT_CHARS = 20
 MAX_PRODUCT_CHARS = 200
 _SCAN_ROWS = 30  # rows looked at for the column labels
-_SAMPLE_ROWS = 200  # body rows looked at to decide which columns hold prices
+_SAMPLE_ROWS = 60  # body rows looked at to decide which columns hold prices
+# As many items as the longest item list a sheet may hold (ReadLimits.max_rows).
+MAX_MATRIX_ITEMS = 150_000
 _NOT_OFFERED = {"-", "–", "—", "x", "/", "n/a", "na", "0", "—/—"}
 _RANGE = re.compile(r"([A-Z]{1,3})([1-9]\d{0,6}):([A-Z]{1,3})([1-9]\d{0,6})?")
 _WEIGHT = re.compile(r"\d\s*+(?:kg|lbs?|кг|t)\.?(?![\w])")
@@ -125,6 +128,7 @@ class MatrixRead:
     currency: str | None = None
     basis: str = ""
     doubts: list[str] = field(default_factory=list)
+    too_large: bool = False  # more than MAX_MATRIX_ITEMS priced cells: reading stopped
 
 
 def _range(text: str) -> tuple[int, int, int, int | None]:
@@ -232,7 +236,7 @@ def matrix_parse(data, sheet: Sheet) -> tuple[dict | None, list[str]]:
     left, top, right, bottom = body
     m = Matrix(tuple(labels), tuple(headers), top, left, right, bottom, unit, product)
     errors = _placement_errors(m, name)
-    if not errors and not matrix_read(sheet, m).items:
+    if not errors and not _holds_a_price(sheet, m):
         errors.append(MSG_NO_PRICE.format(name=name, body=m.body))
     if errors:
         return None, errors
@@ -247,16 +251,24 @@ def matrix_parse(data, sheet: Sheet) -> tuple[dict | None, list[str]]:
 def _price(text: str, decimal: str | None):
     """The cell's price, "empty" (nothing, a dash, a zero: not offered) or "text" (no price)."""
     text = text.strip()
-    if not text or fold(text) in _NOT_OFFERED:
+    if not text:
         return "empty"
     value = parse_decimal(text, decimal)
     if value is None:
-        return "text"
+        return "empty" if fold(text) in _NOT_OFFERED else "text"
     return value if value > 0 else "empty"
 
 
+@lru_cache(maxsize=4096)
+def _label_form(text: str) -> tuple[str, bool]:
+    """(the label as a description writes it, whether it is a bare number);
+    labels repeat along their row or column, so each is looked at once."""
+    text = _WHOLE.sub(r"\1", text)
+    return text, bool(_BARE_NUMBER.fullmatch(text))
+
+
 def _label(text: str, unit: str | None) -> str:
-    return f"{text} {unit}" if unit and _BARE_NUMBER.fullmatch(text) else text
+    return f"{text} {unit}" if unit and _label_form(text)[1] else text
 
 
 def describe(product: str | None, row_labels: list[str], column_label: str, unit: str | None) -> str:
@@ -264,10 +276,10 @@ def describe(product: str | None, row_labels: list[str], column_label: str, unit
 
     When the row's last label and the column's label are both bare numbers
     (a width by a height), they are written as one size, column first."""
-    labels = [_WHOLE.sub(r"\1", t) for t in row_labels if t]
-    column_label = _WHOLE.sub(r"\1", column_label)
-    last = labels[-1] if labels else ""
-    if _BARE_NUMBER.fullmatch(last) and _BARE_NUMBER.fullmatch(column_label):
+    labels = [_label_form(t)[0] for t in row_labels if t]
+    column_label, column_bare = _label_form(column_label)
+    if labels and column_bare and _label_form(labels[-1])[1]:
+        last = labels[-1]
         size = f"{column_label} × {last}" + (f" {unit}" if unit else "")
         parts = labels[:-1] + [size]
     else:
@@ -356,7 +368,23 @@ def matrix_read(sheet: Sheet, m: Matrix, currency: str | None = None) -> MatrixR
                 continue
             counts["priced"] += 1
             items.append(reader.item(r, col, text, got, row_labels))
+        if len(items) > MAX_MATRIX_ITEMS:
+            return MatrixRead([], counts, too_large=True)
     return MatrixRead(items, counts, reader.code, reader.basis, reader.doubts)
+
+
+def _holds_a_price(sheet: Sheet, m: Matrix) -> bool:
+    """Whether the body has one priced cell under a column label in a labeled
+    row (stops at the first: a mapping is checked in the web request)."""
+    labels = column_labels(sheet.rows, m)
+    for r in range(m.top, min(m.bottom or len(sheet.rows), len(sheet.rows)) + 1):
+        row = sheet.rows[r - 1]
+        if not any(cell(row, c).strip() for c in m.row_labels):
+            continue
+        if any(labels[c] and isinstance(_price(cap(cell(row, c)), None), Decimal)
+               for c in range(m.left, m.right + 1)):
+            return True
+    return False
 
 
 def counts_sentence(counts: dict[str, int]) -> str:
@@ -379,7 +407,7 @@ def _share(labels: list[str], test) -> float:
 
 
 def _size(text: str) -> bool:
-    return is_dimension(text) or bool(_SIZE.fullmatch(fold(text)))
+    return layout.is_dimension(text) or bool(_SIZE.fullmatch(fold(text)))
 
 
 def _weight(text: str) -> bool:
@@ -387,12 +415,12 @@ def _weight(text: str) -> bool:
 
 
 def _zone(text: str) -> bool:
-    return bool(_ZONE.fullmatch(fold(text)))
+    return bool(layout._ZONE.fullmatch(fold(text)))
 
 
 def _kind(column_labels_: list[str], row_labels: list[str]) -> str:
     """"rate_card" for weight bands or zones by weights; else "matrix"."""
-    if _share(column_labels_, is_band) >= 0.6 or _share(row_labels, is_band) >= 0.6:
+    if _share(column_labels_, layout.is_band) >= 0.6 or _share(row_labels, layout.is_band) >= 0.6:
         return "rate_card"
     if _share(column_labels_, _zone) >= 0.6 and _share(row_labels, _weight) >= 0.6:
         return "rate_card"
@@ -401,15 +429,31 @@ def _kind(column_labels_: list[str], row_labels: list[str]) -> str:
     return "matrix"
 
 
-def _priced_columns(rows: list[list[str]], header: int) -> list[int]:
+class _Numbers:
+    """Whether a cell holds a number, parsed once: the candidate header rows
+    share the rows below them."""
+
+    def __init__(self, rows: list[list[str]]):
+        self.rows = rows
+        self.seen: dict[tuple[int, int], bool] = {}
+
+    def __call__(self, r: int, col: int) -> bool:
+        key = (r, col)
+        got = self.seen.get(key)
+        if got is None:
+            got = self.seen[key] = parse_decimal(cell(self.rows[r - 1], col).strip()) is not None
+        return got
+
+
+def _priced_columns(rows: list[list[str]], header: int, number: _Numbers) -> list[int]:
     """Columns (not the first) whose cells under ``header`` are mostly prices."""
-    sample = [r for r in rows[header: header + _SAMPLE_ROWS] if any(r)]
-    width = max((len(r) for r in sample), default=0)
+    sample = [r for r in range(header + 1, min(len(rows), header + _SAMPLE_ROWS) + 1) if any(rows[r - 1])]
+    width = max((len(rows[r - 1]) for r in sample), default=0)
     out = []
     for col in range(1, width):
-        texts = [r[col].strip() for r in sample if col < len(r) and r[col].strip()]
-        numbers = sum(1 for t in texts if parse_decimal(t) is not None)
-        if numbers >= 2 and numbers >= 0.6 * len(texts):
+        filled = [r for r in sample if cell(rows[r - 1], col).strip()]
+        numbers = sum(1 for r in filled if number(r, col))
+        if numbers >= 2 and numbers >= 0.6 * len(filled):
             out.append(col)
     return out
 
@@ -437,13 +481,13 @@ def _labels_fit(labels: list[str], strict: bool) -> bool:
     dimension or a zone ("60", "50 ml", "Zone 2")."""
     if len(set(labels)) != len(labels) or any(len(t) > 40 or "%" in t for t in labels):
         return False  # a percentage is a discount or a tax, not a dimension
-    if any(RE["statistic"].search(fold(t)) for t in labels):
+    if any(headers.RE["statistic"].search(fold(t)) for t in labels):
         return False  # minimum, average, maximum: statistics, not offers
     numbers = [parse_decimal(t) for t in labels]
     if all(n is not None for n in numbers) and not _monotonic(numbers):
         return False  # a row of values, not a dimension's steps (60, 80, 100)
     for text in labels:
-        got = classify_header(text)
+        got = headers.classify_header(text)
         if got and got[0] != "description" and not _size(text):
             return False
     if not strict:
@@ -452,21 +496,20 @@ def _labels_fit(labels: list[str], strict: bool) -> bool:
             and not all(_BARE_NUMBER.fullmatch(t) for t in labels))
 
 
-def _priced_rows(rows: list[list[str]], body: list[int], start: int, stop: int) -> list[int]:
-    return [r for r in range(start, min(stop, len(rows)) + 1)
-            if any(parse_decimal(cell(rows[r - 1], c).strip()) is not None for c in body)]
+def _priced_rows(body: list[int], start: int, stop: int, number: _Numbers) -> list[int]:
+    return [r for r in range(start, min(stop, len(number.rows)) + 1) if any(number(r, c) for c in body)]
 
 
-def _candidate(rows: list[list[str]], header: int, strict: bool) -> Proposal | None:
+def _candidate(rows: list[list[str]], header: int, strict: bool, number: _Numbers) -> Proposal | None:
     """The matrix under ``header``, judged on the first rows below it."""
     header_row = rows[header - 1]
-    body = _body_run(_priced_columns(rows, header), header_row)
+    body = _body_run(_priced_columns(rows, header, number), header_row)
     if len(body) < 3:
         return None
     labels = [cap(cell(header_row, c)).strip() for c in body]
     if not _labels_fit(labels, strict):
         return None
-    priced = _priced_rows(rows, body, header + 1, header + _SAMPLE_ROWS)
+    priced = _priced_rows(body, header + 1, header + _SAMPLE_ROWS, number)
     label_cols = [c for c in range(body[0])
                   if sum(1 for r in priced if cell(rows[r - 1], c).strip()) >= 0.6 * len(priced)]
     if len(priced) < 2 or not label_cols:
@@ -475,8 +518,16 @@ def _candidate(rows: list[list[str]], header: int, strict: bool) -> Proposal | N
     if strict and sum(1 for t in row_texts if parse_decimal(t) is None) < 0.6 * len(row_texts):
         return None  # an item list's own numbers (a code, a size) beside its prices
     m = Matrix(tuple(label_cols), (header,), header + 1, body[0], body[-1], priced[-1])
-    cells = sum(1 for r in priced for c in body if parse_decimal(cell(rows[r - 1], c).strip()) is not None)
+    cells = sum(1 for r in priced for c in body if number(r, c))
     return Proposal(m, _kind(labels, row_texts), cells)
+
+
+def _last_priced_row(rows: list[list[str]], m: Matrix) -> int:
+    """The body's last row over the whole sheet (the candidates looked at a sample)."""
+    for r in range(len(rows), m.top - 1, -1):
+        if any(parse_decimal(cell(rows[r - 1], c).strip()) is not None for c in range(m.left, m.right + 1)):
+            return r
+    return m.top
 
 
 def propose_matrix(rows: list[list[str]], *, header: tuple[int, ...] | None = None) -> Proposal | None:
@@ -493,17 +544,17 @@ def propose_matrix(rows: list[list[str]], *, header: tuple[int, ...] | None = No
     if strict and not header:
         return None
     best: Proposal | None = None
+    number = _Numbers(rows)
     candidates = [header[-1]] if strict else range(1, min(len(rows), _SCAN_ROWS) + 1)
     for row in candidates:
-        if sum(1 for c in rows[row - 1] if c) < 3:
-            continue
-        got = _candidate(rows, row, strict)
+        cells = [c for c in rows[row - 1] if c]
+        if len(cells) < 3 or (cell(rows[row - 1], 0) and all(parse_decimal(c) is not None for c in cells)):
+            continue  # numbers from the first cell on: a data row, not column labels under a corner
+        got = _candidate(rows, row, strict, number)
         if got and (best is None or got.cells > best.cells):
             best = got
     if best is None:
         return None
     m = best.matrix
-    # The body runs to the last priced row of the whole sheet, not of the sample.
-    body = list(range(m.left, m.right + 1))
-    last = _priced_rows(rows, body, m.top, len(rows))
-    return Proposal(Matrix(m.row_labels, m.header_rows, m.top, m.left, m.right, last[-1]), best.kind, best.cells)
+    last = _last_priced_row(rows, m)
+    return Proposal(Matrix(m.row_labels, m.header_rows, m.top, m.left, m.right, last), best.kind, best.cells)
