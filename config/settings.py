@@ -48,6 +48,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything can read a request body: 411/413 on the declared length.
+    "config.middleware.bounded_api_bodies",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -150,8 +152,15 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # The review grid posts one field per cell.
 DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("DATA_UPLOAD_MAX_NUMBER_FIELDS", default=20_000)
+# JSON bodies of the API above this size are refused with 413 before they are read.
+API_JSON_MAX_BYTES = env.int("API_JSON_MAX_BYTES", default=1024 * 1024)
+# Uploads admitted per workspace in any minute (POST /api/jobs); more get 429.
+UPLOAD_RATE_PER_MINUTE = env.int("UPLOAD_RATE_PER_MINUTE", default=60)
 
 # Jobs
+# The product's name where the job machinery shows it: the metric names
+# (`pricesheet_jobs`), the NOTIFY channel, the webhooks' User-Agent.
+JOBS_PRODUCT = "pricesheet"
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
 JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=5)
 JOB_RECOVERY_INTERVAL_SECONDS = env.float(

@@ -38,6 +38,11 @@ _BINARY_KINDS = (
 )
 
 
+def binary_kind(head: bytes) -> str | None:
+    """What a file that is no sheet is ("a PNG image"), by its first bytes; None otherwise."""
+    return next((name for magic, name in _BINARY_KINDS if head.startswith(magic)), None)
+
+
 @dataclass(frozen=True)
 class Format:
     name: str

@@ -279,7 +279,10 @@ def currency_from_number_format(fmt: str | None) -> str | None:
         code = detect_currency(literal)
         if code:
             found.add(code)
-    bare = _FMT_QUOTED.sub("", rest).replace("\\", "")
+    # `\€` shows a euro; `_€` only leaves the width of one blank and `*€`
+    # fills the cell with it (accounting formats pad with the symbol of the
+    # locale that made them): neither states a currency.
+    bare = _FMT_ESCAPE_OR_PAD.sub(lambda m: m.group(1) or " ", _FMT_QUOTED.sub("", rest))
     code = detect_currency(re.sub(r"[#0?.,;_*@%()\-+ ]", " ", bare))
     if code:
         found.add(code)
@@ -288,6 +291,7 @@ def currency_from_number_format(fmt: str | None) -> str | None:
     return result
 
 
+_FMT_ESCAPE_OR_PAD = re.compile(r"\\(.)|[_*].")
 _FMT_DROP = re.compile(r'"[^"]*+"|\[[^\]]*+\]|\\.|_.|\*.')
 _FMT_PLACES = re.compile(r"\.([0#?]++)")
 
@@ -416,24 +420,27 @@ def _extend_run(runs: dict[int, list[list]], last_valued: dict[int, int], col: i
 
 
 def fill_merged(sheet: Sheet, merges, limits: ReadLimits) -> Sheet:
-    """Repeat each merged range's value over the range, as the spreadsheet shows it:
-    ``merges`` holds ``(first_row, last_row, first_col, last_col)``, 0-based and
-    inclusive. Only ranges whose first cell holds a value fill; rows beyond the
-    sheet's last valued row are not added."""
+    """Repeat a merged range's value down its first column, as a reader of the
+    sheet sees it: a name merged over the rows of its variants names each of
+    them. ``merges`` holds ``(first_row, last_row, first_col, last_col)``,
+    0-based and inclusive. Nothing is repeated across: a title or a section
+    merged over the row stays one cell (a copy in every column would read as
+    a row of values), and a header merged over its sub-columns is left to the
+    header reading. Only ranges whose first cell holds a value fill; rows
+    beyond the sheet's last valued row are not added."""
     rows, filled = sheet.rows, 0
-    for r0, r1, c0, c1 in merges:
-        if r0 >= len(rows) or c0 >= len(rows[r0]) or not rows[r0][c0]:
+    for r0, r1, c0, _c1 in merges:
+        if r0 >= len(rows) or c0 >= len(rows[r0]) or not rows[r0][c0] or r1 <= r0:
             continue
-        r1, c1 = min(r1, len(rows) - 1), min(c1, limits.max_columns - 1)
-        filled += (r1 - r0 + 1) * (c1 - c0 + 1) - 1
+        r1 = min(r1, len(rows) - 1)
+        filled += r1 - r0
         if filled > limits.max_merged_cells:
             raise UnreadableSheet(MSG_MERGED_CELLS.format(sheet=sheet.name, limit=limits.max_merged_cells))
         value = rows[r0][c0]
-        for r in range(r0, r1 + 1):
+        for r in range(r0 + 1, r1 + 1):
             row = rows[r]
-            if len(row) <= c1:
-                row.extend([""] * (c1 + 1 - len(row)))
-            for c in range(c0, c1 + 1):
-                if not row[c]:
-                    row[c] = value
+            if len(row) <= c0:
+                row.extend([""] * (c0 + 1 - len(row)))
+            if not row[c0]:
+                row[c0] = value
     return sheet

@@ -10,22 +10,28 @@ overlapping ranges merged into one column), so a right-aligned price column
 stays one column.
 
 A PDF with no text at all (a scan) is refused with a reason that says so.
-More than ``max_pages`` pages is refused before any page is read; deep
-object nesting and huge streams are held by the child's memory and time
-limits, and their errors become plain reasons here.
+More than ``max_pages`` pages is refused before any page is read; a Flate
+stream inflating beyond 64 MB is refused before pdfminer inflates it whole;
+deep object nesting is held by the child's memory and time limits, and its
+errors become plain reasons here.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import zlib
 
 from catalog.errors import UnreadableSheet
 from catalog.readers.common import MSG_TOO_MANY_COLUMNS, ReadLimits, Sheet, Table, error_text
 
 MSG_SCAN = ("the PDF has no text layer (it is a scanned image): upload the spreadsheet it was made "
             "from, or have it read by the model-backed extractor")
+MSG_NO_TEXT = ("the PDF holds no text on any page (no text layer): upload the spreadsheet it was made "
+               "from, or have it read by the model-backed extractor")
 MSG_PAGES = "the PDF has {count} pages (limit {limit}); split it or upload the spreadsheet it was made from"
+MSG_STREAM = ("the PDF holds a stream that inflates to more than {mb} MB (a compressed bomb, "
+              "or far more than a price list needs)")
 MSG_UNREADABLE = "the PDF cannot be read: {detail}"
 MSG_ENCRYPTED = "the PDF is password-protected: remove the password and upload it again"
 MSG_NESTED = "the PDF cannot be read: its objects are nested too deeply"
@@ -36,6 +42,10 @@ LINE_TOLERANCE = 3.0
 # (a space is about a quarter to a third of it).
 CELL_GAP = 0.6
 _SPACES = re.compile(r"\s+")
+_STREAM = re.compile(rb"stream\r?\n")
+# pdfminer inflates a stream whole, in memory: streams are measured first,
+# inflating in bounded steps, and one that grows beyond this is refused.
+MAX_STREAM_BYTES = 64 * 1024 * 1024
 
 
 def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
@@ -44,14 +54,16 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
     from pdfminer.pdfparser import PDFSyntaxError
     from pdfminer.psparser import PSException
 
+    check_streams(data)
     try:
         with pdfplumber.open(io.BytesIO(data)) as pdf:
             count = len(pdf.pages)
             if count > limits.max_pages:
                 raise UnreadableSheet(MSG_PAGES.format(count=count, limit=limits.max_pages))
-            sheets = []
+            sheets, images = [], 0
             for number, page in enumerate(pdf.pages, start=1):
                 sheets.append(Sheet(name=f"page {number}", rows=page_rows(_words(page), limits, number)))
+                images += len(page.images)
                 page.close()  # drop the page's cached objects before the next
     except UnreadableSheet:
         raise
@@ -71,8 +83,28 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
             raise UnreadableSheet(MSG_ENCRYPTED) from exc
         raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     if not any(s.rows for s in sheets):
-        raise UnreadableSheet(MSG_SCAN)
+        # Pages of images and no text are a scan; pages of nothing at all are
+        # said as they are.
+        raise UnreadableSheet(MSG_SCAN if images else MSG_NO_TEXT)
     return Table(sheets=sheets)
+
+
+def check_streams(data: bytes, limit: int = MAX_STREAM_BYTES) -> None:
+    """Refuse a PDF whose Flate stream inflates beyond ``limit`` bytes, measured
+    without holding the output (streams that are not zlib data are skipped)."""
+    for match in _STREAM.finditer(data):
+        end = data.find(b"endstream", match.end())
+        body = memoryview(data)[match.end():end if end >= 0 else len(data)]
+        inflater, size, step = zlib.decompressobj(), 0, 1 << 20
+        try:
+            chunk = inflater.decompress(body, step)
+            while chunk:
+                size += len(chunk)
+                if size > limit:
+                    raise UnreadableSheet(MSG_STREAM.format(mb=limit // (1024 * 1024)))
+                chunk = inflater.decompress(inflater.unconsumed_tail, step)
+        except zlib.error:
+            continue
 
 
 def _words(page) -> list[dict]:
@@ -88,11 +120,13 @@ def page_rows(words: list[dict], limits: ReadLimits, number: int) -> list[list[s
     if len(columns) > limits.max_columns:
         raise UnreadableSheet(MSG_TOO_MANY_COLUMNS.format(sheet=f"page {number}", row=1, col=len(columns),
                                                           limit=limits.max_columns))
+    placed = [[_column_of(columns, x0, x1) for x0, x1, _ in line_cells] for line_cells in cells]
+    group = _complementary_groups(placed, len(columns))
     rows = []
-    for line_cells in cells:
-        row = [""] * len(columns)
-        for x0, x1, text in line_cells:
-            col = _column_of(columns, x0, x1)
+    for line_cells, cols in zip(cells, placed, strict=True):
+        row = [""] * (max(group, default=-1) + 1)
+        for (_x0, _x1, text), col in zip(line_cells, cols, strict=True):
+            col = group[col]
             row[col] = (row[col] + " " + text).strip() if row[col] else text[:limits.max_cell_chars]
         while row and not row[-1]:
             row.pop()
@@ -136,6 +170,24 @@ def _columns(lines: list[list[tuple[float, float, str]]]) -> list[tuple[float, f
         else:
             columns.append([x0, x1])
     return [(a, b) for a, b in columns]
+
+
+def _complementary_groups(placed: list[list[int]], count: int) -> list[int]:
+    """Adjacent columns that never hold cells on the same line are one column
+    (a left-aligned header over right-aligned prices that do not overlap it):
+    the new index of each column."""
+    lines_of: list[set[int]] = [set() for _ in range(count)]
+    for i, cols in enumerate(placed):
+        for col in cols:
+            lines_of[col].add(i)
+    group, current, members = [], -1, set()
+    for col in range(count):
+        if current >= 0 and not (members & lines_of[col]):
+            members |= lines_of[col]
+        else:
+            current, members = current + 1, set(lines_of[col])
+        group.append(current)
+    return group
 
 
 def _column_of(columns: list[tuple[float, float]], x0: float, x1: float) -> int:

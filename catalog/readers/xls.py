@@ -7,7 +7,7 @@ stored as 8.5232744625 and shown as 8.52) and sometimes its currency
 (``"£"#,##0.00``); xlrd with ``formatting_info`` gives both, reads a raw
 BIFF2 stream with no OLE2 container, and with ``ignore_workbook_corruption``
 opens workbooks whose OLE2 directory repeats a stream. Each cell goes
-through the same code as an XLSX cell (``catalog.reading.sheet_from_cells``),
+through the same code as an XLSX cell (``catalog.readers.common.sheet_from_cells``),
 then merged ranges are filled.
 """
 

@@ -15,6 +15,7 @@ from catalog.readers.common import (
     check_zip,
     currency_from_number_format,
     decimal_places_of_format,
+    fill_merged,
     plain_error,
     sheet_from_cells,
 )
@@ -49,8 +50,11 @@ def _read_workbook(book, limits: ReadLimits) -> Table:
     style_currency = [currency_from_number_format(fmt) for fmt in book.style_formats]
     style_places = [decimal_places_of_format(fmt) for fmt in book.style_formats]
     held = [0]  # rows held over the whole workbook
-    sheets = [sheet_from_cells(ws.title, book.rows(ws), (style_currency, style_places), limits, held)
-              for ws in book.worksheets]
+    sheets = []
+    for ws in book.worksheets:
+        merges: list[tuple[int, int, int, int]] = []  # filled as the sheet's XML is read
+        sheet = sheet_from_cells(ws.title, book.rows(ws, merges), (style_currency, style_places), limits, held)
+        sheets.append(fill_merged(sheet, merges, limits))
     if not sheets:
         raise UnreadableSheet("the XLSX workbook has no worksheets")
     return Table(sheets=sheets)

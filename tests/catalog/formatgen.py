@@ -219,7 +219,7 @@ def price_list_pdf(pages: int = 2, rows_per_page: int = 20) -> bytes:
     n = 0
     for p in range(pages):
         lines = [(40, 40, f"Garden Tools Ltd - price list (EUR) - page {p + 1}"),
-                 (40, 80, "SKU"), (120, 80, "Description"), (360, 80, "Unit"), (500, 80, "Price")]
+                 (40, 80, "SKU"), (120, 80, "Description"), (360, 80, "Unit"), (480, 80, "Price")]
         for i in range(rows_per_page):
             n += 1
             y = 100 + 18 * i

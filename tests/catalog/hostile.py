@@ -195,9 +195,9 @@ def zip_bomb_ods() -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr(zipfile.ZipInfo("mimetype"), ODS_MIMETYPE)
-        with zf.open(zipfile.ZipInfo("content.xml", date_time=(2026, 1, 1, 0, 0, 0)), "w",
-                     force_zip64=True) as part:
-            part._compress_type = zipfile.ZIP_DEFLATED  # noqa: SLF001
+        info = zipfile.ZipInfo("content.xml", date_time=(2026, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with zf.open(info, "w", force_zip64=True) as part:
             block = b" " * (1024 * 1024)
             for _ in range(200):
                 part.write(block)
@@ -205,9 +205,16 @@ def zip_bomb_ods() -> bytes:
 
 
 def zip_bomb_xlsb() -> bytes:
-    from tests.catalog.formatgen import xlsb_bytes
-
-    return xlsb_bytes(b"\x00" * (200 * 1024 * 1024))
+    """A worksheet part of 200 MB of zero bytes, written in blocks (never held)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("xl/workbook.bin", b"")
+        with zf.open("xl/worksheets/sheet1.bin", "w", force_zip64=True) as part:
+            block = b"\x00" * (1024 * 1024)
+            for _ in range(200):
+                part.write(block)
+    return buf.getvalue()
 
 
 def sparse_range_xlsb() -> bytes:

@@ -223,6 +223,18 @@ def test_pdf_with_more_pages_than_max_pages_is_refused_before_reading_them():
         read_bytes(data, filename="l.pdf", limits=ReadLimits(max_pages=5))
 
 
+def test_pdf_stream_inflating_beyond_the_limit_is_refused_before_it_is_inflated():
+    from tests.catalog.hostile import huge_stream_pdf
+
+    with pytest.raises(UnreadableSheet, match="stream that inflates to more than 64 MB"):
+        read_bytes(huge_stream_pdf(), filename="bomb.pdf")
+
+
+def test_pdf_with_neither_text_nor_images_says_it_holds_no_text():
+    with pytest.raises(UnreadableSheet, match="holds no text on any page"):
+        read_bytes(pdf_bytes([[]]), filename="empty.pdf")
+
+
 def test_model_backed_extractor_receives_pdf_pages_as_sheets_with_line_numbers():
     provider = FakeProvider(default=lambda body: {"items": []})
     try:
@@ -277,3 +289,18 @@ def test_scanned_pdf_upload_needs_attention_with_the_scan_reason(workspace, sett
     job.refresh_from_db()
     assert (job.state, job.attempt) == (State.NEEDS_ATTENTION, 1)
     assert "no text layer" in job.reason and "model-backed extractor" in job.reason
+
+
+def test_upload_page_names_the_formats_read_and_offers_their_extensions(client, member):
+    from django.urls import reverse
+
+    client.force_login(member)
+    page = client.get(reverse("jobs:new")).content.decode()
+    assert "Read: CSV/TSV, XLSX, XLS, XLSB, ODS, PDF (with a text layer)" in page
+    assert 'accept="' + accepted_files() + '"' in page
+
+
+def test_xls_title_merged_across_its_row_stays_one_cell():
+    rows = [["Prices", None, None], ["SKU", "Group", "Price"], ["A-1", "Fruit", 1.5]]
+    data = xls_bytes({"S": rows}, merges={"S": [(0, 0, 0, 2)]})
+    assert read_bytes(data, filename="p.xls").sheets[0].rows[0] == ["Prices"]
