@@ -7,6 +7,7 @@ import pytest
 
 from catalog.models import CatalogRevision, SupplierLayout
 from jobs.models import Job, State
+from tests.browser.axe import blocking_violations
 from tests.browser.test_mapping_flow import SUPPLIER, admit, run_until_idle
 from tests.browser.test_review_flow import sign_in, strict_csp
 from tests.catalog import matrixgen
@@ -43,6 +44,7 @@ def test_reviewer_confirms_a_proposed_matrix_and_its_cells_become_published_item
     assert "in-body" not in (sheet.locator("tbody tr[data-row='2'] td[data-col='1']").get_attribute("class") or "")
     assert "matrix-header" in sheet.locator("tbody tr[data-row='2']").get_attribute("class")
     assert not page.locator("select[name='sheet-0-col-A']").is_visible()
+    assert blocking_violations(page) == []  # the matrix form is labeled and readable
 
     # A body typed too large is refused in words, and nothing changes.
     page.fill("input[name='sheet-0-matrix-body']", "B3:Z6")
