@@ -90,7 +90,8 @@ CatalogItemOut = create_model(
     **{name: _PUBLISHED.get(name, (Item.model_fields[name].annotation, Item.model_fields[name]))
        for name in VALUE_FIELDS},
     unit_code=(str | None, Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")),
-    source=(dict[str, str | int], Field(description="{sheet, row}: where the item was read.")),
+    source=(dict[str, str | int], Field(description="{sheet, row}: where the item was read; "
+                                                    "`column` too for a price matrix's cell.")),
     provenance=(dict[str, FieldProvenance], Field(
         description="Per field (sku, description, unit, pack_size, unit_price, currency): "
                     "extracted from the sheet, or set by a reviewer (who, when, and the "
@@ -207,9 +208,17 @@ def item_json(item: CatalogItem | dict) -> dict:
         "pack_size": _number(get("pack_size")),
         "unit_price": price_text(get("unit_price"), get("price_places")),
         "currency": get("currency"),
-        "source": {"sheet": get("source_sheet"), "row": get("source_row")},
+        "source": _source(get),
         "provenance": item_provenance(get("provenance")),
     }
+
+
+def _source(get) -> dict:
+    """{sheet, row}, and the column of a price matrix's cell."""
+    source = {"sheet": get("source_sheet"), "row": get("source_row")}
+    if get("source_column"):
+        source["column"] = get("source_column")
+    return source
 
 
 def supplier_json(supplier: Supplier) -> dict:

@@ -245,7 +245,7 @@ def _keyed(revision: CatalogRevision | None) -> dict[tuple[str, int], dict[str, 
         return keyed
     seen: dict[str, int] = {}
     rows = revision.items.order_by("source_sheet", "source_row", "pk").values(
-        "sku", *DIFF_FIELDS, "price_places", "unit_code", "source_sheet", "source_row")
+        "sku", *DIFF_FIELDS, "price_places", "unit_code", "source_sheet", "source_row", "source_column")
     for item in rows:
         key = item["sku"] or f"description: {item['description']}"
         n = seen.get(key, 0)

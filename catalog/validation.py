@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from catalog.export import item_price_text, price_text
 from catalog.currencies import is_active_currency
-from catalog.extraction import find_currencies, fold, parse_decimal, price_value, unit_ambiguity
+from catalog.extraction import col_index, find_currencies, fold, parse_decimal, price_value, unit_ambiguity
 from catalog.flags import Code, flag, flag_message
 from catalog.reading import Table
 from catalog.units import unit_is_ambiguous, unit_label, unit_normalize
@@ -36,6 +36,14 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
         return [flag(Code.UNSUPPORTED_SOURCE, "source", variant="no_row",
                      row=row_no, sheet=sheet_name, count=len(sheet.rows))]
     row = sheet.rows[row_no - 1]
+    if "column" in source:
+        return _cell_source_flags(item, price, row, source)
+    return _row_source_flags(item, price, row, row_no, sheet_name)
+
+
+def _row_source_flags(item: dict, price: Decimal | None, row: list[str], row_no: int,
+                      sheet_name: str) -> list[dict]:
+    """An item cites its row: that row holds its SKU (or description) and its price."""
     flags = []
     sku = (item.get("sku") or "").strip()
     if sku:
@@ -70,6 +78,20 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
         flags.append(flag(Code.UNSUPPORTED_SOURCE, "unit_price", variant="price",
                           row=row_no, sheet=sheet_name, price=price_text))
     return flags
+
+
+def _cell_source_flags(item: dict, price: Decimal | None, row: list[str], source: dict) -> list[dict]:
+    """A matrix item cites its cell: that cell holds the price (its
+    description is built from the row's and the column's labels)."""
+    col = col_index(source["column"]) if isinstance(source["column"], str) else None
+    where = dict(row=source["row"], sheet=source["sheet"], column=source["column"])
+    if col is None or col >= len(row):
+        return [flag(Code.UNSUPPORTED_SOURCE, "source", variant="no_cell", **where)]
+    text = row[col]
+    price_text = str(item.get("unit_price") or "")
+    if text != price_text and (price is None or price not in _cell_prices(text)):
+        return [flag(Code.UNSUPPORTED_SOURCE, "unit_price", variant="cell_price", **where, price=price_text)]
+    return []
 
 
 # What the catalog's columns hold besides the price (catalog.models.CatalogItem;

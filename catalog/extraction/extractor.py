@@ -19,6 +19,7 @@ from catalog.extraction.columns import ROLES, assign_roles, profile_columns
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
 from catalog.extraction.mapping import MappingError, sheet_mapping
+from catalog.extraction.matrix import MAX_MATRIX_ITEMS, Matrix, counts_sentence, matrix_read, propose_matrix
 from catalog.extraction.money import (
     ISO_CODES, PLAIN_NUMBER_RE, ambiguous_currency_symbol, canonical_decimal, decimal_style,
     detect_currency, find_currencies, parse_decimal,
@@ -40,6 +41,10 @@ MSG_NO_NAME = ("sheet {sheet!r}: no column names the items (no SKU or descriptio
                "a reviewer can still map its columns")
 MSG_NO_ITEMS = ("sheet {sheet!r}: no row below the header has a price; "
                 "a reviewer can still map its columns")
+MSG_MATRIX_PROPOSED = ("a price matrix was recognized: confirm its row labels, column labels, body and unit "
+                       "(one item per priced cell)")
+MSG_MATRIX_TOO_LARGE = ("sheet {sheet!r}: the price matrix has more than {limit:,} priced cells, more items "
+                        "than a sheet may hold; split it into several sheets")
 MSG_REFUSED = "no sheet holds an item list: {details}"
 _ROLE_WORDS = {"unit_price": "price", "sku": "SKU", "description": "description", "unit": "unit",
                "pack_size": "pack size", "currency": "currency", "quantity": "quantity"}
@@ -243,13 +248,47 @@ def _named_by_bands(body: list[list[str]], assignment) -> bool:
     return len(names) >= 3 and sum(1 for n in names if is_band(n)) >= 0.6 * len(names)
 
 
+def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: str) -> _SheetResult:
+    """A price matrix read as one item per priced cell; proposed (inferred)
+    it waits for a reviewer's confirmation."""
+    got = matrix_read(sheet, matrix, currency)
+    name = sheet.name
+    if got.too_large:
+        reason = MSG_MATRIX_TOO_LARGE.format(sheet=name, limit=MAX_MATRIX_ITEMS)
+        return _refused(sheet, Header(matrix.header_rows, []), reason, "too large")
+    if not got.items:
+        return _refused(sheet, Header(matrix.header_rows, []), MSG_NO_ITEMS.format(sheet=name), "no items")
+    doubts = list(got.doubts)
+    if source == "inferred":
+        doubts.insert(0, MSG_MATRIX_PROPOSED)
+    labels = ", ".join(col_letter(c) for c in matrix.row_labels)
+    notes = [f"sheet {name!r}: read as a price matrix (row labels {labels}, column labels from row "
+             f"{'+'.join(map(str, matrix.header_rows))}, body {matrix.body}): {counts_sentence(got.counts)}"]
+    if got.currency:
+        notes.append(f"sheet {name!r}: currency {got.currency} from {got.basis}")
+    notes += [f"sheet {name!r}: {d}" for d in got.doubts]
+    report = _report(sheet, Header(matrix.header_rows, []), "read", kind="matrix", matrix=matrix.to_json(),
+                     cells=got.counts, needs_confirmation=bool(doubts), doubts=doubts, source=source)
+    return _SheetResult(got.items, report, notes)
+
+
 def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _SheetResult:
     rows = sheet.rows
+    if mapped and mapped.get("matrix"):
+        return _matrix_sheet(sheet, Matrix.from_json(mapped["matrix"]), currency, "reviewer")
     header = header_at(rows, mapped["header_row"]) if mapped else find_header(rows)
     if not mapped:
         kind = not_an_item_list(rows, header)
+        # A product matrix becomes items for a reviewer to confirm; a rate
+        # card stays refused, with the matrix a reviewer may map.
+        proposal = propose_matrix(rows, header=None if kind else header.rows)
+        if proposal and proposal.kind == "matrix":
+            return _matrix_sheet(sheet, proposal.matrix, currency, "inferred")
         if kind:
-            return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
+            got = _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
+            if proposal:
+                got.report["matrix"] = proposal.matrix.to_json()
+            return got
     body = rows[header.body_start - 1:]
     width = max([len(header.labels)] + [len(r) for r in body])
     assignment = assign_roles(profile_columns(body, width), header.labels, mapped and mapped["columns"])

@@ -240,7 +240,8 @@
         text = String(index + 1);
       } else if (name === "source") {
         var source = item.source || {};
-        text = (source.sheet || "?") + ":" + (source.row || "?");
+        // A matrix item cites its cell ("Sheet1:B3"), a list item its row.
+        text = (source.sheet || "?") + ":" + (source.column || "") + (source.row || "?");
       } else if (name === "state") {
         text = isOmitted(index) ? "omitted" : (isDirty() && rowDirty(index) ? "edited" : "");
       } else {
@@ -358,7 +359,7 @@
     var source = item.source || {};
     if (!source.sheet || !source.row || !sourceRows) { return; }
     var key = source.sheet + "\u0000" + source.row;
-    var done = function (data) { drawSource(data, source.row); };
+    var done = function (data) { drawSource(data, source.row, source.column); };
     if (sourceCache[key]) { done(sourceCache[key]); return; }
     var url = config.urls.source + "?sheet=" + encodeURIComponent(source.sheet) + "&row=" + source.row + "&around=12";
     fetch(url, { credentials: "same-origin" })
@@ -367,7 +368,14 @@
       .catch(function () { sourceRows.textContent = "The source rows could not be loaded."; });
   }
 
-  function drawSource(data, cited) {
+  function columnIndex(letters) {
+    var n = 0;
+    for (var i = 0; i < letters.length; i++) { n = n * 26 + letters.charCodeAt(i) - 64; }
+    return n - 1;
+  }
+
+  function drawSource(data, cited, citedColumn) {
+    var citedCell = citedColumn ? columnIndex(citedColumn) : -1;
     sourceTitle.textContent = "Source · " + data.sheet + (data.total ? " (" + data.total + " rows)" : "");
     sourceRows.textContent = "";
     if (!data.found) {
@@ -388,9 +396,10 @@
       th.scope = "row";
       th.textContent = String(number);
       tr.appendChild(th);
-      cells.forEach(function (text) {
+      cells.forEach(function (text, col) {
         var td = document.createElement("td");
         td.textContent = text;
+        if (number === cited && col === citedCell) { td.className = "cell-current"; }
         tr.appendChild(td);
       });
       tbody.appendChild(tr);
