@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 
 from catalog.errors import NotAnItemList
-from catalog.extraction.columns import ROLES, assign_roles, profile_columns
+from catalog.extraction.columns import ROLES, assign_roles
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
 from catalog.extraction.mapping import MappingError, sheet_mapping
@@ -44,6 +44,7 @@ MSG_PRICE_WITHOUT_ITEM = ("Row {row} holds a price but no SKU or description{tak
                           "check it is an item, or leave it out.")
 _ROLE_WORDS = {"unit_price": "price", "sku": "SKU", "description": "description", "unit": "unit",
                "pack_size": "pack size", "currency": "currency", "quantity": "quantity"}
+MSG_UNCERTAIN_COLUMN = "The {role} was read from a column in doubt: {why}; check the column mapping."
 MAX_LISTED_ROWS = 1000  # rows other than items listed per sheet in the report
 
 
@@ -102,9 +103,11 @@ def _currency_context(sheet: Sheet, header: Header, price: int) -> tuple[str | N
 class _ItemBuilder:
     """Builds the items of one sheet's rows, once its columns are known."""
 
-    def __init__(self, sheet: Sheet, header: Header, cols: Columns, currency: str | None):
+    def __init__(self, sheet: Sheet, header: Header, cols: Columns, currency: str | None,
+                 uncertain: list[dict] | None = None):
         self.sheet = sheet
         self.cols = cols
+        self.uncertain = uncertain or []  # one uncertain_column flag per role in doubt
         self.decimal = decimal_style(cell(r, cols.price) for r in sheet.rows[header.body_start - 1:][:2000])
         self.sheet_code, self.basis, self.doubts = _currency_context(sheet, header, cols.price)
         if currency:
@@ -170,7 +173,7 @@ class _ItemBuilder:
         if written and written > max(0, -value.normalize().as_tuple().exponent):
             # "12.50" is published as "12.5"; pages show it as the sheet did.
             item["source"]["price_places"] = min(written, 6)
-        flags += more + pack_flags
+        flags += more + pack_flags + [dict(f) for f in self.uncertain]
         if flags:
             item["flags"] = flags
         return item
@@ -254,7 +257,7 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
             return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
     body = rows[header.body_start - 1:]
     width = max([len(header.labels)] + [len(r) for r in body])
-    assignment = assign_roles(profile_columns(body, width), header.labels, mapped and mapped["columns"])
+    assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
     if "unit_price" not in assignment.roles:
         named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
         if named:
@@ -265,15 +268,19 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
     if not mapped and _named_by_bands(body, assignment):
         kind = "rate card (prices by weight or size bands)"
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
-    builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency)
+    uncertain = [{"code": "uncertain_column", "field": role,
+                  "message": MSG_UNCERTAIN_COLUMN.format(role=_ROLE_WORDS[role], why=why)}
+                 for role, why in assignment.doubted.items()]
+    builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
         return _refused(sheet, header, MSG_NO_ITEMS.format(sheet=sheet.name), "no items")
     doubts = [] if mapped else list(assignment.doubts)
     if not header.rows and not mapped:
         doubts.insert(0, "no header row: the columns were read from their values alone")
+    confirm = any(c.needs_confirmation for c in assignment.columns) or bool(assignment.doubted)
     report = _report(sheet, header, "read", columns=[c.to_json() for c in assignment.columns],
-                     needs_confirmation=bool(doubts), doubts=doubts, rows=counts, skipped_rows=listed,
+                     needs_confirmation=confirm and not mapped, doubts=doubts, rows=counts, skipped_rows=listed,
                      source="reviewer" if mapped else "inferred")
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder))
 
