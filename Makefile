@@ -12,7 +12,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 export SECRET_KEY ?= $(shell test -s .secret_key || $(PYTHON) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key; cat .secret_key)
 export HTTPS ?= false
 
-.PHONY: setup db run test apitoken stop-db reset-db clean train
+.PHONY: setup db run test test-fast apitoken stop-db reset-db clean train
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ run: setup
 
 test: $(VENV)/.installed-dev db
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The suite without the browser tests and the chaos soak: the part to run
+# after each change.
+test-fast: $(VENV)/.installed-dev db
+	$(BIN)/python -m pytest -m "not browser and not soak" $(PYTEST_ARGS)
 
 # Print a new API token for TOKEN_USER (the demo user by default), with the
 # settings `make run` uses: `TOKEN=$$(make -s apitoken)`.

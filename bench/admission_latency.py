@@ -9,11 +9,17 @@ workspace, a user and a bearer token. Then, with 1 and 8 concurrent clients
   a unique Idempotency-Key each (stored, sha256-addressed, job + outbox row
   committed before the 202);
 - status reads: `GET /api/jobs/<id>` of admitted jobs;
+- the floor: in the same gunicorn and the same run, a minimal Django view
+  (bench/floor_urls.py) that reads the same multipart upload, writes it to
+  the same storage with fsync and inserts one row in one transaction, the
+  least any durable upload can do;
 - the same admission through the service function alone (store the sheet
   and admit the job in this process, no HTTP), at 1 and 8 threads.
 
-Prints p50/p99 latency and requests/s of each, and last the ratio of
-admissions/s over HTTP to admissions/s through the service function.
+Prints p50/p99 latency and requests/s of each, and last the ratios of the
+admission's p50/p99 to the floor's at 1 and 8 clients (the goal: p99 at 8
+clients at most 1.25 times the floor's), and of admissions/s over HTTP to
+admissions/s through the service function.
 
     .venv/bin/python bench/admission_latency.py            # about 1-2 minutes
     .venv/bin/python bench/admission_latency.py --requests 100
@@ -136,6 +142,10 @@ def main() -> None:
     user = membership_add(workspace=workspace, username="bench", role=Membership.Role.MEMBER).user
     _, token = apitoken_create(user=user, name="bench")
 
+    with connections["default"].cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor_upload (id text PRIMARY KEY, "
+                       "sha256 text NOT NULL, size bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now())")
+    env["DJANGO_SETTINGS_MODULE"] = "bench.floor_settings"
     port, stop_gunicorn = common.start_gunicorn(env, ready_path="/api/jobs", ready_status=401)
     say(f"gunicorn on 127.0.0.1:{port} (2 workers x 4 threads); media in {media}")
 
@@ -161,6 +171,13 @@ def main() -> None:
         admitted.append(payload.decode().split('"id": "')[1].split('"')[0])
         return True
 
+    def floor_http(state: dict) -> bool:
+        conn = connection(state)
+        conn.request("POST", "/bench/floor-upload", body=body, headers={"Content-Type": content_type})
+        response = conn.getresponse()
+        response.read()
+        return response.status == 202
+
     def read_http(state: dict) -> bool:
         conn = connection(state)
         state["n"] = state.get("n", 0) + 1
@@ -179,11 +196,14 @@ def main() -> None:
 
     # A short warm-up: imports, connections and caches on both sides.
     run_clients("warm-up", 8, 40, admit_http)
+    run_clients("warm-up", 8, 40, floor_http)
     run_clients("warm-up", 2, 10, admit_service)
 
     results = []
     for clients in (1, 8):
+        # Interleaved, so both see the same machine.
         results.append(run_clients("admission (HTTP)", clients, args.requests, admit_http))
+        results.append(run_clients("floor upload (HTTP)", clients, args.requests, floor_http))
     for clients in (1, 8):
         results.append(run_clients("status read (HTTP)", clients, args.reads, read_http))
     for clients in (1, 8):
@@ -199,6 +219,12 @@ def main() -> None:
     http1 = next(r for r in results if r.label == "admission (HTTP)" and r.clients == 1)
     svc1 = next(r for r in results if r.label == "admission (service function)" and r.clients == 1)
     say("")
+    for clients in (1, 8):
+        adm = next(r for r in results if r.label == "admission (HTTP)" and r.clients == clients)
+        floor = next(r for r in results if r.label == "floor upload (HTTP)" and r.clients == clients)
+        say(f"admission / floor at {clients} client{'s' if clients > 1 else ''}: "
+            f"p50 {percentile(adm.latencies, 50) / percentile(floor.latencies, 50):.2f}, "
+            f"p99 {percentile(adm.latencies, 99) / percentile(floor.latencies, 99):.2f}")
     say(f"HTTP / service function, admissions per second: "
         f"{http1.per_second / svc1.per_second:.2f} at 1 client, "
         f"{http8.per_second / svc8.per_second:.2f} at 8 clients")

@@ -17,6 +17,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from accounts.auth import authenticate
 from accounts.models import Workspace
+from catalog.items import JobItems
 from catalog.selectors import job_items, sheet_job_status, with_reading_report
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
@@ -241,7 +242,7 @@ def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
 
 
 @operation("GET", summary="A job's items with their flags", tags=("jobs",), answers={
-    200: json_answer(schemas.JobItems, "Published items for a completed job, staged ones otherwise."),
+    200: json_answer(JobItems, "Published items for a completed job, staged ones otherwise."),
     404: problem("No such job in your workspaces."),
 })
 @csrf_exempt

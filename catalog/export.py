@@ -26,6 +26,8 @@ from openpyxl import Workbook
 from openpyxl.cell.cell import TYPE_STRING
 from openpyxl.utils import get_column_letter
 
+from catalog.extraction.money import plain_decimal
+
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 COLUMNS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "currency",
            "source_sheet", "source_row")
@@ -73,11 +75,8 @@ def item_price_places(item: Mapping[str, Any]) -> int:
     showed (`source.price_places`, set by the extractor when the canonical
     `unit_price` dropped trailing zeros) or those of `unit_price` as written,
     never fewer than the value needs."""
-    try:
-        value = Decimal(str(item.get("unit_price")))
-    except ArithmeticError:
-        return MIN_PRICE_PLACES
-    if not value.is_finite():
+    value = plain_decimal(item.get("unit_price"))
+    if value is None or not value.is_finite():
         return MIN_PRICE_PLACES
     written = (item.get("source") or {}).get("price_places")
     written = written if isinstance(written, int) and not isinstance(written, bool) else 0
@@ -86,9 +85,8 @@ def item_price_places(item: Mapping[str, Any]) -> int:
 
 def item_price_text(item: Mapping[str, Any]) -> str:
     """An extracted item's price as every page shows it."""
-    try:
-        value = Decimal(str(item.get("unit_price")))
-    except ArithmeticError:
+    value = plain_decimal(item.get("unit_price"))
+    if value is None:
         return str(item.get("unit_price") or "")
     return price_text(value, item_price_places(item))
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Callable
 
 import openai
+from pydantic import ValidationError
 
 from catalog.errors import ProviderRejectedError, ProviderTransientError
+from catalog.extraction import plain_decimal
+from catalog.items import MODEL_FIELDS, MODEL_SOURCE_FIELDS, ModelItem, model_answer_schema
 from catalog.reading import Table
 
 MSG_TIMEOUT = "the model endpoint did not answer within {timeout}s"
@@ -26,35 +28,9 @@ MSG_TRUNCATED = "the model's answer was cut off (finish_reason={reason}); use sm
 MSG_NOT_JSON = "the model's answer is not JSON: {detail}"
 MSG_SCHEMA = "the model's answer does not match the item schema: {detail}"
 
-ITEM_SCHEMA: dict = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["items"],
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["sku", "description", "unit", "pack_size", "unit_price", "currency", "source"],
-                "properties": {
-                    "sku": {"type": "string"},
-                    "description": {"type": "string"},
-                    "unit": {"type": ["string", "null"]},
-                    "pack_size": {"type": ["number", "null"]},
-                    "unit_price": {"type": "string", "description": "decimal number, '.' as separator"},
-                    "currency": {"type": ["string", "null"], "description": "ISO 4217 code, null if not stated"},
-                    "source": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["sheet", "row"],
-                        "properties": {"sheet": {"type": "string"}, "row": {"type": "integer"}},
-                    },
-                },
-            },
-        }
-    },
-}
+# The model's answer {"items": [item, ...]}: the item's values and its cited
+# {sheet, row}, strict (catalog.items).
+ITEM_SCHEMA: dict = model_answer_schema()
 
 SYSTEM_PROMPT = """You extract the items of a supplier price sheet.
 The user sends rows as 'row N: cell | cell | ...' under 'Sheet: NAME'.
@@ -105,35 +81,33 @@ def _chunks(table: Table, chunk_rows: int):
             yield sheet.name, "\n".join(parts)
 
 
+_KINDS = {"string_type": "a string", "float_type": "a number", "int_type": "an integer",
+          "greater_than_equal": "positive"}
+
+
 def _check_item(i: int, item) -> None:
     def fail(msg: str):
         raise ValueError(f"items[{i}]: {msg}")
 
     if not isinstance(item, dict):
         fail("not an object")
-    expected = {"sku", "description", "unit", "pack_size", "unit_price", "currency", "source"}
+    expected = set(MODEL_FIELDS)
     if set(item) != expected:
         fail(f"keys {sorted(item)} != {sorted(expected)}")
-    for key in ("sku", "description", "unit_price"):
-        if not isinstance(item[key], str):
-            fail(f"{key} is not a string")
-    for key in ("unit", "currency"):
-        if item[key] is not None and not isinstance(item[key], str):
-            fail(f"{key} is not a string or null")
-    pack = item["pack_size"]
-    if pack is not None and (isinstance(pack, bool) or not isinstance(pack, (int, float))):
-        fail("pack_size is not a number or null")
-    try:
-        Decimal(item["unit_price"])
-    except InvalidOperation:
-        fail(f"unit_price {item['unit_price']!r} is not a decimal")
     src = item["source"]
-    if not isinstance(src, dict) or set(src) != {"sheet", "row"}:
+    if not isinstance(src, dict) or set(src) != set(MODEL_SOURCE_FIELDS):
         fail("source is not {sheet, row}")
-    if not isinstance(src["sheet"], str):
-        fail("source.sheet is not a string")
     if isinstance(src["row"], bool) or not isinstance(src["row"], int) or src["row"] < 1:
         fail("source.row is not a positive integer")
+    try:
+        ModelItem.model_validate(item)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = ".".join(str(part) for part in error["loc"] if part in MODEL_FIELDS or part in MODEL_SOURCE_FIELDS)
+        kind = _KINDS.get(error["type"], "valid")
+        fail(f"{name} is not {kind}{' or null' if len(exc.errors()) > 1 else ''}")
+    if plain_decimal(item["unit_price"]) is None:
+        fail(f"unit_price {item['unit_price']!r} is not a decimal")
 
 
 def check_answer(answer) -> list[dict]:

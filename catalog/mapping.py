@@ -29,10 +29,11 @@ from typing import Any
 
 from catalog.currencies import is_active_currency
 from catalog.errors import SheetError
+from catalog.items import VALUE_FIELDS
 from catalog.extraction import col_index, col_letter, extract, fold, parse_decimal
 from catalog.reading import Sheet, Table
 
-ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
+ROLES = VALUE_FIELDS  # a column is read as one of the item's values
 OTHER = "other"
 ROLE_LABELS = {"sku": "SKU", "description": "Description", "unit": "Unit", "pack_size": "Pack size",
                "unit_price": "Unit price", "currency": "Currency", OTHER: "not read"}

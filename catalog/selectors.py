@@ -15,13 +15,14 @@ from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 
 from accounts.models import Membership
+from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
 from jobs.selectors import job_status
 
 User = AbstractBaseUser | AnonymousUser
-DIFF_FIELDS = ("description", "unit", "pack_size", "unit_price", "currency")
-ITEM_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "source")
+DIFF_FIELDS = tuple(name for name in VALUE_FIELDS if name != "sku")  # the SKU is the key
+ITEM_FIELDS = MODEL_FIELDS
 EXPORT_FIELDS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "price_places",
                  "currency", "source_sheet", "source_row")
 

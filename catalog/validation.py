@@ -8,55 +8,16 @@ the job to review.
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from catalog.currencies import is_active_currency
-from catalog.extraction import find_currencies, fold, parse_decimal, unit_ambiguity
+from catalog.extraction import find_currencies, fold, parse_decimal, price_value, unit_ambiguity
+from catalog.flags import Code, flag, flag_message
 from catalog.reading import Table
 from catalog.units import unit_is_ambiguous, unit_label, unit_normalize
 
-MSG_MISSING_CURRENCY = (
-    "No currency was found for this price (not in the cell, its number format, "
-    "the price header, the other headers or the sheet's title rows); set the currency."
-)
-MSG_BAD_CURRENCY = "Currency {value!r} is not an active ISO 4217 code; set the currency."
-MSG_UNKNOWN_UNIT = "Unit {unit!r} is not a known unit of sale; check what one price buys."
-MSG_NEAREST_UNITS = " Nearest known units: {units}."
-MSG_AMBIGUOUS_UNIT = "Unit {unit!r} does not say what is counted (piece, kg, box...); check it."
-MSG_UNIT_IN_CONTEXT = "Unit {unit!r} {why}; check what one price buys."
-MSG_DUPLICATE_ITEM = ("{description!r} appears {count} times with different prices ({prices}) and "
-                      "no SKU tells them apart; check which is right or tell them apart.")
-MSG_PRICE_CHANGED = ("The price moved from {old} to {new} {currency} ({change:+.0%}) against the "
-                     "supplier's current catalog; accept it if it is right.")
-MSG_INVALID_PRICE = "Price {price!r} is not a positive decimal number."
-MSG_NO_SHEET = "The cited sheet {sheet!r} does not exist in the file."
-MSG_NO_ROW = "The cited row {row} is outside sheet {sheet!r} (it has {count} rows)."
-MSG_SKU_NOT_IN_ROW = "Row {row} of sheet {sheet!r} does not contain the SKU {sku!r}."
-MSG_DESC_NOT_IN_ROW = "Row {row} of sheet {sheet!r} does not contain the description."
-MSG_PRICE_NOT_IN_ROW = "Row {row} of sheet {sheet!r} does not contain the price {price}."
-MSG_DUPLICATE_SKU = "SKU {sku!r} appears {count} times with different prices ({prices})."
-MSG_EMPTY_DESCRIPTION = "The description is empty."
-
 _PLAIN_DECIMAL = re.compile(r"^-?\d+(?:\.\d+)?$")
 _HAS_DIGIT = re.compile(r"\d")
-
-
-def _flag(code: str, field: str | None, message: str) -> dict:
-    return {"code": code, "field": field, "message": message}
-
-
-MAX_PRICE = Decimal(10) ** 12  # the catalog keeps 12 digits before the point
-
-
-def _strict_price(text) -> Decimal | None:
-    text = str(text)
-    if len(text) > 40:
-        return None
-    try:
-        value = Decimal(text)
-    except (InvalidOperation, ValueError, TypeError):
-        return None
-    return value if value.is_finite() and abs(value) < MAX_PRICE else None
 
 
 def _cell_prices(text: str) -> tuple[Decimal | None, Decimal | None]:
@@ -69,10 +30,10 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
     sheet_name, row_no = source.get("sheet"), source.get("row")
     sheet = sheets.get(sheet_name)
     if sheet is None:
-        return [_flag("unsupported_source", "source", MSG_NO_SHEET.format(sheet=sheet_name))]
+        return [flag(Code.UNSUPPORTED_SOURCE, "source", variant="no_sheet", sheet=sheet_name)]
     if not isinstance(row_no, int) or not 1 <= row_no <= len(sheet.rows):
-        return [_flag("unsupported_source", "source",
-                      MSG_NO_ROW.format(row=row_no, sheet=sheet_name, count=len(sheet.rows)))]
+        return [flag(Code.UNSUPPORTED_SOURCE, "source", variant="no_row",
+                     row=row_no, sheet=sheet_name, count=len(sheet.rows))]
     row = sheet.rows[row_no - 1]
     flags = []
     sku = (item.get("sku") or "").strip()
@@ -81,15 +42,15 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
         if not any(sku in c for c in row):
             key = fold(sku)
             if not any(key in fold(c) for c in row if c):
-                flags.append(_flag("unsupported_source", "sku",
-                                   MSG_SKU_NOT_IN_ROW.format(row=row_no, sheet=sheet_name, sku=sku)))
+                flags.append(flag(Code.UNSUPPORTED_SOURCE, "sku", variant="sku",
+                                  row=row_no, sheet=sheet_name, sku=sku))
     else:
         desc = (item.get("description") or "").strip()
         if desc and not any(desc in c for c in row):
             key = fold(desc)
             if not any(key in fold(c) for c in row if c):
-                flags.append(_flag("unsupported_source", "description",
-                                   MSG_DESC_NOT_IN_ROW.format(row=row_no, sheet=sheet_name)))
+                flags.append(flag(Code.UNSUPPORTED_SOURCE, "description", variant="description",
+                                  row=row_no, sheet=sheet_name))
     price_text = str(item.get("unit_price") or "")
     found = price_text in row
     if not found and price is not None:
@@ -105,8 +66,8 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
         if not found:
             found = any(price in _cell_prices(c) for c in slow)
     if not found:
-        flags.append(_flag("unsupported_source", "unit_price",
-                           MSG_PRICE_NOT_IN_ROW.format(row=row_no, sheet=sheet_name, price=price_text)))
+        flags.append(flag(Code.UNSUPPORTED_SOURCE, "unit_price", variant="price",
+                          row=row_no, sheet=sheet_name, price=price_text))
     return flags
 
 
@@ -114,31 +75,28 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
 # a test keeps the two in step): a value past them could never be published.
 MAX_PACK_SIZE = Decimal(10) ** 9       # numeric(12, 3)
 MAX_TEXT = {"sku": 200, "unit": 50}
-MSG_TOO_LARGE_PACK = "Pack size {pack} is not a number below 1,000,000,000 that the catalog can store."
-MSG_TOO_LONG = "The {field} is {length} characters long; the catalog stores at most {limit}."
 # Cell text is cut at Excel's own limit when read (catalog.reading): text that
 # long may be cut, so a person looks at it before it is published.
 MAX_CELL_CHARS = 32_767
-MSG_CUT = "The {field} is {length:,} characters long, the most a cell holds: it may have been cut; check it."
 
 
 def _size_flags(item: dict) -> list[dict]:
-    """Values past what the catalog's columns hold (prices: see MAX_PRICE)."""
+    """Values past what the catalog's columns hold (prices: see catalog.extraction.money.MAX_PRICE)."""
     flags = []
     pack = item.get("pack_size")
     if pack is not None:
-        number = _strict_price(pack)
+        number = price_value(pack)
         if number is None or abs(number) >= MAX_PACK_SIZE:
-            flags.append(_flag("too_large", "pack_size", MSG_TOO_LARGE_PACK.format(pack=str(pack)[:40])))
+            flags.append(flag(Code.TOO_LARGE, "pack_size", variant="pack", pack=str(pack)[:40]))
     for name in ("description", "sku", "unit"):
         length = len(str(item.get(name) or ""))
         if length >= MAX_CELL_CHARS:
-            flags.append(_flag("too_large", name, MSG_CUT.format(field=name, length=length)))
+            flags.append(flag(Code.TOO_LARGE, name, variant="cut", name=name, length=length))
     for name, limit in MAX_TEXT.items():
         length = len(str(item.get(name) or ""))
         if length > limit:
-            flags.append(_flag("too_large", name, MSG_TOO_LONG.format(
-                field=name.upper() if name == "sku" else name, length=length, limit=limit)))
+            flags.append(flag(Code.TOO_LARGE, name, variant="long", name=name.upper() if name == "sku" else name,
+                              length=length, limit=limit))
     return flags
 
 
@@ -147,14 +105,14 @@ def _unit_flags(unit: str, description: str) -> list[dict]:
     code, nearest = unit_normalize(unit)
     why = unit_ambiguity(unit, description)
     if why and unit_is_ambiguous(unit):
-        return [_flag("ambiguous_unit", "unit", MSG_AMBIGUOUS_UNIT.format(unit=unit))]
+        return [flag(Code.AMBIGUOUS_UNIT, "unit", unit=unit)]
     if why:
-        return [_flag("ambiguous_unit", "unit", MSG_UNIT_IN_CONTEXT.format(unit=unit, why=why))]
+        return [flag(Code.AMBIGUOUS_UNIT, "unit", variant="in_context", unit=unit, why=why)]
     if code is None:
-        message = MSG_UNKNOWN_UNIT.format(unit=unit)
+        message = flag_message(Code.AMBIGUOUS_UNIT, "unknown", unit=unit)
         if nearest:
-            message += MSG_NEAREST_UNITS.format(units=", ".join(unit_label(c) for c in nearest))
-        return [_flag("ambiguous_unit", "unit", message)]
+            message += flag_message(Code.AMBIGUOUS_UNIT, "nearest", units=", ".join(unit_label(c) for c in nearest))
+        return [flag(Code.AMBIGUOUS_UNIT, "unit", message=message)]
     return []
 
 
@@ -163,7 +121,7 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
     sheets = {s.name: s for s in table.sheets}
     prices_by_sku: dict[str, set[Decimal | str]] = {}
     count_by_sku: dict[str, int] = {}
-    prices = [_strict_price(item.get("unit_price")) for item in items]
+    prices = [price_value(item.get("unit_price")) for item in items]
     for item, price in zip(items, prices):
         sku = (item.get("sku") or "").strip()
         if sku:
@@ -176,9 +134,9 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
         flags = [dict(f) for f in item.get("flags") or []]
         currency = item.get("currency")
         if not currency:
-            flags.append(_flag("missing_currency", "currency", MSG_MISSING_CURRENCY))
+            flags.append(flag(Code.MISSING_CURRENCY, "currency"))
         elif not is_active_currency(currency):
-            flags.append(_flag("missing_currency", "currency", MSG_BAD_CURRENCY.format(value=currency)))
+            flags.append(flag(Code.MISSING_CURRENCY, "currency", variant="inactive", value=currency))
 
         unit = item.get("unit")
         if unit:
@@ -190,7 +148,7 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
 
         price = prices[n]
         if price is None or price <= 0:
-            flags.append(_flag("invalid_price", "unit_price", MSG_INVALID_PRICE.format(price=item.get("unit_price"))))
+            flags.append(flag(Code.INVALID_PRICE, "unit_price", price=item.get("unit_price")))
 
         flags.extend(_size_flags(item))
         flags.extend(_source_flags(item, price, sheets))
@@ -198,11 +156,10 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
         sku = (item.get("sku") or "").strip()
         if sku and len(prices_by_sku.get(sku, ())) > 1:
             shown = ", ".join(sorted(str(p) for p in prices_by_sku[sku])[:5])
-            flags.append(_flag("duplicate_sku", "sku",
-                               MSG_DUPLICATE_SKU.format(sku=sku, count=count_by_sku[sku], prices=shown)))
+            flags.append(flag(Code.DUPLICATE_SKU, "sku", sku=sku, count=count_by_sku[sku], prices=shown))
 
         if not (item.get("description") or "").strip():
-            flags.append(_flag("empty_description", "description", MSG_EMPTY_DESCRIPTION))
+            flags.append(flag(Code.EMPTY_DESCRIPTION, "description"))
 
         seen = set()
         unique = []
@@ -242,7 +199,7 @@ def _duplicate_keys(items: list[dict]) -> dict[str, tuple[set[Decimal], int]]:
     prices: dict[str, set[Decimal]] = {}
     counts: dict[str, int] = {}
     for item in items:
-        price = _strict_price(item.get("unit_price"))
+        price = price_value(item.get("unit_price"))
         key = normalized_description(item.get("description"))
         if key and price is not None and not (item.get("sku") or "").strip():
             prices.setdefault(key, set()).add(price)
@@ -253,7 +210,7 @@ def _duplicate_keys(items: list[dict]) -> dict[str, tuple[set[Decimal], int]]:
 def _previous_index(previous) -> tuple[dict, dict]:
     by_sku, by_desc = {}, {}
     for old in previous or ():
-        price = _strict_price(old.get("unit_price"))
+        price = price_value(old.get("unit_price"))
         if price is None or price <= 0:
             continue
         entry = (price, old.get("currency"))
@@ -267,22 +224,20 @@ def _previous_index(previous) -> tuple[dict, dict]:
 def _price_change(item: dict, by_sku: dict, by_desc: dict, ratio: Decimal) -> dict | None:
     sku = (item.get("sku") or "").strip()
     old = by_sku.get(sku) if sku else by_desc.get(normalized_description(item.get("description")))
-    new = _strict_price(item.get("unit_price"))
+    new = price_value(item.get("unit_price"))
     if old is None or new is None or old[1] != item.get("currency"):
         return None
     change = (new - old[0]) / old[0]
     if abs(change) <= ratio:
         return None
-    flag = _flag("price_changed", "unit_price", MSG_PRICE_CHANGED.format(
-        old=old[0], new=new, currency=item.get("currency") or "", change=change))
-    flag.update(old=str(old[0]), new=str(new))
-    return flag
+    return flag(Code.PRICE_CHANGED, "unit_price", old=old[0], new=new, currency=item.get("currency") or "",
+                change=change, extra={"old": str(old[0]), "new": str(new)})
 
 
 def review_flags(items: list[dict], *, previous: list[dict] | None = None,
                  ratio: Decimal = PRICE_CHANGE_REVIEW_RATIO) -> list[dict]:
-    """Add ``duplicate_item`` (the same description at different prices, no SKU)
-    and ``price_changed`` (a move beyond ``ratio`` against ``previous``, the
+    """Add ``Code.DUPLICATE_ITEM`` (the same description at different prices, no SKU)
+    and ``Code.PRICE_CHANGED`` (a move beyond ``ratio`` against ``previous``, the
     supplier's current items) to validated ``items``; pure, returns copies."""
     duplicates = _duplicate_keys(items)
     by_sku, by_desc = _previous_index(previous)
@@ -293,8 +248,8 @@ def review_flags(items: list[dict], *, previous: list[dict] | None = None,
         if key in duplicates and not (item.get("sku") or "").strip():
             seen, count = duplicates[key]
             prices = ", ".join(str(p) for p in sorted(seen)[:5])
-            copy["flags"].append(_flag("duplicate_item", "description", MSG_DUPLICATE_ITEM.format(
-                description=item.get("description"), count=count, prices=prices)))
+            copy["flags"].append(flag(Code.DUPLICATE_ITEM, "description",
+                                     description=item.get("description"), count=count, prices=prices))
         changed = _price_change(item, by_sku, by_desc, Decimal(ratio))
         if changed:
             copy["flags"].append(changed)
@@ -311,10 +266,6 @@ def review_flags(items: list[dict], *, previous: list[dict] | None = None,
 # price in the cited row. A cell that addresses the model is never evidence,
 # and every item of its sheet is flagged.
 
-MSG_CURRENCY_NOT_STATED = ("The currency {currency} is not stated in sheet {sheet!r} (not in the row, "
-                           "a number format, a header, a title or a note); set the currency.")
-MSG_INSTRUCTION = ("Sheet {sheet!r} holds text addressed to the extracting model (row {row}: {text!r}); "
-                   "check every value of this item against the sheet.")
 _INSTRUCTION = re.compile(
     r"(?<![\w])(?:(?:ignore|disregard|forget|override)\s++(?:\w++\s++){0,4}?(?:above|previous|prior|earlier|"
     r"instructions?|rules?|prompt)|set\s++(?:the\s++)?(?:currency|price|sku|description|unit)\s++to|"
@@ -366,14 +317,13 @@ def _model_flags(item: dict, sheet, stated: set[str], instruction: tuple[int, st
     flags = []
     currency = item.get("currency")
     if currency and currency not in stated and currency not in _row_currencies(row):
-        flags.append(_flag("missing_currency", "currency",
-                           MSG_CURRENCY_NOT_STATED.format(currency=currency, sheet=sheet.name)))
+        flags.append(flag(Code.CURRENCY_NOT_IN_SHEET, "currency", currency=currency, sheet=sheet.name))
     if not _in_row((item.get("description") or "").strip(), row):
-        flags.append(_flag("unsupported_source", "description",
-                           MSG_DESC_NOT_IN_ROW.format(row=row_no, sheet=sheet.name)))
+        flags.append(flag(Code.UNSUPPORTED_SOURCE, "description", variant="description",
+                          row=row_no, sheet=sheet.name))
     if instruction:
-        flags.append(_flag("suspicious_instruction", None, MSG_INSTRUCTION.format(
-            sheet=sheet.name, row=instruction[0], text=instruction[1][:80])))
+        flags.append(flag(Code.SUSPICIOUS_INSTRUCTION, None, sheet=sheet.name, row=instruction[0],
+                          text=instruction[1][:80]))
     return flags
 
 

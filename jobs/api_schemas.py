@@ -23,37 +23,6 @@ class Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class Source(Open):
-    sheet: str
-    row: int
-
-
-class Flag(Open):
-    code: str = Field(description="missing_currency, ambiguous_unit, invalid_price, ...")
-    field: str | None
-    message: str
-
-
-class Item(Open):
-    """An extracted or published item (DESIGN.md, the item schema)."""
-
-    sku: str | None
-    description: str | None
-    unit: str | None
-    pack_size: float | str | None
-    unit_price: str | None = Field(description="A decimal, as text.")
-    currency: str | None = Field(description="ISO 4217, or null when not stated.")
-    source: Source | None
-
-
-class JobItem(Item):
-    flags: list[Flag]
-
-
-class JobItems(Open):
-    items: list[JobItem]
-
-
 class Progress(Open):
     done: int
     total: int

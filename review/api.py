@@ -26,12 +26,9 @@ from review.selectors import (
     review_job_get,
     review_source_rows,
 )
+from review.decisions import ApprovalBlocked, ReasonRequired, ReviewStale, SourceTableMissing
+from review.edits import EditRejected
 from review.services import (
-    ApprovalBlocked,
-    EditRejected,
-    ReasonRequired,
-    ReviewStale,
-    SourceTableMissing,
     review_approve,
     review_preview,
     review_reject,

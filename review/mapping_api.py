@@ -12,9 +12,10 @@ import uuid
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from accounts.auth import authenticate
+from catalog.items import VALUE_FIELDS
 from catalog.mapping import MappingInvalid
 from catalog.services import SheetNotRead, pricesheet_mapping_apply
 from jobs.api_schemas import JobVersion
@@ -37,15 +38,9 @@ MSG_CONFLICT = "Nothing was changed: the job changed since version {version}. {h
 Letter = str | None
 
 
-class MappedColumns(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    sku: Letter = Field(None, description="A column letter (A, B, ..., AA), or null.")
-    description: Letter = None
-    unit: Letter = None
-    pack_size: Letter = None
-    unit_price: Letter = Field(None, description="Required.")
-    currency: Letter = None
+_COLUMN_NOTES = {"sku": "A column letter (A, B, ..., AA), or null.", "unit_price": "Required."}
+MappedColumns = create_model("MappedColumns", __config__=ConfigDict(extra="forbid"), **{
+    role: (Letter, Field(None, description=_COLUMN_NOTES.get(role))) for role in VALUE_FIELDS})
 
 
 class MappedSheet(BaseModel):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from review.selectors import EDITABLE_FIELDS
-from review.services import SCOPES, Replace, ReviewEdits, SheetSet
+from review.edits import SCOPES, Replace, ReviewEdits, SheetSet
 
 MSG_NOT_OBJECT = "The body must be a JSON object."
 MSG_VERSION = "`version` must be the job's version (a positive whole number) as you read it."

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -18,6 +17,9 @@ from django.utils import timezone
 from accounts.models import Membership
 from catalog.currencies import currency_choices
 from catalog.export import item_price_text
+from catalog.extraction import plain_decimal
+from catalog.flags import UnknownFlag, flag_type
+from catalog.items import REVIEW_KEYS, VALUE_FIELDS, Item
 from catalog.models import CatalogRevision
 from catalog.selectors import job_sheets
 from catalog.units import unit_choices
@@ -30,11 +32,7 @@ class NotAReviewer(Exception):
     """The user is a member of the job's workspace without the reviewer or admin role."""
 
 
-EDITABLE_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
-# The codes validation checks again on every save and approve; any other
-# code is a doubt only the extractor could see, which the reviewer answers.
-CHECKED_CODES = frozenset({"missing_currency", "ambiguous_unit", "invalid_price",
-                           "unsupported_source", "duplicate_sku", "empty_description"})
+EDITABLE_FIELDS = VALUE_FIELDS
 DECISIONS_SHOWN = 50
 NOTES_SHOWN = 20
 
@@ -150,7 +148,7 @@ def job_history_sentence(*, job: Job, since_version: int | None = None) -> str:
 
 FIELD_LABELS = {"sku": "SKU", "description": "Description", "unit": "Unit", "pack_size": "Pack",
                 "unit_price": "Unit price", "currency": "Currency"}
-ITEM_KEYS = EDITABLE_FIELDS + ("source", "flags", "provenance", "omitted")
+ITEM_KEYS = (*Item.model_fields, *REVIEW_KEYS)  # what the grid reads of an item
 
 _JOB_TABLE = Job._meta.db_table
 _CHECKPOINT_TABLE = JobCheckpoint._meta.db_table
@@ -184,10 +182,8 @@ def snapshot_item(index: int, item: dict) -> dict:
 
 
 def _is_decimal(value: Any) -> bool:
-    try:
-        return Decimal(str(value)).is_finite()
-    except ArithmeticError:
-        return False
+    number = plain_decimal(value)
+    return number is not None and number.is_finite()
 
 
 def snapshot_summary(items: list[dict]) -> dict:
@@ -247,6 +243,21 @@ class FlagReason:
     code: str
     count: int
     first_index: int
+
+    @property
+    def name(self) -> str:
+        """The registry's readable name (the code itself for one it does not know)."""
+        try:
+            return flag_type(self.code).name
+        except UnknownFlag:
+            return self.code
+
+    @property
+    def hint(self) -> str:
+        try:
+            return flag_type(self.code).hint
+        except UnknownFlag:
+            return ""
 
 
 @dataclass

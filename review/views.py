@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs.models import Job, State
+from catalog.flags import registry_json
 from catalog.models import CatalogRevision
 from review.selectors import (
-    CHECKED_CODES,
     EDITABLE_FIELDS,
     FIELD_LABELS,
     NotAReviewer,
@@ -25,12 +25,8 @@ from review.selectors import (
     review_queue,
     user_is_reviewer_anywhere,
 )
-from review.services import (
-    ReasonRequired,
-    ReviewStale,
-    review_reject,
-    review_snapshot_current,
-)
+from review.decisions import ReasonRequired, ReviewStale
+from review.services import review_reject, review_snapshot_current
 
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of a workspace review its extractions."
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."
@@ -99,7 +95,7 @@ def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
             "job": str(job.pk), "version": job.version, "total": page.total,
             "flagged": index_ranges(page.flagged), "editable": job.state == State.AWAITING_REVIEW,
             "fields": list(EDITABLE_FIELDS), "labels": FIELD_LABELS,
-            "checked": sorted(CHECKED_CODES),
+            "flags": registry_json(),
             "urls": {"items": reverse("review:items", args=[job.pk]),
                      "source": reverse("review:source", args=[job.pk]),
                      "save": reverse("review:save", args=[job.pk]),

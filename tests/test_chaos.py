@@ -6,7 +6,7 @@ import pytest
 from bench.chaos import ChaosConfig, run
 from tests.helpers import database_url
 
-pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.processes, pytest.mark.soak, pytest.mark.django_db(transaction=True)]
 
 
 def test_chaos_soak_keeps_every_promise(tmp_path):

@@ -11,7 +11,8 @@ from django.test import Client
 from catalog.models import CatalogItem, CatalogRevision
 from accounts.services import apitoken_create
 from catalog.storage import sheets_storage
-from catalog.validation import MAX_PACK_SIZE, MAX_PRICE, MAX_TEXT
+from catalog.extraction import MAX_PRICE
+from catalog.validation import MAX_PACK_SIZE, MAX_TEXT
 from jobs.models import Attempt, State
 from jobs.worker import Worker
 from tests.catalog.test_parse_sheet import CLEAN_CSV, admit_sheet

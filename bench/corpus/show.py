@@ -37,7 +37,13 @@ def sheets_of(path: Path) -> list[tuple[str, list[list[str]]]]:
     except UnreadableSheet:
         pass
     import python_calamine
-    book = python_calamine.CalamineWorkbook.from_path(str(path))
+    try:
+        book = python_calamine.CalamineWorkbook.from_path(str(path))
+    except Exception:  # noqa: BLE001 - a raw BIFF2 stream or a damaged XLS: xlrd reads those
+        import xlrd
+        wb = xlrd.open_workbook(str(path), ignore_workbook_corruption=True)
+        return [(sh.name, [["" if v in (None, "") else str(v) for v in sh.row_values(r)] for r in range(sh.nrows)])
+                for sh in wb.sheets()]
     out = []
     for name in book.sheet_names:
         rows = book.get_sheet_by_name(name).to_python(skip_empty_area=False)

@@ -52,7 +52,7 @@ class Assignment:
     columns: list[Column]
     doubts: list[str]
     other_prices: list[int] = field(default_factory=list)
-    doubted: dict[str, str] = field(default_factory=dict)  # item role in doubt -> why
+    doubted: dict[str, tuple[int, str]] = field(default_factory=dict)  # item role in doubt -> (column, why)
 
     def get(self, role: str) -> int | None:
         return self.roles.get(role)
@@ -188,10 +188,10 @@ def assign_roles(body: list[list[str]], width: int, labels: list[str],
     for role, col in roles.items():
         why = _doubt(probs, role, col, live)
         if why:
-            doubted[role] = why
+            doubted[role] = (col, why)
             flagged_cols.add(col)
     for role, (col, why) in _absent_doubts(probs, live, roles).items():
-        doubted[role] = why
+        doubted[role] = (col, why)
         flagged_cols.add(col)
     by_col = {c: r for r, c in roles.items()}
     columns = []
@@ -202,5 +202,5 @@ def assign_roles(body: list[list[str]], width: int, labels: list[str],
         columns.append(Column(c, labels[c] if c < len(labels) else "", role, p.get(role, p.get(kind, 0.0)),
                               _evidence(f, vetoed, p), kind=kind, needs_confirmation=c in flagged_cols))
     other_prices = [c for c in live if c not in by_col and max(probs[c], key=probs[c].get) in _MONEY_ROLES]
-    return Assignment(roles=roles, columns=columns, doubts=list(doubted.values()), other_prices=other_prices,
+    return Assignment(roles=roles, columns=columns, doubts=[why for _c, why in doubted.values()], other_prices=other_prices,
                       doubted=doubted)

@@ -24,8 +24,9 @@ from catalog.extraction.money import (
     detect_currency, find_currencies, parse_decimal,
 )
 from catalog.extraction.packs import normalize_unit, pack_in_description, split_pack
-from catalog.extraction.rows import Columns, RowClassifier
+from catalog.extraction.rows import PRICE_WITHOUT_ITEM, Columns, RowClassifier
 from catalog.extraction.text import cap, cell, col_letter
+from catalog.flags import Code, flag
 
 if TYPE_CHECKING:  # the reader imports this package; only types flow back
     from catalog.reading import Sheet, Table
@@ -40,11 +41,8 @@ MSG_NO_NAME = ("sheet {sheet!r}: no column names the items (no SKU or descriptio
 MSG_NO_ITEMS = ("sheet {sheet!r}: no row below the header has a price; "
                 "a reviewer can still map its columns")
 MSG_REFUSED = "no sheet holds an item list: {details}"
-MSG_PRICE_WITHOUT_ITEM = ("Row {row} holds a price but no SKU or description{taken}; "
-                          "check it is an item, or leave it out.")
 _ROLE_WORDS = {"unit_price": "price", "sku": "SKU", "description": "description", "unit": "unit",
                "pack_size": "pack size", "currency": "currency", "quantity": "quantity"}
-MSG_UNCERTAIN_COLUMN = "The {role} was read from a column in doubt: {why}; check the column mapping."
 MAX_LISTED_ROWS = 1000  # rows other than items listed per sheet in the report
 
 
@@ -126,8 +124,8 @@ class _ItemBuilder:
         if code is None:
             code = self.sheet_code
             if code is None and self.doubts:
-                return None, [{"code": "missing_currency", "field": "currency",
-                               "message": "Currency not stated clearly: " + "; ".join(self.doubts) + "."}]
+                return None, [flag(Code.MISSING_CURRENCY, "currency", variant="unclear",
+                                   doubts="; ".join(self.doubts))]
         return code, []
 
     def _split(self, text: str) -> tuple:
@@ -150,7 +148,7 @@ class _ItemBuilder:
             du, dn, doubt = pack_in_description(desc)
             if dn is not None:
                 unit = unit if unit is not None else du
-                flags = [{"code": "ambiguous_pack", "field": "pack_size", "message": doubt}] if doubt else []
+                flags = [flag(Code.AMBIGUOUS_PACK, "pack_size", doubt=doubt)] if doubt else []
                 return unit, dn, flags
         return unit, pack, []
 
@@ -196,8 +194,7 @@ class _ItemBuilder:
         if texts:
             _n, i, desc = max(texts)
             taken = f" (the text of column {col_letter(i)} was taken as the description)"
-        return desc, [{"code": "price_without_item", "field": None,
-                       "message": MSG_PRICE_WITHOUT_ITEM.format(row=r, taken=taken)}]
+        return desc, [flag(Code.PRICE_WITHOUT_ITEM, None, row=r, taken=taken)]
 
 
 def _classify_rows(sheet: Sheet, header: Header, builder: _ItemBuilder) -> tuple[list[dict], dict, list[dict]]:
@@ -212,8 +209,8 @@ def _classify_rows(sheet: Sheet, header: Header, builder: _ItemBuilder) -> tuple
             got = classifier.classify(r, row)
             kind = got.kind
         counts[kind] = counts.get(kind, 0) + 1
-        if kind in ("item", "price_without_item"):
-            items.append(builder.item(r, row, without_item=kind == "price_without_item"))
+        if kind in ("item", PRICE_WITHOUT_ITEM):
+            items.append(builder.item(r, row, without_item=kind == PRICE_WITHOUT_ITEM))
         if got and kind not in ("item", "blank") and len(listed) < MAX_LISTED_ROWS:
             listed.append({"row": r, "class": kind, "reason": got.reason})
     return items, counts, listed
@@ -268,9 +265,8 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
     if not mapped and _named_by_bands(body, assignment):
         kind = "rate card (prices by weight or size bands)"
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
-    uncertain = [{"code": "uncertain_column", "field": role,
-                  "message": MSG_UNCERTAIN_COLUMN.format(role=_ROLE_WORDS[role], why=why)}
-                 for role, why in assignment.doubted.items()]
+    uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
+                 for role, (col, _why) in assignment.doubted.items()]
     builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 import re
 
 from catalog.errors import SheetError
+from catalog.items import VALUE_FIELDS
 from catalog.extraction.text import col_index
 
 if TYPE_CHECKING:  # the reader imports this package; only types flow back
     from catalog.reading import Sheet, Table
 
-MAPPED_ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
+MAPPED_ROLES = VALUE_FIELDS  # a column is read as one of the item's values
 _ISO = re.compile(r"[A-Z]{3}")
 
 

@@ -1,9 +1,12 @@
 """Money: currencies named in text, and prices written as decimals.
 
-A currency is read only where the text names exactly one (a symbol, an ISO
-code, a word); "$" alone never says which dollar. A price is read in every
-European and US separator style and refused when the text is not just a
-number (with an optional currency).
+The product's one price parser. A currency is read only where the text
+names exactly one (a symbol, an ISO code, a word); "$" alone never says
+which dollar. A price is read from a sheet's cell in every European and US
+separator style and refused when the text is not just a number (with an
+optional currency) (``parse_decimal``); a price an item stores is plain
+decimal text (``price_value``); a price a reviewer types is digits with a
+decimal point or comma (``typed_price``).
 """
 
 from __future__ import annotations
@@ -212,6 +215,43 @@ def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
     if not value.is_finite():
         return None
     return -value if negative else value
+
+
+def plain_decimal(value: object) -> Decimal | None:
+    """``value`` read as a plain decimal ("12.50", "-3", "1E+3", as Decimal
+    reads its text); None when it is not one."""
+    try:
+        return Decimal(str(value))
+    except (InvalidOperation, ValueError, TypeError):
+        return None
+
+
+MAX_PRICE = Decimal(10) ** 12  # the catalog keeps 12 digits before the point
+_MAX_PRICE_CHARS = 40
+
+
+def price_value(value: object) -> Decimal | None:
+    """The price an item stores (plain decimal text), when it is a finite
+    number the catalog can hold; None otherwise."""
+    text = str(value)
+    if len(text) > _MAX_PRICE_CHARS:
+        return None
+    number = plain_decimal(text)
+    return number if number is not None and number.is_finite() and abs(number) < MAX_PRICE else None
+
+
+_TYPED_PRICE = re.compile(r"\d+(?:\.\d+)?")
+
+
+def typed_price(text: str) -> str | None:
+    """A positive price as a person typed it ("1.10", "1,10" for 1.10), as
+    items store it: the digits typed, a point for the decimal comma. None
+    for anything else (a sign, thousands separators, letters, zero)."""
+    text = text.strip()
+    plain = text.replace(",", ".") if text.count(",") == 1 and "." not in text else text
+    if not _TYPED_PRICE.fullmatch(plain) or Decimal(plain) <= 0:
+        return None
+    return plain
 
 
 def canonical_decimal(value: Decimal) -> str:

@@ -1,7 +1,7 @@
 """Row classes: every row of a sheet is accounted for, with a reason.
 
 Classes: ``item``, ``header``, ``title``, ``section``, ``blank``, ``total``,
-``note``, ``skipped``, and ``price_without_item`` (a row that holds a price
+``note``, ``skipped``, and ``PRICE_WITHOUT_ITEM`` (a row that holds a price
 but no SKU or description: it becomes a flagged item, never dropped).
 """
 
@@ -14,8 +14,13 @@ from decimal import Decimal
 from catalog.extraction.headers import RE
 from catalog.extraction.money import parse_decimal
 from catalog.extraction.text import cap, cell, fold
+from catalog.flags import Code
 
 NOTE_CHARS = 60  # a lone text this long is a note, shorter a section heading
+
+
+# The row class of a price with no item: its item carries the flag of that name.
+PRICE_WITHOUT_ITEM = Code.PRICE_WITHOUT_ITEM.value
 
 
 @dataclass(frozen=True)
@@ -106,4 +111,4 @@ class RowClassifier:
         if value == self.running and value and next(_texts(row, {cols.price}), None) is None:
             self.running = Decimal(0)
             return RowClass(r, "total", "a lone number equal to the sum of the prices above it")
-        return RowClass(r, "price_without_item", "a price but no SKU or description")
+        return RowClass(r, PRICE_WITHOUT_ITEM, "a price but no SKU or description")

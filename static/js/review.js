@@ -283,8 +283,8 @@
       var li = document.createElement("li");
       li.className = "flag";
       var label = config.labels[flag.field] || flag.field || "row";
-      li.textContent = label + ": " + flag.message +
-        (config.checked.indexOf(flag.code) === -1 ? " (a doubt of the extractor: approving answers it)" : "");
+      var kind = config.flags[flag.code];  // the flag registry: its name and what clears it
+      li.textContent = label + ": " + flag.message + (kind ? " (" + kind.name + ": " + kind.hint + ")" : "");
       list.appendChild(li);
     });
     config.fields.forEach(function (name) {

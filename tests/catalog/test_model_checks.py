@@ -35,7 +35,7 @@ def test_currency_stated_in_the_header_is_accepted():
 def test_currency_stated_nowhere_is_flagged():
     t = table(["SKU", "Name", "Price"], ["A", "Apple", "1.20"])
     (item,) = check_model_items([model_item("A", "Apple", "1.20", "USD", 2)], t)
-    assert "missing_currency" in codes(item, "currency")
+    assert "currency_not_in_sheet" in codes(item, "currency")
 
 
 def test_description_not_in_the_cited_row_is_flagged():
@@ -48,7 +48,7 @@ def test_a_cell_addressed_to_the_model_is_not_evidence_and_flags_the_items():
     t = table(["SKU", "Name", "Price"], ["A", INJECTION, "1.20"], ["B", "Pear", "2.00"])
     items = validate_items(check_model_items(
         [model_item("A", INJECTION, "1.20", "USD", 2), model_item("B", "Pear", "2.00", "USD", 3)], t), t)
-    assert all("missing_currency" in codes(i, "currency") for i in items)
+    assert all("currency_not_in_sheet" in codes(i, "currency") for i in items)
     assert all("suspicious_instruction" in codes(i) for i in items)
     assert needs_review(items)
 
@@ -84,4 +84,4 @@ def test_injected_currency_from_the_model_waits_for_review(workspace, obedient_m
     assert job.state == State.AWAITING_REVIEW
     items = job.output["items"]
     assert [i["currency"] for i in items] == ["USD", "USD"]
-    assert all("missing_currency" in codes(i, "currency") for i in items)
+    assert all("currency_not_in_sheet" in codes(i, "currency") for i in items)

@@ -6,12 +6,9 @@ import pytest
 from catalog.models import CatalogItem
 from jobs.models import Job
 from review.models import ReviewDecision
+from review.decisions import ApprovalBlocked
+from review.edits import EditRejected, Replace, ReviewEdits, SheetSet
 from review.services import (
-    ApprovalBlocked,
-    EditRejected,
-    Replace,
-    ReviewEdits,
-    SheetSet,
     review_approve,
     review_preview,
     review_save_edits,

@@ -22,16 +22,9 @@ from jobs.services import (
 )
 from review.models import ReviewDecision, ReviewDecisionAppendOnly, ReviewSnapshot
 from review.selectors import NotAReviewer
-from review.services import (
-    ApprovalBlocked,
-    EditRejected,
-    ReasonRequired,
-    ReviewEdits,
-    ReviewStale,
-    review_approve,
-    review_reject,
-    review_save_edits,
-)
+from review.decisions import ApprovalBlocked, ReasonRequired, ReviewStale
+from review.edits import EditRejected, ReviewEdits
+from review.services import review_approve, review_reject, review_save_edits
 from tests.review import KIND, SHEET, flagged_job, sheet_items
 
 RACE_ROUNDS = 20

@@ -1,0 +1,33 @@
+"""The one price parser (catalog.extraction.money): a sheet's cell, a stored
+price and a price a reviewer typed, each read by its own rule."""
+
+from decimal import Decimal
+
+import pytest
+
+from catalog.extraction import MAX_PRICE, parse_decimal, plain_decimal, price_value, typed_price
+
+
+@pytest.mark.parametrize(("typed", "stored"), [
+    ("1.10", "1.10"), ("1,10", "1.10"), (" 12 ", "12"), ("0.125", "0.125"),
+    ("0", None), ("-1", None), ("1.234,50", None), ("1,2,3", None), ("ten", None), ("", None),
+])
+def test_a_typed_price_keeps_its_digits_and_reads_a_decimal_comma(typed, stored):
+    assert typed_price(typed) == stored
+
+
+def test_a_stored_price_is_plain_decimal_text_the_catalog_can_hold():
+    assert price_value("12.50") == Decimal("12.50")
+    assert price_value(str(MAX_PRICE)) is None
+    assert price_value("NaN") is None and price_value("1" * 41) is None
+    assert price_value("1.234,50") is None  # a cell's spelling, not a stored price
+
+
+def test_a_cell_is_read_in_its_own_separator_style():
+    assert parse_decimal("1.234,50") == Decimal("1234.50")
+    assert parse_decimal("€ 12") == Decimal(12)
+
+
+def test_plain_decimal_refuses_what_is_not_a_number():
+    assert plain_decimal(None) is None and plain_decimal("abc") is None
+    assert plain_decimal(3) == Decimal(3)
