@@ -99,7 +99,10 @@ def _number_features(texts: list[str], n: int) -> dict[str, float]:
         "numeric": len(numbers) / n,
         "decimals": (len(numbers) - len(ints)) / k,
         "integers": len(ints) / k,
-        "running_index": 1.0 if len(ints) == len(numbers) and _is_sequential(ints) else 0.0,
+        # Row numbers are written as plain digits: "100,00", "101,00" are prices that happen to run on.
+        "running_index": 1.0 if len(ints) == len(numbers) and all(t.isdigit() for t in texts if
+                                                                   parse_decimal(t) is not None)
+        and _is_sequential(ints) else 0.0,
         "year_like": sum(1 for i in ints if 1900 <= i <= 2100) / k,
         "magnitude": min(1.0, math.log10(1 + float(median)) / 6) if numbers else 0.0,
         "long_digits": sum(1 for t in texts if t.isdigit() and len(t) >= 8) / n,

@@ -112,7 +112,8 @@ def _fallback(probs: list[dict], feats: list[dict], live: list[int], roles: dict
     free = [c for c in live if c not in roles.values()]
     if "unit_price" not in roles:
         money = [(sum(probs[c].get(r, 0.0) for r in _MONEY_ROLES), c) for c in free
-                 if feats[c].get("numeric", 0.0) > MAJORITY and probs[c].get("unit_price", 0.0) > 0]
+                 if probs[c].get("unit_price", 0.0) > 0 and (feats[c].get("numeric", 0.0) > MAJORITY
+                                                              or max(probs[c], key=probs[c].get) == "unit_price")]
         if money:
             roles["unit_price"] = max(money)[1]
             free.remove(roles["unit_price"])
