@@ -160,7 +160,7 @@ def main(argv=None) -> int:
 
 def print_corpus(verbose: bool, folders: list[Path] | None = None) -> None:
     from bench.corpus import labels as corpus_labels
-    from bench.corpus.scoring import print_summary, score_file
+    from bench.corpus.scoring import calibration, print_calibration, print_summary, score_file
 
     if not corpus_labels.CORPUS.is_dir():
         print("\n(no ../shared/corpus: the labeled corpus is not scored)")
@@ -171,6 +171,7 @@ def print_corpus(verbose: bool, folders: list[Path] | None = None) -> None:
             continue
         scores = [score_file(labeled[f]) for f in files if f in labeled]
         print_summary(f"labeled corpus, {part} part ({len(scores)} of {len(files)} files labeled)", scores, verbose)
+        print_calibration(part, calibration(labeled, files))
 
 
 if __name__ == "__main__":

@@ -209,4 +209,40 @@ def print_summary(name: str, scores: list[FileScore], verbose: bool = False) -> 
     return m
 
 
-__all__ = ["FileScore", "col_letter", "print_summary", "run_file", "score_file", "summarize"]
+def calibration(labels: dict[str, dict], files: list[str]) -> dict:
+    """The column model on the labeled columns of ``files``: (confidence, right?) per column's most
+    likely role, and per item role the extractor takes (catalog.extraction.columns.choose_columns)."""
+    from bench.corpus.train import _choices, labeled_columns
+    from catalog.extraction.column_model import load_model
+    from catalog.extraction.columns import _renormalized, _vetoes
+
+    model = load_model()
+    rows = [ex for f in files if f in labels for ex in labeled_columns(labels[f])]
+    columns, probs = [], []
+    for _f, role, values, header, *_where in rows:
+        p = _renormalized(model.probabilities(values, header), _vetoes(values))
+        best = max(p, key=p.get)
+        columns.append((p[best], best == (role if role in model.roles else "other")))
+        probs.append([p[r] for r in model.roles])
+    taken = [(p, right) for p, _m, right, _present, was in _choices(rows, probs, list(model.roles)) if was]
+    return {"columns": columns, "taken": taken, "threshold": model.threshold,
+            "column_threshold": getattr(model, "column_threshold", None)}
+
+
+def print_calibration(name: str, cal: dict) -> None:
+    edges = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
+    print(f"  calibration of the column model, {name} part:")
+    print(f"    {'confidence':>12s} {'columns':>8s} {'right':>7s} {'roles taken':>12s} {'right':>7s}")
+    for lo, hi in zip(edges, edges[1:]):
+        a = [r for p, r in cal["columns"] if lo <= p < hi]
+        b = [r for p, r in cal["taken"] if lo <= p < hi]
+        print(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {len(a):>8d} {(sum(a) / len(a) if a else 0):>7.3f} "
+              f"{len(b):>12d} {(sum(b) / len(b) if b else 0):>7.3f}")
+    t = cal["threshold"]
+    b = [r for p, r in cal["taken"] if p >= t]
+    print(f"    roles taken with confidence >= the threshold {t}: {len(b)} of {len(cal['taken'])}, "
+          + (f"{sum(b) / len(b):.3f} right" if b else "none (every role taken needs confirmation)"))
+
+
+__all__ = ["FileScore", "calibration", "col_letter", "print_calibration", "print_summary", "run_file",
+           "score_file", "summarize"]
