@@ -92,13 +92,13 @@ def _compare_item(item: dict, row: list[str], roles: dict[str, str], label: dict
     return out
 
 
-def run_file(path: Path):
+def run_file(path: Path, column_model: bool = True):
     """(table, Extraction, validated items, outcome) the way a parse job sees the file."""
     from catalog.extraction import extract
     from catalog.validation import needs_review, review_flags, validate_items
 
     table = read_table(path, filename=path.name)
-    result = extract(table)
+    result = extract(table, column_model=column_model)
     if result.refusal:
         return table, result, [], "refuse"
     items = review_flags(validate_items(result.items, table))
@@ -106,10 +106,10 @@ def run_file(path: Path):
     return table, result, items, "review" if review else "publish"
 
 
-def score_file(label: dict, corpus: Path = CORPUS) -> FileScore:
+def score_file(label: dict, corpus: Path = CORPUS, column_model: bool = True) -> FileScore:
     s = FileScore(label["file"], label["kind"], label["outcome"])
     try:
-        table, result, items, s.outcome = run_file(corpus / label["file"])
+        table, result, items, s.outcome = run_file(corpus / label["file"], column_model)
     except UnreadableSheet as exc:
         s.reason = str(exc)
         return s

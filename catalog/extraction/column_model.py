@@ -121,6 +121,7 @@ def _text_features(texts: list[str], n: int) -> dict[str, float]:
         "len_cv": min(3.0, math.sqrt(var) / mean) if mean else 0.0,
         "words": min(10.0, sum(len(t.split()) for t in texts) / n) / 10,
         "alpha": sum(1 for t in texts if any(ch.isalpha() for ch in t)) / n,
+        "digits": sum(1 for t in texts if any(ch.isdigit() for ch in t)) / n,
         "code_shape": sum(1 for t in texts if _code_shaped(t)) / n,
         "num_hyphen_num": sum(1 for t in texts if len(t) <= 25 and _NUM_HYPHEN_NUM.fullmatch(t)) / n,
         "url": sum(1 for t in texts if _URL.search(t)) / n,

@@ -111,12 +111,17 @@ def _fallback(probs: list[dict], feats: list[dict], live: list[int], roles: dict
     """No price or no name column by the model: the likeliest column by its values, to confirm."""
     free = [c for c in live if c not in roles.values()]
     if "unit_price" not in roles:
-        money = [(sum(probs[c].get(r, 0.0) for r in _MONEY_ROLES), c) for c in free
-                 if probs[c].get("unit_price", 0.0) > 0 and (feats[c].get("numeric", 0.0) > MAJORITY
-                                                              or max(probs[c], key=probs[c].get) == "unit_price")]
+        # Prices written as text ("$150/hr", "от 1 500") still hold digits; a column the model
+        # gave a lesser role (unit, pack size) may be the price, one naming the items may not.
+        names = {roles.get(r) for r in _NAME_ROLES}
+        money = [(sum(probs[c].get(r, 0.0) for r in _MONEY_ROLES) * feats[c].get("digits", 0.0), c) for c in live
+                 if c not in names and probs[c].get("unit_price", 0.0) > 0 and feats[c].get("digits", 0.0) > MAJORITY]
         if money:
-            roles["unit_price"] = max(money)[1]
-            free.remove(roles["unit_price"])
+            col = max(money)[1]
+            for role in [r for r, c in roles.items() if c == col]:
+                del roles[role]
+            roles["unit_price"] = col
+            free = [c for c in live if c not in roles.values()]
     if "description" not in roles:
         names = [(probs[c].get("description", 0.0), c) for c in free
                  if feats[c].get("alpha", 0.0) > MAJORITY and probs[c].get("description", 0.0) > 0]
@@ -128,6 +133,13 @@ def choose_columns(probs: list[dict], feats: list[dict], live: list[int]) -> dic
     """Item role -> column: each column its most likely role, then a price and a name by their values."""
     roles = _best_role_first(probs, live)
     _fallback(probs, feats, live, roles)
+    if "currency" not in roles:
+        # Too few development sheets have a currency column for the model to learn the role;
+        # a column whose values are mostly ISO 4217 codes is one.
+        codes = [(feats[c].get("iso_code", 0.0), c) for c in live
+                 if c not in roles.values() and feats[c].get("iso_code", 0.0) > MAJORITY]
+        if codes:
+            roles["currency"] = max(codes)[1]
     return roles
 
 

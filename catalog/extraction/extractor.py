@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 
 from catalog.errors import NotAnItemList
+from catalog.extraction import rules_columns
 from catalog.extraction.columns import ROLES, assign_roles
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
@@ -245,7 +246,7 @@ def _named_by_bands(body: list[list[str]], assignment) -> bool:
     return len(names) >= 3 and sum(1 for n in names if is_band(n)) >= 0.6 * len(names)
 
 
-def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _SheetResult:
+def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_model: bool) -> _SheetResult:
     rows = sheet.rows
     header = header_at(rows, mapped["header_row"]) if mapped else find_header(rows)
     if not mapped:
@@ -254,7 +255,11 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
             return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
     body = rows[header.body_start - 1:]
     width = max([len(header.labels)] + [len(r) for r in body])
-    assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
+    if column_model:
+        assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
+    else:
+        assignment = rules_columns.assign_roles(rules_columns.profile_columns(body, width), header.labels,
+                                                mapped and mapped["columns"])
     if "unit_price" not in assignment.roles:
         named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
         if named:
@@ -266,7 +271,7 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
         kind = "rate card (prices by weight or size bands)"
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
     uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
-                 for role, (col, _why) in assignment.doubted.items()]
+                 for role, (col, _why) in getattr(assignment, "doubted", {}).items()]
     builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
@@ -274,19 +279,26 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
     doubts = [] if mapped else list(assignment.doubts)
     if not header.rows and not mapped:
         doubts.insert(0, "no header row: the columns were read from their values alone")
-    confirm = any(c.needs_confirmation for c in assignment.columns) or bool(assignment.doubted)
+    if column_model:
+        confirm = any(c.needs_confirmation for c in assignment.columns) or bool(assignment.doubted)
+    else:
+        confirm = bool(doubts)
     report = _report(sheet, header, "read", columns=[c.to_json() for c in assignment.columns],
                      needs_confirmation=confirm and not mapped, doubts=doubts, rows=counts, skipped_rows=listed,
                      source="reviewer" if mapped else "inferred")
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder))
 
 
-def extract(table: Table, mapping: dict | None = None) -> Extraction:
+def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
     """Items and the per-sheet ``columns`` report of ``table`` (pure, no ORM).
 
     ``mapping`` (a reviewer's, or a remembered layout) names, per sheet, the
     header row and the column of each role; the sheets it lists are the only
     ones read, and its ``currency`` stands for the sheets' stated currency.
+    ``column_model`` takes the columns' roles from the fitted column model
+    (``catalog.extraction.columns``: a calibrated probability per role, each
+    column in doubt marked and its values flagged ``uncertain_column``);
+    without it, from the hand-weighted rules of ``rules_columns``.
     Raises ``MappingError`` when the mapping names a sheet or column the
     table does not have.
     """
@@ -302,7 +314,7 @@ def extract(table: Table, mapping: dict | None = None) -> Extraction:
         if not any(any(r) for r in sheet.rows):
             reports.append(_report(sheet, Header((), []), "empty"))
             continue
-        got = _read_sheet(sheet, mapped, currency)
+        got = _read_sheet(sheet, mapped, currency, column_model)
         items += got.items
         notes += got.notes
         reports.append(got.report)
@@ -313,9 +325,9 @@ def extract(table: Table, mapping: dict | None = None) -> Extraction:
     return Extraction(items, notes, reports, confirm, refusal)
 
 
-def extract_items(table: Table, mapping: dict | None = None) -> Extraction:
+def extract_items(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
     """``extract``, raising ``NotAnItemList`` (with the report) when no sheet holds items."""
-    result = extract(table, mapping)
+    result = extract(table, mapping, column_model=column_model)
     if result.refusal:
         exc = NotAnItemList(result.refusal)
         exc.sheets = result.sheets

@@ -21,40 +21,44 @@ def test_report_gives_header_row_and_every_columns_role_evidence_and_confidence(
     assert report["header_row"] == 2
     assert roles(report) == {"A": "sku", "B": "description", "C": "unit_price"}
     assert all(c["evidence"] and 0 < c["confidence"] <= 1 for c in report["columns"])
-    assert report["needs_confirmation"] == any(c["needs_confirmation"] for c in report["columns"])
+    assert report["needs_confirmation"] is False
 
 
-def test_every_value_from_a_column_in_doubt_is_flagged_on_its_field():
-    rows = [["Code", "Name", "Price EUR"]] + [[f"A-{n}", f"Widget number {n}", f"{n}.50"] for n in range(1, 9)]
+def test_unknown_header_words_do_not_make_a_sheet_not_an_item_list():
+    ex = extract(table(["Qwerty", "Zxcv", "Asdf"],
+                       ["K-100", "Hammer with a wooden handle", "12.40"],
+                       ["K-101", "Saw for metal, 300 mm", "8.95"],
+                       ["K-102", "Screwdriver set of six", "15.00"]))
+    assert ex.refusal is None
+    assert [i["unit_price"] for i in ex.items] == ["12.4", "8.95", "15"]
+    assert roles(ex.sheets[0]) == {"A": "sku", "B": "description", "C": "unit_price"}
+
+
+def test_sheet_without_header_row_goes_to_review_with_mapping_to_confirm():
+    ex = extract(table(["K-100", "Hammer with a wooden handle", "12.40"],
+                       ["K-101", "Saw for metal, 300 mm", "8.95"],
+                       ["K-102", "Screwdriver set of six", "15.00"]))
+    assert len(ex.items) == 3
+    assert ex.needs_confirmation
+    assert ex.sheets[0]["header_row"] is None
+    assert any("no header row" in d for d in ex.sheets[0]["doubts"])
+
+
+def test_near_miss_header_loses_to_content_and_the_mapping_is_flagged():
+    rows = [["CODE", "DESC_ADIC", "DESCRIP", "PRICE"]]
+    for n in range(20):
+        rows.append([f"X{n:03d}", "ACME", f"Stainless steel bolt M{n + 4} x {10 * n + 20} mm", f"{n + 1}.25"])
     ex = extract(table(*rows))
-    doubted = {c["role"] for c in ex.sheets[0]["columns"] if c["needs_confirmation"] and c["role"] != "other"}
-    assert doubted
-    for item in ex.items:
-        flagged = {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
-        assert doubted <= flagged
+    assert {i["description"] for i in ex.items} == {r[2] for r in rows[1:]}
+    assert roles(ex.sheets[0])["C"] == "description"
 
 
-def _probabilities(rows):
-    from catalog.extraction.columns import column_probabilities
-
-    return [p for p, _vetoes, _f in column_probabilities(rows[1:], len(rows[0]), rows[0])]
-
-
-def test_a_constant_column_is_no_sku_and_no_description_whatever_its_header_says():
-    rows = [["SKU", "Name", "Price"]] + [["ACME", f"Bolt size M{n}", f"{n}.25"] for n in range(3, 12)]
-    constant = _probabilities(rows)[0]
-    assert constant["sku"] == constant["description"] == 0
-
-
-def test_a_running_row_number_a_year_or_a_percentage_is_no_price():
-    rows = [["Price", "Price", "Price", "Name"]]
-    rows += [[str(n), str(2000 + n), f"{n}%", f"Bolt size M{n}"] for n in range(1, 12)]
-    assert [p["unit_price"] for p in _probabilities(rows)[:3]] == [0, 0, 0]
-
-
-def test_a_link_is_no_description():
-    rows = [["Description", "Price"]] + [[f"https://example.com/item/{n}", f"{n}.25"] for n in range(1, 9)]
-    assert _probabilities(rows)[0]["description"] == 0
+def test_mostly_empty_description_column_loses_to_a_full_name_column():
+    rows = [["Nom", "Description", "Prix"]]
+    for n in range(12):
+        rows.append([f"Plat du jour numéro {n}", "épicé" if n == 0 else "", f"{n + 9},50"])
+    ex = extract(table(*rows))
+    assert [i["description"] for i in ex.items][:2] == ["Plat du jour numéro 0", "Plat du jour numéro 1"]
 
 
 def test_two_plausible_price_columns_need_confirmation():
@@ -62,10 +66,7 @@ def test_two_plausible_price_columns_need_confirmation():
     rows += [[f"S{n}", f"Thing number {n}", f"{n}.10", f"{n}.30"] for n in range(1, 6)]
     ex = extract(table(*rows))
     assert ex.needs_confirmation
-    price = next(c for c in ex.sheets[0]["columns"] if c["role"] == "unit_price")
-    assert price["needs_confirmation"]
-    assert all(any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
-               for i in ex.items)
+    assert any("two plausible price columns" in d for d in ex.sheets[0]["doubts"])
 
 
 def test_mapping_is_taken_as_given_and_needs_no_confirmation():
