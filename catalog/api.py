@@ -1,50 +1,135 @@
 """The uploaders' HTTP API (DESIGN.md): admission of a sheet, the jobs list,
-a job's status and its items. The versioned cancel is generic and lives in
-`jobs.http`.
+a job's status and its items; and what the product's API is called. The
+versioned cancel is generic and lives in `jobs.http`.
 
-Every view authenticates (bearer token or session), scopes every read and
-write to the caller's workspaces, and answers errors as problem+json.
+Every operation authenticates (bearer token or session), scopes every read
+and write to the caller's workspaces, and answers errors as problem+json.
 """
 
+from __future__ import annotations
+
+import math
 import uuid
+from datetime import datetime
+from typing import Literal
 
 from django.conf import settings
+from ninja.files import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
-from django.utils.http import urlencode
-from django.views.decorators.csrf import csrf_exempt
+from ninja import File, Form, Header, Query, Router, Schema
+from pydantic import ConfigDict, Field, field_validator
 
-from accounts.auth import authenticate
 from accounts.models import Workspace
 from catalog.items import JobItems
-from catalog.selectors import job_items, sheet_job_status, with_reading_report
+from catalog.readers import binary_kind
+from catalog.selectors import upload_rate_wait_seconds, with_reading_report
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
-from jobs import api_schemas as schemas
-from jobs.http import allow, member_job, positive_int
-from jobs.models import Job, State
-from jobs.openapi import Body, json_answer, operation, problem
-from jobs.problems import Problem, api_view
-from jobs.selectors import jobs_with_live_phase
+from jobs.http import (
+    MAX_PAGE,
+    JobState,
+    Open,
+    PageOut,
+    Progress,
+    Timings,
+    answers,
+    caller,
+    member_job,
+    paginate,
+)
+from jobs.models import Job
+from jobs.problems import Problem, problem_for
+from jobs.selectors import NoItems, job_items, job_status, jobs_with_live_phase
 
-MSG_KEY_REQUIRED = "Send an `Idempotency-Key` header (any unique string, e.g. a UUID) with each upload."
-MSG_KEY_TOO_LONG = "The Idempotency-Key is longer than 255 characters."
-MSG_FILE_REQUIRED = "Send the sheet as the multipart field `file`."
-MSG_EMPTY_FILE = "The uploaded file has no content."
-MSG_PAGE_OUT_OF_RANGE = "Page {page} is past the last page ({last}; {count} jobs in all)."
+API_TITLE = "Pricesheet API"
+API_DESCRIPTION = (
+    "Upload supplier price sheets as durable jobs, follow and review them, and read the "
+    "published catalog. Authenticate with `Authorization: Bearer TOKEN` (a `read` token may "
+    "only read) or the browser session. Errors are `application/problem+json` (RFC 9457)."
+)
+
+MSG_NO_ITEMS = "Jobs of this kind have no items."
+MSG_SUPPLIER_TOO_LONG = "The supplier name is longer than 200 characters."
 MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
 MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
-MSG_SUPPLIER_TOO_LONG = "The supplier name is longer than 200 characters."
-MSG_UNKNOWN_STATE = "Unknown state {state!r}; states are: {states}."
 MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
 MSG_BAD_LENGTH = "Content-Length is not a number."
+MSG_NOT_A_SHEET = "The file is {kind}, not a price sheet: send a spreadsheet (CSV, XLSX, XLS, ODS) or a PDF."
+MSG_RATE = ("This workspace has uploaded {limit} sheets in the last minute "
+            "(UPLOAD_RATE_PER_MINUTE); try again in {seconds} s.")
 
+UPLOAD_PATH = "/api/jobs"
 PAGE_SIZE = 20
 PAGE_SIZE_MAX = 100
 # Room for the multipart framing around the file (boundaries, part headers,
 # the small text fields) when comparing Content-Length with the file limit.
 MULTIPART_ALLOWANCE_BYTES = 64 * 1024
+
+
+# --- shapes ----------------------------------------------------------------------
+
+
+class JobResult(Open):
+    revision_id: uuid.UUID | None = Field(description="The published revision (its public id).")
+    item_count: int | None
+    unchanged: bool | None = Field(
+        default=None, description="Present and true when the sheet was identical to the "
+        "supplier's current revision, which `revision_id` names: nothing new was published.")
+    note: str | None = Field(default=None, description="Why, when `unchanged`.")
+
+
+class Layout(Open):
+    source: Literal["inferred", "reviewer", "remembered"] | None = None
+    approved_by: str | None = None
+    approved_at: datetime | None = None
+
+
+class JobStatus(Open):
+    id: uuid.UUID
+    state: JobState
+    attempt: int
+    max_attempts: int
+    progress: Progress
+    reason: str
+    created_at: datetime
+    updated_at: datetime
+    timings: Timings
+    result: JobResult | None
+    links: dict[str, str]
+    # What a job's kind adds (jobs.registry): a sheet job's reading report.
+    columns: list[Open] | None = Field(
+        None, description="A sheet job's: per sheet read, its header row and each column's role, "
+                          "evidence and confidence; null before the sheet is read.")
+    layout: Layout | None = Field(
+        None, description="A sheet job's: where the columns came from; null before reading.")
+
+
+class JobPage(PageOut):
+    results: list[JobStatus]
+
+
+class Admission(Open):
+    id: uuid.UUID
+    state: JobState
+    status_url: str
+
+
+class JobListQuery(Schema):
+    state: list[JobState] | None = Field(
+        None, description="Only jobs in these states (repeat the parameter, or separate by commas).")
+    page: int = Field(1, ge=1, le=MAX_PAGE, description="From 1.")
+    page_size: int = Field(PAGE_SIZE, ge=1, le=PAGE_SIZE_MAX, description=f"At most {PAGE_SIZE_MAX}.")
+
+    @field_validator("state", mode="before")
+    @classmethod
+    def _comma_separated(cls, value):
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list):
+            return [part for raw in value for part in str(raw).split(",") if part] or None
+        return value
 
 
 # --- admission (shared by the API, the upload page and `seeddemo`) ---------------
@@ -70,6 +155,17 @@ class UploadLimitHandler(FileUploadHandler):
 
     def file_complete(self, file_size: int):
         return None  # the next handler in the chain builds the file
+
+
+def bound_upload(request: HttpRequest) -> None:
+    """411/413 on the declared length, then the streaming limit: called
+    before anything reads the body (the API's middleware, the upload page)."""
+    limit = settings.UPLOAD_MAX_BYTES
+    try:
+        refuse_declared_oversize(request, limit)
+    except UploadTooLarge as exc:
+        raise _upload_too_large(exc) from exc
+    limit_upload(request, limit)
 
 
 def refuse_declared_oversize(request: HttpRequest, limit: int) -> None:
@@ -99,7 +195,7 @@ def member_workspace(user, slug: str | None) -> Workspace:
     if slug:
         workspace = mine.filter(slug=slug).first()
         if workspace is None:
-            raise Problem(400, "invalid-request", MSG_NOT_MEMBER.format(slug=slug))
+            raise Problem(404, "not-found", MSG_NOT_MEMBER.format(slug=slug))
         return workspace
     spaces = list(mine[:2])
     if not spaces:
@@ -117,6 +213,12 @@ def clean_supplier_name(raw: str | None) -> str:
     return name
 
 
+
+@problem_for(UploadTooLarge)
+def _upload_too_large(exc: UploadTooLarge) -> Problem:
+    return Problem(413, "upload-too-large", str(exc), limit_bytes=exc.limit)
+
+
 # --- helpers ---------------------------------------------------------------------
 
 
@@ -130,125 +232,109 @@ def _admission_response(job: Job, *, created: bool) -> JsonResponse:
     return response
 
 
+def _refuse_over_rate(workspace: Workspace, key: str) -> None:
+    """429 once the workspace has admitted `UPLOAD_RATE_PER_MINUTE` uploads
+    in the last minute; a repeated key (a replay) is always answered."""
+    if Job.objects.filter(workspace=workspace, idempotency_key=key).exists():
+        return
+    limit = settings.UPLOAD_RATE_PER_MINUTE
+    wait = upload_rate_wait_seconds(workspace_id=workspace.pk, limit=limit)
+    if wait:
+        seconds = math.ceil(wait)
+        raise Problem(429, "too-many-requests", MSG_RATE.format(limit=limit, seconds=seconds),
+                      headers={"Retry-After": str(seconds)}, retry_after_seconds=seconds)
+
+
 # --- views -----------------------------------------------------------------------
 
+router = Router(tags=["jobs"])
 
-def _admit(request: HttpRequest) -> HttpResponse:
-    limit = settings.UPLOAD_MAX_BYTES
-    refuse_declared_oversize(request, limit)
-    limit_upload(request, limit)
-    caller = authenticate(request)
-    key = request.headers.get("Idempotency-Key", "").strip()
-    if not key:
-        raise Problem(400, "idempotency-key-required", MSG_KEY_REQUIRED)
-    if len(key) > 255:
-        raise Problem(400, "invalid-request", MSG_KEY_TOO_LONG)
-    upload = request.FILES.get("file")  # the streaming limit applies here
-    if upload is None:
-        raise Problem(400, "invalid-request", MSG_FILE_REQUIRED)
-    if upload.size == 0:
-        raise Problem(400, "empty-file", MSG_EMPTY_FILE)
-    workspace = member_workspace(caller.user, request.POST.get("workspace"))
+KEY_PATTERN = r"\S"
+
+
+SHEET_TYPES = ("text/csv, text/tab-separated-values, text/plain, "
+               "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet, "
+               "application/vnd.ms-excel, application/vnd.oasis.opendocument.spreadsheet, "
+               "application/pdf, application/octet-stream")
+
+
+@router.post("/jobs", response={202: Admission}, url_name="jobs",
+             summary="Upload a price sheet (admit a job)",
+             openapi_extra={"requestBody": {"content": {"multipart/form-data": {
+                 "encoding": {"file": {"contentType": SHEET_TYPES}}}}}})
+@answers(
+    descriptions={202: "Admitted (or, for a repeated key and request, the same job)."},
+    headers={202: {"Location": "The status resource of the job.",
+                   "Idempotent-Replayed": "`true` when this key was seen before."},
+             429: {"Retry-After": "Seconds until the workspace may upload again."}},
+    problems={
+        400: "No Idempotency-Key, no file, or an empty file.",
+        404: "No workspace of yours has the slug in `workspace`.",
+        411: "No Content-Length (chunked uploads are refused).",
+        413: "Larger than UPLOAD_MAX_BYTES.",
+        415: "The file is an image (PNG, JPEG, GIF) or an archive, not a price sheet.",
+        422: "The Idempotency-Key was used with another file or supplier.",
+        429: "The workspace reached UPLOAD_RATE_PER_MINUTE uploads in the last minute.",
+    })
+def jobs_admit(
+    request: HttpRequest,
+    file: UploadedFile = File(..., description="The price sheet (CSV, TSV, XLSX, XLS, ODS, or a PDF with text), not empty.",
+                              min_length=1),
+    idempotency_key: str = Header(..., alias="Idempotency-Key", min_length=1, max_length=255,
+                                  pattern=KEY_PATTERN,
+                                  description="Any unique string; the same key and request "
+                                              "return the same job."),
+    supplier: str = Form("", max_length=200, description="Created if missing."),
+    workspace: str = Form("", max_length=50,
+                          description="A slug; needed only with several workspaces."),
+):
+    """Admission: the sheet is stored, its job queued, and the answer given after commit."""
+    who = caller(request)
+    key = idempotency_key.strip()
+    kind = binary_kind(next(file.chunks(), b"")[:16])
+    if kind:
+        raise Problem(415, "unsupported-media-type", MSG_NOT_A_SHEET.format(kind=kind))
+    space = member_workspace(who.user, workspace)
+    _refuse_over_rate(space, key)
     job, created = pricesheet_admit(
-        workspace=workspace, chunks=upload.chunks(), original_name=upload.name or "upload",
-        content_type=upload.content_type or "", idempotency_key=key,
-        supplier_name=clean_supplier_name(request.POST.get("supplier")), user=caller.user,
+        workspace=space, chunks=file.chunks(), original_name=file.name or "upload",
+        content_type=file.content_type or "", idempotency_key=key,
+        supplier_name=clean_supplier_name(supplier), user=who.user,
     )
     return _admission_response(job, created=created)
 
 
-def _list(request: HttpRequest) -> HttpResponse:
-    caller = authenticate(request)
-    states = [s for raw in request.GET.getlist("state") for s in raw.split(",") if s]
-    for state in states:
-        if state not in State.values:
-            raise Problem(400, "invalid-request",
-                          MSG_UNKNOWN_STATE.format(state=state, states=", ".join(State.values)))
-    page = positive_int(request.GET.get("page"), name="page", default=1)
-    size = min(positive_int(request.GET.get("page_size"), name="page_size", default=PAGE_SIZE),
-               PAGE_SIZE_MAX)
-    jobs = Job.objects.for_member(caller.user)
-    if states:
-        jobs = jobs.filter(state__in=states)
-    count = jobs.count()
-    last_page = max(1, -(-count // size))
-    if page > last_page:
-        # Past the end is an error, not an empty page: its `previous` link
-        # would point at another page past the end. Page 1 always exists.
-        raise Problem(404, "page-out-of-range",
-                      MSG_PAGE_OUT_OF_RANGE.format(page=page, last=last_page, count=count),
-                      last_page=last_page)
-    rows = (with_reading_report(jobs_with_live_phase(jobs)).order_by("-created_at", "-id")
-            [(page - 1) * size:page * size])
-
-    def page_url(number: int) -> str:
-        query = [("state", s) for s in states] + [("page", number), ("page_size", size)]
-        return f"{reverse('api:jobs')}?{urlencode(query)}"
-
-    return JsonResponse({
-        "results": [sheet_job_status(job) for job in rows],
-        "count": count,
-        "next": page_url(page + 1) if page * size < count else None,
-        "previous": page_url(page - 1) if page > 1 else None,
-    })
+@router.get("/jobs", response={200: JobPage}, url_name="jobs", summary="List your workspaces' jobs")
+@answers(descriptions={200: "One page of jobs, newest first."}, problems={
+    404: "A page past the last (`/problems/page-out-of-range`, with `last_page`)."})
+def jobs_list(request: HttpRequest, query: Query[JobListQuery]):
+    jobs = Job.objects.for_member(caller(request).user)
+    if query.state:
+        jobs = jobs.filter(state__in=query.state)
+    rows = with_reading_report(jobs_with_live_phase(jobs)).order_by("-created_at", "-id")
+    page = paginate(request, rows, page=query.page, page_size=query.page_size)
+    return JsonResponse({**page, "results": [job_status(job) for job in page["results"]]})
 
 
-@operation(
-    "GET", summary="List your workspaces' jobs", tags=("jobs",), query=schemas.JobListQuery,
-    answers={200: json_answer(schemas.JobPage, "One page of jobs, newest first."),
-             400: problem("An unknown state or a bad page number."),
-             404: problem("A page past the last (`/problems/page-out-of-range`, with `last_page`).")})
-@operation(
-    "POST", summary="Upload a price sheet (admit a job)", tags=("jobs",),
-    body=(Body("multipart/form-data", schemas.UploadForm),),
-    headers={"Idempotency-Key": ("Any unique string; the same key and request return the same job.",
-                                 True)},
-    answers={
-        202: json_answer(schemas.Admission, "Admitted (or, for a repeated key and request, the same job).",
-                         Location="The status resource of the job.",
-                         Idempotent_Replayed="`true` when this key was seen before."),
-        400: problem("No Idempotency-Key, no file, an empty file, or an unknown workspace."),
-        411: problem("No Content-Length (chunked uploads are refused)."),
-        413: problem("Larger than UPLOAD_MAX_BYTES."),
-        422: problem("The Idempotency-Key was used with another file or supplier."),
-    })
-@csrf_exempt  # session requests are CSRF-checked in authenticate(); tokens need no check
-@api_view
-def jobs_collection(request: HttpRequest) -> HttpResponse:
-    """POST: admit an upload. GET: the caller's jobs, paginated."""
-    allow(request, "GET", "HEAD", "POST")
-    if request.method == "POST":
-        try:
-            return _admit(request)
-        except UploadTooLarge as exc:
-            raise Problem(413, "upload-too-large", str(exc), limit_bytes=exc.limit) from exc
-    return _list(request)
-
-
-@operation("GET", summary="A job's status", tags=("jobs",), answers={
-    200: json_answer(schemas.JobStatus, "The job.", ETag="The job's version, for If-Match."),
-    404: problem("No such job in your workspaces."),
-})
-@csrf_exempt
-@api_view
-def job_detail(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
-    allow(request, "GET", "HEAD")
-    caller = authenticate(request)
-    job = member_job(caller.user, id)
-    response = JsonResponse(sheet_job_status(job))
+@router.get("/jobs/{uuid:id}", response={200: JobStatus}, url_name="job", summary="A job's status")
+@answers(descriptions={200: "The job."}, headers={200: {"ETag": "The job's version, for If-Match."}},
+         problems={404: "No such job in your workspaces."})
+def job_detail(request: HttpRequest, id: uuid.UUID):
+    job = member_job(caller(request).user, id)
+    response = JsonResponse(job_status(job))
     # The version a versioned cancel names (If-Match, or `version` in the body).
     response["ETag"] = f'"{job.version}"'
     return response
 
 
-@operation("GET", summary="A job's items with their flags", tags=("jobs",), answers={
-    200: json_answer(JobItems, "Published items for a completed job, staged ones otherwise."),
-    404: problem("No such job in your workspaces."),
-})
-@csrf_exempt
-@api_view
-def job_items_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
-    allow(request, "GET", "HEAD")
-    caller = authenticate(request)
-    job = member_job(caller.user, id, with_output=True)
-    return JsonResponse({"items": job_items(job)})
+@router.get("/jobs/{uuid:id}/items", response={200: JobItems}, url_name="job-items",
+            summary="A job's items with their flags")
+@answers(descriptions={200: "Published items for a completed job, staged ones otherwise."},
+         problems={404: "No such job in your workspaces, or a job of a kind without items."})
+def job_items_view(request: HttpRequest, id: uuid.UUID):
+    job = member_job(caller(request).user, id, with_output=True)
+    try:
+        items = job_items(job)
+    except NoItems:
+        raise Problem(404, "not-found", MSG_NO_ITEMS) from None
+    return JsonResponse({"items": items})

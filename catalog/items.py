@@ -61,7 +61,7 @@ VALUE_FIELDS: tuple[str, ...] = tuple(n for n in Item.model_fields if n not in (
 # What a model returns for each item, and the part of the source it cites.
 MODEL_FIELDS: tuple[str, ...] = (*VALUE_FIELDS, "source")
 MODEL_SOURCE_FIELDS: tuple[str, ...] = ("sheet", "row")
-# Every key an item may carry: its fields, what review adds, the flags.
+# What review adds to an item: who set which value (provenance), and whether it is left out.
 REVIEW_KEYS: tuple[str, ...] = ("provenance", "omitted")
 
 
@@ -93,7 +93,8 @@ def _model_item() -> type[BaseModel]:
     source = create_model("CitedSource", __config__=strict, **{
         n: (Source.model_fields[n].annotation, Source.model_fields[n]) for n in MODEL_SOURCE_FIELDS})
     fields: dict[str, Any] = {n: (Item.model_fields[n].annotation, Item.model_fields[n]) for n in VALUE_FIELDS}
-    return create_model("ModelItem", __config__=strict, source=(source, ...), **fields)
+    fields["source"] = (source, ...)
+    return create_model("ModelItem", __config__=strict, **fields)
 
 
 # One item of a model's answer: the item's values and its cited {sheet, row},
@@ -114,9 +115,7 @@ def model_answer_schema() -> dict:
 
 def _loose(annotation: Any) -> Any:
     """A staged value as an extractor may have written it: of its type, its text, or null."""
-    if annotation is str or annotation == (str | None):
-        return str | None
-    return annotation | str | None if annotation in (float, float | None) else annotation | None
+    return annotation | str | None
 
 
 class Open(BaseModel):

@@ -23,15 +23,15 @@ from accounts.selectors import workspaces_of
 from catalog.api import clean_supplier_name, limit_upload, refuse_declared_oversize
 from catalog.models import Supplier
 from catalog.selectors import (
-    job_items,
     job_reading_report,
     job_revision,
     job_sheet,
     job_sheets,
-    sheet_job_status,
+    sheet_items,
     with_reading_report,
 )
 from catalog.services import pricesheet_admit
+from catalog.readers import accepted_files, format_names
 from catalog.storage import UploadTooLarge
 from jobs.models import REQUEUEABLE_STATES, Job, State
 from jobs.problems import Problem
@@ -40,6 +40,7 @@ from jobs.selectors import (
     job_is_cancellable,
     job_is_finished,
     job_progress_percent,
+    job_status,
     job_timings,
     jobs_with_live_phase,
     one_snapshot,
@@ -48,7 +49,7 @@ from jobs.services import IdempotencyConflict, InvalidTransition, VersionConflic
 
 MSG_TOO_LARGE = "The file is larger than the limit of {limit}."
 MSG_EMPTY = "The file is empty."
-MSG_NO_FILE = "Choose a price sheet (CSV or XLSX) to upload."
+MSG_NO_FILE = "Choose a price sheet (CSV, TSV, XLSX, XLS, XLSB, ODS or a text PDF) to upload."
 MSG_REUSED_FORM = "This form was already used for another upload; it has been reset, upload again."
 MSG_CANCELLED = "The job was cancelled."
 MSG_NOT_CANCELLABLE = "The job is {state} and can no longer be cancelled."
@@ -185,6 +186,7 @@ def _form_page(request: HttpRequest, form: UploadForm, *, status: int = 200,
         "form": form, "workspaces": workspaces, "suppliers": list(suppliers)[:500],
         "error": error, "limit_text": size_text(settings.UPLOAD_MAX_BYTES),
         "limit_bytes": settings.UPLOAD_MAX_BYTES,
+        "accept": accepted_files(), "formats": format_names(),
     }, status=status)
 
 
@@ -249,7 +251,7 @@ def _job_context(job: Job) -> dict:
     attempts = job_attempts(job)
     return {
         "job": job,
-        "status": sheet_job_status(job),
+        "status": job_status(job),
         "sheet": sheet,
         "size_text": size_text(sheet.size) if sheet else "",
         "percent": job_progress_percent(job),
@@ -264,7 +266,7 @@ def _job_context(job: Job) -> dict:
              if attempt.finished_at else ""}
             for attempt in attempts
         ],
-        "items": job_items(job) if job.state == State.COMPLETED else [],
+        "items": sheet_items(job) if job.state == State.COMPLETED else [],
         "revision": job_revision(job),
         "review_url": (reverse("review:detail", args=[job.pk])
                        if job.state == State.AWAITING_REVIEW else ""),

@@ -22,15 +22,15 @@ from decimal import Decimal
 from typing import Literal
 from uuid import UUID
 
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.urls import reverse
-from django.utils.http import parse_etags, urlencode
+from django.utils.http import parse_etags
 from django.utils.text import slugify
-from django.views.decorators.csrf import csrf_exempt
-from pydantic import BaseModel, ConfigDict, Field
+from ninja import Header, Query, Router, Schema
+from pydantic import ConfigDict, Field, create_model
 
 from catalog.export import price_text, rows_to_csv, rows_to_xlsx
+from catalog.items import VALUE_FIELDS, Item
 from catalog.models import CatalogItem, CatalogRevision, Supplier
 from catalog.selectors import (
     revision_diff,
@@ -41,10 +41,8 @@ from catalog.selectors import (
     supplier_get_public,
     suppliers_for_member,
 )
-from jobs.api_schemas import Open
-from accounts.auth import authenticate
-from jobs.openapi import JSON, Answer, Body, empty, json_answer, operation, parse_query, problem
-from jobs.problems import Problem, api_view
+from jobs.http import JSON, Open, PageOut, answers, caller, paginate, paging
+from jobs.problems import Problem
 
 MSG_NO_SUPPLIER = "No supplier with this id exists in your workspaces."
 MSG_NO_REVISION = "No revision with this id exists in your workspaces."
@@ -67,18 +65,25 @@ VARY = "Accept, Authorization, Cookie"
 # --- shapes ----------------------------------------------------------------------
 
 
-class CatalogItemOut(Open):
+class _PublishedItem(Open):
     model_config = ConfigDict(title="CatalogItem", extra="allow")
 
-    sku: str
-    description: str
-    unit: str | None
-    unit_code: str | None = Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")
-    pack_size: float | None
-    unit_price: str = Field(description="A decimal, as text, with the decimals the supplier gave "
-                                        "(\"12.50\", \"0.125\", \"12\").")
-    currency: str
-    source: dict[str, str | int] = Field(description="{sheet, row}: where the item was read.")
+
+# A published item: the item's values (catalog.items.Item), each with a
+# currency and its price as the supplier wrote it, the unit's code, and the
+# row it was read from.
+_PUBLISHED = {
+    "currency": (str, Field(description="ISO 4217.")),
+    "unit_price": (str, Field(description="A decimal, as text, with the decimals the supplier gave "
+                                          "(\"12.50\", \"0.125\", \"12\").")),
+}
+CatalogItemOut = create_model(
+    "CatalogItemOut", __base__=_PublishedItem,
+    **{name: _PUBLISHED.get(name, (Item.model_fields[name].annotation, Item.model_fields[name]))
+       for name in VALUE_FIELDS},
+    unit_code=(str | None, Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")),
+    source=(dict[str, str | int], Field(description="{sheet, row}: where the item was read.")),
+)
 
 
 class SupplierOut(Open):
@@ -93,11 +98,8 @@ class SupplierOut(Open):
     links: dict[str, str]
 
 
-class SupplierPage(Open):
+class SupplierPage(PageOut):
     results: list[SupplierOut]
-    count: int
-    next: str | None
-    previous: str | None
 
 
 class RevisionOut(Open):
@@ -117,13 +119,10 @@ class RevisionOut(Open):
     links: dict[str, str]
 
 
-class ItemPage(Open):
+class ItemPage(PageOut):
     supplier_id: UUID | None
     revision_id: UUID | None
     results: list[CatalogItemOut]
-    count: int
-    next: str | None
-    previous: str | None
 
 
 class ChangedItem(Open):
@@ -143,38 +142,38 @@ class Changes(Open):
     unchanged: int
 
 
-class Paging(BaseModel):
-    page: int = Field(1, ge=1)
-    page_size: int = Field(PAGE_SIZE, ge=1, description=f"At most {PAGE_SIZE_MAX} (larger asks get that).")
+Paging = paging(default=PAGE_SIZE, maximum=PAGE_SIZE_MAX)
+SEARCH_MAX = 200
 
 
 class ItemsQuery(Paging):
-    sku: str | None = Field(None, max_length=200, description="Only items with exactly this SKU.")
-    q: str | None = Field(None, max_length=200,
+    sku: str | None = Field(None, max_length=SEARCH_MAX, description="Only items with exactly this SKU.")
+    q: str | None = Field(None, max_length=SEARCH_MAX,
                           description="Only items whose SKU or description contains this text.")
     format: Literal["json", "csv", "xlsx"] | None = Field(
         None, description="Instead of the Accept header. CSV and XLSX hold the whole revision.")
 
 
 class SupplierItemsQuery(ItemsQuery):
-    format: Literal["json"] | None = None
+    format: Literal["json"] | None = Field(None, description="Instead of the Accept header.")
     revision: UUID | None = Field(None, description="An older revision of this supplier.")
 
 
-class ChangesQuery(BaseModel):
+class ChangesQuery(Schema):
     since: UUID | None = Field(
         None, description="The revision you hold; without it every current item is added.")
 
 
-class FormatQuery(BaseModel):
+class FormatQuery(Schema):
     format: Literal["json", "csv", "xlsx"] | None = Field(None, description="Instead of the Accept header.")
 
 
-NOT_MODIFIED = empty("Not modified: the ETag you sent still names this answer.",
-                     ETag="The same ETag.", Cache_Control=REVISION_CACHE_CONTROL)
-ETAG_HEADER = {"If-None-Match": ("An ETag from an earlier answer: 304 if it still holds.", False)}
+ETAG_HEADERS = {"ETag": "Names this answer.", "Cache-Control": REVISION_CACHE_CONTROL}
+NOT_MODIFIED = "Not modified: the ETag you sent still names this answer."
+IF_NONE_MATCH = "An ETag from an earlier answer: 304 if it still holds."
+PAGE_PAST_END = "A page past the last (`/problems/page-out-of-range`, with `last_page`)."
 # OpenAPI 3.1: text is a string; binary content is described by its media type alone.
-SPREADSHEETS = (Body(CSV, {"type": "string"}), Body(XLSX, None))
+SPREADSHEETS = {CSV: {"schema": {"type": "string"}}, XLSX: {}}
 
 
 # --- representations -------------------------------------------------------------
@@ -202,11 +201,11 @@ def item_json(item: CatalogItem | dict) -> dict:
 
 def supplier_json(supplier: Supplier) -> dict:
     current = supplier.current_revision
-    links = {"self": reverse("catalog-api:supplier", args=[supplier.public_id]),
-             "items": reverse("catalog-api:supplier-items", args=[supplier.public_id]),
-             "changes": reverse("catalog-api:supplier-changes", args=[supplier.public_id])}
+    links = {"self": reverse("api:supplier", args=[supplier.public_id]),
+             "items": reverse("api:supplier-items", args=[supplier.public_id]),
+             "changes": reverse("api:supplier-changes", args=[supplier.public_id])}
     if current is not None:
-        links["revision"] = reverse("catalog-api:revision", args=[current.public_id])
+        links["revision"] = reverse("api:revision", args=[current.public_id])
     return {
         "id": str(supplier.public_id),
         "name": supplier.name,
@@ -220,7 +219,7 @@ def supplier_json(supplier: Supplier) -> dict:
 
 def revision_json(revision: CatalogRevision) -> dict:
     previous = revision_previous(revision=revision)
-    items = reverse("catalog-api:revision-items", args=[revision.public_id])
+    items = reverse("api:revision-items", args=[revision.public_id])
     return {
         "id": str(revision.public_id),
         "supplier_id": str(revision.supplier.public_id) if revision.supplier else None,
@@ -232,7 +231,7 @@ def revision_json(revision: CatalogRevision) -> dict:
         "approved_by": revision.approved_by.get_username() if revision.approved_by else None,
         "item_count": revision.item_count,
         "previous_revision_id": str(previous.public_id) if previous else None,
-        "links": {"self": reverse("catalog-api:revision", args=[revision.public_id]),
+        "links": {"self": reverse("api:revision", args=[revision.public_id]),
                   "items": items, "csv": f"{items}?format=csv", "xlsx": f"{items}?format=xlsx"},
     }
 
@@ -276,9 +275,8 @@ def _etag(*parts: object) -> str:
     return f'"{digest[:40]}"'
 
 
-def _not_modified(request: HttpRequest, etag: str) -> HttpResponse | None:
+def _not_modified(header: str | None, etag: str) -> HttpResponse | None:
     """304 when If-None-Match names `etag` (weak comparison, RFC 9110 13.1.2)."""
-    header = request.headers.get("If-None-Match")
     if not header:
         return None
     tags = [tag.removeprefix("W/") for tag in parse_etags(header)]
@@ -305,43 +303,16 @@ def _negotiate(request: HttpRequest, requested: str | None, offered: tuple[str, 
     return next(name for name in offered if MEDIA_TYPES[name] == preferred)
 
 
-def _page_size(query: Paging) -> int:
-    return min(query.page_size, PAGE_SIZE_MAX)
-
-
-def _page(request: HttpRequest, rows: QuerySet, query: Paging) -> tuple[list, int, str | None, str | None]:
-    size = _page_size(query)
-    count = rows.count()
-    start = (query.page - 1) * size
-
-    def link(number: int) -> str:
-        params = request.GET.copy()
-        params["page"] = str(number)
-        params["page_size"] = str(size)
-        return f"{request.path}?{urlencode(sorted(params.lists()), doseq=True)}"
-
-    next_url = link(query.page + 1) if start + size < count else None
-    previous = link(query.page - 1) if query.page > 1 else None
-    return list(rows[start:start + size]), count, next_url, previous
-
-
-def _allow_get(request: HttpRequest) -> None:
-    if request.method not in ("GET", "HEAD"):
-        raise Problem(405, "method-not-allowed", MSG_METHOD, headers={"Allow": "GET, HEAD"})
-
-
 def _supplier(request: HttpRequest, supplier_id: UUID) -> Supplier:
-    caller = authenticate(request)
     try:
-        return supplier_get_public(user=caller.user, public_id=supplier_id)
+        return supplier_get_public(user=caller(request).user, public_id=supplier_id)
     except Supplier.DoesNotExist:
         raise Problem(404, "not-found", MSG_NO_SUPPLIER) from None
 
 
 def _revision(request: HttpRequest, revision_id: UUID) -> CatalogRevision:
-    caller = authenticate(request)
     try:
-        return revision_get_public(user=caller.user, public_id=revision_id)
+        return revision_get_public(user=caller(request).user, public_id=revision_id)
     except CatalogRevision.DoesNotExist:
         raise Problem(404, "not-found", MSG_NO_REVISION) from None
 
@@ -371,93 +342,73 @@ def _items_answer(request: HttpRequest, revision: CatalogRevision | None, query:
                   supplier: Supplier | None) -> HttpResponse:
     items = revision_items(revision=revision, query=query.q or "", sku=query.sku or "") \
         if revision is not None else CatalogItem.objects.none()
-    rows, count, next_url, previous = _page(request, items, query)
+    page = paginate(request, items, page=query.page, page_size=query.page_size)
     return JsonResponse({
         "supplier_id": str(supplier.public_id) if supplier else None,
         "revision_id": str(revision.public_id) if revision else None,
-        "results": [item_json(item) for item in rows],
-        "count": count,
-        "next": next_url,
-        "previous": previous,
+        **page,
+        "results": [item_json(item) for item in page["results"]],
     })
 
 
 # --- views -----------------------------------------------------------------------
 
-
-@operation("GET", summary="List suppliers", tags=("catalog",), query=Paging, answers={
-    200: json_answer(SupplierPage, "Your workspaces' suppliers, by workspace and name, each with "
-                                   "its current revision and item count."),
-    400: problem("A bad page number."),
-})
-@csrf_exempt
-@api_view
-def suppliers_collection(request: HttpRequest) -> HttpResponse:
-    _allow_get(request)
-    caller = authenticate(request)
-    query = parse_query(request, Paging)
-    rows, count, next_url, previous = _page(request, suppliers_for_member(user=caller.user), query)
-    return JsonResponse({"results": [supplier_json(s) for s in rows], "count": count,
-                         "next": next_url, "previous": previous})
+router = Router(tags=["catalog"])
+NO_SUPPLIER = "No such supplier in your workspaces."
 
 
-@operation("GET", summary="A supplier", tags=("catalog",), answers={
-    200: json_answer(SupplierOut, "The supplier and its current revision."),
-    404: problem("No such supplier in your workspaces."),
-})
-@csrf_exempt
-@api_view
-def supplier_detail(request: HttpRequest, id: UUID) -> HttpResponse:
-    _allow_get(request)
+@router.get("/suppliers", response={200: SupplierPage}, url_name="suppliers", summary="List suppliers")
+@answers(descriptions={200: "Your workspaces' suppliers, by workspace and name, each with its "
+                            "current revision and item count."},
+         problems={404: PAGE_PAST_END})
+def suppliers_collection(request: HttpRequest, query: Query[Paging]):
+    page = paginate(request, suppliers_for_member(user=caller(request).user), page=query.page,
+                    page_size=query.page_size)
+    return JsonResponse({**page, "results": [supplier_json(s) for s in page["results"]]})
+
+
+@router.get("/suppliers/{uuid:id}", response={200: SupplierOut}, url_name="supplier",
+            summary="A supplier")
+@answers(descriptions={200: "The supplier and its current revision."}, problems={404: NO_SUPPLIER})
+def supplier_detail(request: HttpRequest, id: UUID):
     return JsonResponse(supplier_json(_supplier(request, id)))
 
 
-@operation("GET", summary="A supplier's items (current revision, or `?revision=`)", tags=("catalog",),
-           query=SupplierItemsQuery, headers=ETAG_HEADER, answers={
-               200: json_answer(ItemPage, "One page of items, by SKU.", ETag="Names this answer.",
-                                Cache_Control=REVISION_CACHE_CONTROL),
-               304: NOT_MODIFIED,
-               400: problem("A bad parameter."),
-               404: problem("No such supplier in your workspaces, or `revision` is not one of its "
-                            "revisions."),
-               406: problem("The Accept header asks for something other than JSON."),
-           })
-@csrf_exempt
-@api_view
-def supplier_items(request: HttpRequest, id: UUID) -> HttpResponse:
-    _allow_get(request)
+@router.get("/suppliers/{uuid:id}/items", response={200: ItemPage, 304: None},
+            url_name="supplier-items", summary="A supplier's items (current revision, or `?revision=`)")
+@answers(descriptions={200: "One page of items, by SKU.", 304: NOT_MODIFIED},
+         headers={200: ETAG_HEADERS, 304: ETAG_HEADERS},
+         problems={404: f"{NO_SUPPLIER} Or `revision` is not one of its revisions, or a page past "
+                        "the last.",
+                   406: "The Accept header asks for something other than JSON."})
+def supplier_items(request: HttpRequest, id: UUID, query: Query[SupplierItemsQuery],
+                   if_none_match: str | None = Header(None, alias="If-None-Match", max_length=2000,
+                                                      description=IF_NONE_MATCH)):
     supplier = _supplier(request, id)
-    query = parse_query(request, SupplierItemsQuery)
     _negotiate(request, query.format, ("json",))
     revision = (_revision_of(supplier, query.revision, "revision") if query.revision
                 else supplier.current_revision)
     etag = _etag("supplier-items", supplier.public_id, revision.public_id if revision else "-",
-                 query.page, _page_size(query), query.sku or "", query.q or "")
-    return _not_modified(request, etag) or _revision_headers(
+                 query.page, query.page_size, query.sku or "", query.q or "")
+    return _not_modified(if_none_match, etag) or _revision_headers(
         _items_answer(request, revision, query, supplier), etag)
 
 
-@operation("GET", summary="What changed since a revision", tags=("catalog",), query=ChangesQuery,
-           headers=ETAG_HEADER, answers={
-               200: json_answer(Changes, "Items added, removed and changed (old and new values) "
-                                         "from `since` to the current revision.",
-                                ETag="Names this answer.", Cache_Control=REVISION_CACHE_CONTROL),
-               304: NOT_MODIFIED,
-               400: problem("`since` is not an id."),
-               404: problem("No such supplier in your workspaces, or `since` is not one of its "
-                            "revisions."),
-           })
-@csrf_exempt
-@api_view
-def supplier_changes(request: HttpRequest, id: UUID) -> HttpResponse:
-    _allow_get(request)
+@router.get("/suppliers/{uuid:id}/changes", response={200: Changes, 304: None},
+            url_name="supplier-changes", summary="What changed since a revision")
+@answers(descriptions={200: "Items added, removed and changed (old and new values) from `since` "
+                            "to the current revision.", 304: NOT_MODIFIED},
+         headers={200: ETAG_HEADERS, 304: ETAG_HEADERS},
+         problems={404: f"{NO_SUPPLIER} Or `since` is not one of its revisions."})
+def supplier_changes(request: HttpRequest, id: UUID, query: Query[ChangesQuery],
+                     if_none_match: str | None = Header(None, alias="If-None-Match", max_length=2000,
+                                                        description=IF_NONE_MATCH)):
     supplier = _supplier(request, id)
-    query = parse_query(request, ChangesQuery)
     since = _revision_of(supplier, query.since, "since") if query.since else None
     current = supplier.current_revision
     etag = _etag("changes", supplier.public_id, since.public_id if since else "-",
                  current.public_id if current else "-")
-    cached = _not_modified(request, etag)
+    cached = _not_modified(if_none_match, etag)
     if cached:
         return cached
     diff = revision_diff(old=since, new=current)
@@ -473,56 +424,47 @@ def supplier_changes(request: HttpRequest, id: UUID) -> HttpResponse:
     }), etag)
 
 
-@operation("GET", summary="A revision (JSON, or all its items as CSV or XLSX)", tags=("catalog",),
-           query=FormatQuery, headers=ETAG_HEADER, answers={
-               200: Answer("The revision; as CSV or XLSX, its items (formula-safe).",
-                           (Body(JSON, RevisionOut), *SPREADSHEETS),
-                           {"ETag": "Names this answer.", "Cache-Control": REVISION_CACHE_CONTROL}),
-               304: NOT_MODIFIED,
-               404: problem("No such revision in your workspaces."),
-               406: problem("The Accept header names none of JSON, CSV, XLSX."),
-           })
-@csrf_exempt
-@api_view
-def revision_detail(request: HttpRequest, id: UUID) -> HttpResponse:
-    _allow_get(request)
+@router.get("/revisions/{uuid:id}", response={200: RevisionOut, 304: None}, url_name="revision",
+            summary="A revision (JSON, or all its items as CSV or XLSX)")
+@answers(descriptions={200: "The revision; as CSV or XLSX, its items (formula-safe).",
+                       304: NOT_MODIFIED},
+         headers={200: ETAG_HEADERS, 304: ETAG_HEADERS}, media={200: SPREADSHEETS},
+         problems={404: "No such revision in your workspaces.",
+                   406: "The Accept header names none of JSON, CSV, XLSX."})
+def revision_detail(request: HttpRequest, id: UUID, query: Query[FormatQuery],
+                    if_none_match: str | None = Header(None, alias="If-None-Match", max_length=2000,
+                                                       description=IF_NONE_MATCH)):
     revision = _revision(request, id)
-    query = parse_query(request, FormatQuery)
     fmt = _negotiate(request, query.format, ("json", "csv", "xlsx"))
     # The names in the JSON can be edited (a supplier renamed in admin): they
     # are part of what the answer is made of.
     etag = _etag("revision", revision.public_id, fmt, revision.supplier.name if revision.supplier else "",
                  revision.approved_by.get_username() if revision.approved_by else "")
-    cached = _not_modified(request, etag)
+    cached = _not_modified(if_none_match, etag)
     if cached:
         return cached
     response = JsonResponse(revision_json(revision)) if fmt == "json" else _spreadsheet(revision, fmt)
     return _revision_headers(response, etag)
 
 
-@operation("GET", summary="A revision's items (JSON pages, or CSV or XLSX)", tags=("catalog",),
-           query=ItemsQuery, headers=ETAG_HEADER, answers={
-               200: Answer("One page of items by SKU; as CSV or XLSX, every item (formula-safe).",
-                           (Body(JSON, ItemPage), *SPREADSHEETS),
-                           {"ETag": "Names this answer.", "Cache-Control": REVISION_CACHE_CONTROL}),
-               304: NOT_MODIFIED,
-               400: problem("A bad parameter."),
-               404: problem("No such revision in your workspaces."),
-               406: problem("The Accept header names none of JSON, CSV, XLSX."),
-           })
-@csrf_exempt
-@api_view
-def revision_items_view(request: HttpRequest, id: UUID) -> HttpResponse:
-    _allow_get(request)
+@router.get("/revisions/{uuid:id}/items", response={200: ItemPage, 304: None},
+            url_name="revision-items", summary="A revision's items (JSON pages, or CSV or XLSX)")
+@answers(descriptions={200: "One page of items by SKU; as CSV or XLSX, every item (formula-safe).",
+                       304: NOT_MODIFIED},
+         headers={200: ETAG_HEADERS, 304: ETAG_HEADERS}, media={200: SPREADSHEETS},
+         problems={404: "No such revision in your workspaces, or a page past the last.",
+                   406: "The Accept header names none of JSON, CSV, XLSX."})
+def revision_items_view(request: HttpRequest, id: UUID, query: Query[ItemsQuery],
+                        if_none_match: str | None = Header(None, alias="If-None-Match",
+                                                           max_length=2000, description=IF_NONE_MATCH)):
     revision = _revision(request, id)
-    query = parse_query(request, ItemsQuery)
     fmt = _negotiate(request, query.format, ("json", "csv", "xlsx"))
     if fmt == "json":
-        etag = _etag("revision-items", revision.public_id, query.page, _page_size(query),
+        etag = _etag("revision-items", revision.public_id, query.page, query.page_size,
                      query.sku or "", query.q or "")
     else:
         etag = _etag("revision-items", revision.public_id, fmt)
-    cached = _not_modified(request, etag)
+    cached = _not_modified(if_none_match, etag)
     if cached:
         return cached
     if fmt != "json":

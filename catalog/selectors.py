@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
@@ -18,7 +19,6 @@ from accounts.models import Membership
 from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
-from jobs.selectors import job_status
 
 User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = tuple(name for name in VALUE_FIELDS if name != "sku")  # the SKU is the key
@@ -55,7 +55,7 @@ def job_sheet(*, job: Job) -> PriceSheet | None:
     return job_sheets(jobs=[job])[job.pk]
 
 
-def job_items(job: Job) -> list[dict]:
+def sheet_items(job: Job) -> list[dict]:
     """The job's items with their flags: published for a completed job,
     staged (as the reviewer sees and edits them) otherwise."""
     items = (job.output or {}).get("items") or []
@@ -103,23 +103,37 @@ def job_reading_report(job: Job) -> dict:
     return {"columns": report["columns"], "layout": report["layout"]}
 
 
-def sheet_job_status(job: Job) -> dict:
-    """The status resource of an upload's job: the generic status, with the
-    links to its items, its page and (while it waits) its review, and how
-    its sheet was read (`columns`, `layout`)."""
-    status = job_status(job)
+def sheet_result(job: Job) -> dict | None:
+    """A sheet job's result as the status shows it: the revision and its item count."""
+    if not job.result:
+        return None
+    result = {"revision_id": job.result.get("revision_id"), "item_count": job.result.get("item_count")}
+    if job.result.get("unchanged"):
+        # The sheet was identical to the supplier's current revision, which
+        # `revision_id` names: nothing new was published, and `note` says so.
+        result.update(unchanged=True, note=job.result.get("note"))
+    return result
+
+
+def sheet_status_fields(job: Job) -> dict:
+    """What a sheet job's status adds to the generic one (the `parse_sheet`
+    kind registers it): the links to its items and its page, the mapping
+    link while a reviewer can send one, and how its sheet was read
+    (`columns`, `layout`)."""
     report = job_reading_report(job)
-    status["links"] = {
-        **status["links"],
-        "items": reverse("api:job-items", args=[job.pk]),
-        "page": reverse("jobs:detail", args=[job.pk]),
-    }
-    if job.state == State.AWAITING_REVIEW:
-        status["links"]["review"] = reverse("review:detail", args=[job.pk])
+    links = {"items": reverse("api:job-items", args=[job.pk]), "page": sheet_job_page(job)}
     if report["columns"] is not None and job.state in REQUEUEABLE_STATES:
         # Where a reviewer sends a column mapping for the sheet that was read.
-        status["links"]["mapping"] = reverse("api:job-mapping", args=[job.pk])
-    return {**status, **report}
+        links["mapping"] = reverse("api:job-mapping", args=[job.pk])
+    return {"result": sheet_result(job), "links": links, **report}
+
+
+def sheet_job_page(job: Job) -> str:
+    return reverse("jobs:detail", args=[job.pk])
+
+
+def sheet_job_review(job: Job) -> str:
+    return reverse("review:detail", args=[job.pk])
 
 
 def suppliers_for_member(*, user: User) -> QuerySet[Supplier]:
@@ -277,3 +291,20 @@ def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
         for sku, description, price, currency in CatalogItem.objects.filter(revision_id=revision_id)
         .values_list("sku", "description", "unit_price", "currency").iterator()
     ]
+
+
+def upload_rate_wait_seconds(*, workspace_id: int, limit: int) -> float:
+    """Seconds until the workspace may admit another upload when `limit`
+    uploads were admitted in the last minute (database time), else 0: the
+    wait until the oldest of the newest `limit` leaves the window."""
+    if limit < 1:
+        return 60.0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT extract(epoch FROM created_at + interval '1 minute' - clock_timestamp()) "
+            f"FROM {Job._meta.db_table} WHERE workspace_id = %s AND kind = 'parse_sheet' "
+            f"AND created_at > clock_timestamp() - interval '1 minute' "
+            f"ORDER BY created_at DESC OFFSET %s LIMIT 1",
+            [workspace_id, limit - 1])
+        row = cursor.fetchone()
+    return max(float(row[0]), 1.0) if row else 0.0

@@ -319,8 +319,7 @@ def _model_flags(item: dict, sheet, stated: set[str], instruction: tuple[int, st
     if currency and currency not in stated and currency not in _row_currencies(row):
         flags.append(flag(Code.CURRENCY_NOT_IN_SHEET, "currency", currency=currency, sheet=sheet.name))
     if not _in_row((item.get("description") or "").strip(), row):
-        flags.append(flag(Code.UNSUPPORTED_SOURCE, "description", variant="description",
-                          row=row_no, sheet=sheet.name))
+        flags.append(flag(Code.DESCRIPTION_NOT_IN_ROW, "description", row=row_no, sheet=sheet.name))
     if instruction:
         flags.append(flag(Code.SUSPICIOUS_INSTRUCTION, None, sheet=sheet.name, row=instruction[0],
                           text=instruction[1][:80]))

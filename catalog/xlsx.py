@@ -79,6 +79,10 @@ def _parser(**handlers) -> expat.XMLParserType:
     return parser
 
 
+# The same parser for the other XML-based readers (ODS, the XLSB relationships).
+safe_parser = _parser
+
+
 def _parse_part(zf: zipfile.ZipFile, name: str, parser: expat.XMLParserType) -> None:
     try:
         with zf.open(name) as part:
@@ -205,10 +209,13 @@ class Workbook:
 
     # --- cells ---------------------------------------------------------------------
 
-    def rows(self, sheet: WorksheetRef) -> Iterator[tuple[int, list[tuple[int, object, int, bool]]]]:
+    def rows(self, sheet: WorksheetRef, merges: list | None = None,
+             ) -> Iterator[tuple[int, list[tuple[int, object, int, bool]]]]:
         """Each row that has cells: (1-based row, [(0-based column, value, style id,
-        whether a formula computed the value)])."""
-        reader = _SheetReader(self)
+        whether a formula computed the value)]). The sheet's merged ranges, which
+        follow its rows in the XML, are appended to ``merges`` as
+        ``(first_row, last_row, first_col, last_col)``, 0-based and inclusive."""
+        reader = _SheetReader(self, merges)
         parser = _parser(StartElementHandler=reader.start, EndElementHandler=reader.end,
                          CharacterDataHandler=reader.text)
         try:
@@ -263,6 +270,8 @@ def _int(text: str | None) -> int:
 
 
 _COLUMN = re.compile(r"([A-Z]{1,3})")
+_CELL_REF = re.compile(r"^[A-Z]{1,3}[0-9]{1,7}$")
+_ROW_DIGITS = re.compile(r"[0-9]{1,7}$")
 
 
 def column_index(ref: str) -> int:
@@ -279,10 +288,11 @@ def column_index(ref: str) -> int:
 class _SheetReader:
     """expat callbacks that collect one sheet's rows, handed out as they end."""
 
-    ROW, C, V, IS, T, F = (MAIN_NS + SEP + n for n in ("row", "c", "v", "is", "t", "f"))
+    ROW, C, V, IS, T, F, MERGE = (MAIN_NS + SEP + n for n in ("row", "c", "v", "is", "t", "f", "mergeCell"))
 
-    def __init__(self, book: Workbook):
+    def __init__(self, book: Workbook, merges: list | None = None):
         self.book = book
+        self.merges = merges
         self.done: list[tuple[int, list[tuple[int, object, int, bool]]]] = []
         self.row_index = 0
         self.cells: list[tuple[int, object, int, bool]] = []
@@ -311,6 +321,15 @@ class _SheetReader:
             self.row_index = _int(r) if r else self.row_index + 1
             self.cells = []
             self.next_col = 0
+        elif name == self.MERGE and self.merges is not None:
+            self._merge(attrs.get("ref") or "")
+
+    def _merge(self, ref: str) -> None:
+        first, _, last = ref.partition(":")
+        if not (_CELL_REF.match(first) and _CELL_REF.match(last)):
+            return  # a malformed range merges nothing
+        self.merges.append((_int(_ROW_DIGITS.search(first).group()) - 1, _int(_ROW_DIGITS.search(last).group()) - 1,
+                            column_index(first), column_index(last)))
 
     def end(self, name):
         if name == self.C:

@@ -1,6 +1,41 @@
 """Cross-cutting response headers."""
 
+from django.conf import settings
 from django.utils.cache import add_never_cache_headers
+
+from catalog.api import UPLOAD_PATH, bound_upload
+from jobs.problems import Problem, problem_response
+
+MSG_BODY_TOO_LARGE = "The request body is larger than {limit} bytes."
+
+
+def bounded_api_bodies(get_response):
+    """API request bodies are bounded before a byte of them is read: an
+    upload by its declared length (411 without one, 413 past
+    `UPLOAD_MAX_BYTES`) and a byte count while it streams in; any other
+    body by `API_JSON_MAX_BYTES` (413)."""
+
+    def middleware(request):
+        if request.path.startswith("/api/") and request.method not in ("GET", "HEAD", "OPTIONS"):
+            try:
+                if request.path == UPLOAD_PATH and request.method == "POST":
+                    bound_upload(request)
+                else:
+                    _refuse_large_body(request)
+            except Problem as problem:
+                return problem_response(problem)
+        return get_response(request)
+
+    return middleware
+
+
+def _refuse_large_body(request) -> None:
+    limit = settings.API_JSON_MAX_BYTES
+    raw = request.META.get("CONTENT_LENGTH") or "0"
+    if not raw.isdigit():
+        raise Problem(400, "invalid-request", "Content-Length is not a number.")
+    if int(raw) > limit:
+        raise Problem(413, "body-too-large", MSG_BODY_TOO_LARGE.format(limit=limit), limit_bytes=limit)
 
 
 def no_store_when_private(get_response):

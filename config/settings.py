@@ -48,6 +48,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything can read a request body: 411/413 on the declared length.
+    "config.middleware.bounded_api_bodies",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -150,8 +152,15 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 # The review grid posts one field per cell.
 DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("DATA_UPLOAD_MAX_NUMBER_FIELDS", default=20_000)
+# JSON bodies of the API above this size are refused with 413 before they are read.
+API_JSON_MAX_BYTES = env.int("API_JSON_MAX_BYTES", default=1024 * 1024)
+# Uploads admitted per workspace in any minute (POST /api/jobs); more get 429.
+UPLOAD_RATE_PER_MINUTE = env.int("UPLOAD_RATE_PER_MINUTE", default=60)
 
 # Jobs
+# The product's name where the job machinery shows it: the metric names
+# (`pricesheet_jobs`), the NOTIFY channel, the webhooks' User-Agent.
+JOBS_PRODUCT = "pricesheet"
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
 JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=5)
 JOB_RECOVERY_INTERVAL_SECONDS = env.float(
@@ -187,7 +196,9 @@ LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 # limits; a sheet that breaks one needs attention at once, with the reason.
 PARSE_MAX_MEMORY_MB = env.int("PARSE_MAX_MEMORY_MB", default=512)
 PARSE_MAX_SECONDS = env.float("PARSE_MAX_SECONDS", default=120.0)
-MAX_SHEETS = env.int("MAX_SHEETS", default=50)
+MAX_SHEETS = env.int("MAX_SHEETS", default=100)
+# Pages read from one PDF price list; more is refused before any page is read.
+MAX_PAGES = env.int("MAX_PAGES", default=100)
 # A price that moves by more than this share against the supplier's current
 # catalog waits for a reviewer (0.5: more than 50% up or down).
 PRICE_CHANGE_REVIEW_RATIO = env.float("PRICE_CHANGE_REVIEW_RATIO", default=0.5)

@@ -39,17 +39,24 @@ TITLES = {
     "method-not-allowed": "Method not allowed",
     "not-cancellable": "The job cannot be cancelled in its current state",
     "version-conflict": "The job changed since you read it",
-    "not-mappable": "The job cannot take a column mapping in its current state",
-    "invalid-mapping": "The column mapping does not fit the sheet",
     "upload-too-large": "The upload is too large",
+    "body-too-large": "The request body is too large",
     "length-required": "A Content-Length is required",
     "empty-file": "The uploaded file is empty",
+    "unsupported-media-type": "The uploaded file is not of a kind this service reads",
+    "too-many-requests": "Too many requests",
     "internal-error": "Internal server error",
-    "approval-blocked": "Flags still block approval",
-    "invalid-value": "A value is not valid for its field",
-    "source-missing": "The source table of this job was not kept",
     "page-out-of-range": "The page is past the last page",
 }
+
+
+def register_titles(titles: dict[str, str]) -> None:
+    """A job kind's own problem types (its title per type); a type is
+    registered once, with one title."""
+    for type_, title in titles.items():
+        if TITLES.get(type_, title) != title:
+            raise ValueError(f"problem type {type_!r} is already registered with another title")
+        TITLES[type_] = title
 
 # One body for "no such job" and "a job of a workspace you are not in": the
 # two must be indistinguishable, so the detail never names the id.
@@ -85,10 +92,28 @@ def not_found() -> Problem:
     return Problem(404, "not-found", NOT_FOUND_DETAIL)
 
 
+_PROBLEM_OF: dict[type[BaseException], Callable[[BaseException], Problem]] = {}
+
+
+def problem_for(exc_class: type[BaseException]) -> Callable:
+    """Register the problem an exception class of a job kind stands for."""
+
+    def register(make: Callable[[BaseException], Problem]) -> Callable[[BaseException], Problem]:
+        if exc_class in _PROBLEM_OF:
+            raise ValueError(f"{exc_class.__name__} already has a problem")
+        _PROBLEM_OF[exc_class] = make
+        return make
+
+    return register
+
+
 def problem_from_exception(exc: BaseException) -> Problem:
     """The problem an exception stands for; unknown exceptions are a 500."""
     if isinstance(exc, Problem):
         return exc
+    for cls in type(exc).__mro__:
+        if cls in _PROBLEM_OF:
+            return _PROBLEM_OF[cls](exc)
     if isinstance(exc, AuthenticationFailed):
         return Problem(401, exc.code, exc.detail, headers=CHALLENGE)
     if isinstance(exc, CsrfFailed):
@@ -104,7 +129,7 @@ def problem_from_exception(exc: BaseException) -> Problem:
                        str(exc), state=exc.state)
     if isinstance(exc, IdempotencyConflict):
         return Problem(422, "idempotency-key-reused",
-                       "This Idempotency-Key was already used with another file or supplier; "
+                       "This Idempotency-Key was already used with another request; "
                        "use a new key for a new upload.")
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, MultiPartParserError)):
         return Problem(400, "invalid-request", f"The request body could not be read: {exc}")

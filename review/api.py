@@ -6,28 +6,46 @@ Authorization is the page's: a job of another workspace is a 404 like an
 unknown id; a member without the reviewer role gets 403.
 """
 
-import json
+import math
 import uuid
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from pydantic import BaseModel, ConfigDict, Field
+from ninja import Router, Schema
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from accounts.auth import authenticate
-from jobs.api_schemas import JobVersion, Open
+from jobs.http import (
+    BoundedJsonParser,
+    JobVersion,
+    JsonBool,
+    Open,
+    Version,
+    answers,
+    caller,
+    json_int,
+    validation_problem,
+)
 from jobs.models import Job
-from jobs.openapi import JSON, Body, json_answer, operation, problem
-from jobs.problems import Problem, api_view, not_found
+from jobs.problems import Problem, api_view, not_found, register_titles
 from review.parsing import BadEdits, edits_from_json, version_from_json
 from review.selectors import (
+    EDITABLE_FIELDS,
     NotAReviewer,
     review_item_page_json,
     review_job_get,
     review_source_rows,
 )
 from review.decisions import ApprovalBlocked, ReasonRequired, ReviewStale, SourceTableMissing
-from review.edits import EditRejected
+from review.edits import SCOPES, EditRejected
 from review.services import (
     review_approve,
     review_preview,
@@ -36,61 +54,96 @@ from review.services import (
     review_snapshot_current,
 )
 
+register_titles({
+    "approval-blocked": "Flags still block approval",
+    "invalid-value": "A value is not valid for its field",
+    "source-missing": "The source table of this job was not kept",
+})
+
 MSG_METHOD = "Use {allowed}."
-MSG_BAD_JSON = "The body is not valid JSON."
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of the job's workspace review it."
-MSG_NUMBER = "`{name}` must be a whole number from {low}."
+MSG_NUMBER = "`{name}` must be a whole number from {low} to {high}."
+MSG_TWICE = "Item index {index} appears twice in `items`."
 PAGE_MAX = 500
 SOURCE_AROUND_MAX = 200
+ROW_MAX = 10_000_000
+# A reviewer's value or find/replace text: longer than any field a sheet
+# holds, short enough that a save stays cheap.
+TEXT_MAX = 2_000
+REASON_MAX = 2_000
 
 
-# --- shapes, for the OpenAPI description (review/parsing.py reads the bodies) ----
+# --- shapes: the parser of the API's bodies and their description -----------------
 
-Value = str | int | float | None
-Scope = Literal["all", "missing", "flagged"]
+EditableField = Literal[EDITABLE_FIELDS]  # type: ignore[valid-type]
+Text = Annotated[str, StringConstraints(max_length=TEXT_MAX)]
+MSG_VALUE = f"must be text of at most {TEXT_MAX} characters, a number or null"
 
 
-class ItemEdit(BaseModel):
+def _reviewer_value(value):
+    """One clear error for a value of a field (the union's own would list each branch)."""
+    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if value is None or finite or (isinstance(value, str) and len(value) <= TEXT_MAX):
+        return value
+    raise ValueError(MSG_VALUE)
+
+
+Value = Annotated[Text | int | float | None, BeforeValidator(_reviewer_value)]
+Scope = Literal[SCOPES]  # type: ignore[valid-type]
+
+
+class ItemEdit(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    index: int = Field(ge=0, description="The item's position, from 0, in GET /api/jobs/<id>/items.")
-    set: dict[str, Value] | None = None
-    omit: bool | None = None
+    index: json_int(ge=0, le=ROW_MAX) = Field(
+        description="The item's position, from 0, in GET /api/jobs/<id>/items.")
+    set: dict[EditableField, Value] | None = None
+    omit: JsonBool | None = None
 
 
-class SheetValue(BaseModel):
+class SheetValue(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    field: str
+    field: EditableField
     value: Value
     scope: Scope = "all"
 
 
-class Replacement(BaseModel):
+class Replacement(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    field: str
-    find: str
-    replace: str
-    whole: bool = False
+    field: EditableField
+    find: Text
+    replace: Text
+    whole: JsonBool = False
 
 
-class ApproveRequest(BaseModel):
+class ApproveRequest(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(ge=1, description="The job's version as you read it.")
-    set: dict[str, Value] | None = Field(None, description="A value for every item in `scope`.")
+    version: Version
+    set: dict[EditableField, Value] | None = Field(None, description="A value for every item in `scope`.")
     scope: Scope = "all"
     sets: list[SheetValue] | None = None
     items: list[ItemEdit] | None = None
     replace: list[Replacement] | None = None
 
+    @model_validator(mode="after")
+    def _each_item_once(self):
+        seen = set()
+        for edit in self.items or []:
+            if edit.index in seen:
+                raise ValueError(MSG_TWICE.format(index=edit.index))
+            seen.add(edit.index)
+        return self
 
-class RejectRequest(BaseModel):
+
+class RejectRequest(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(ge=1)
-    reason: str
+    version: Version
+    reason: str = Field(min_length=1, max_length=REASON_MAX, pattern=r"\S",
+                        description="Why; shown on the job.")
 
 
 class Publication(Open):
@@ -98,11 +151,10 @@ class Publication(Open):
     item_count: int
 
 
-REVIEW_ERRORS = {
-    400: problem("A body that is not a valid edit."),
-    403: problem("Not a reviewer of the job's workspace, a read-only token, or a failed CSRF check."),
-    404: problem("No such job in your workspaces."),
-    409: problem("The job changed since that version (or is no longer awaiting review)."),
+REVIEW_PROBLEMS = {
+    403: "Not a reviewer of the job's workspace, a read-only token, or a failed CSRF check.",
+    404: "No such job in your workspaces.",
+    409: "The job changed since that version (or is no longer awaiting review).",
 }
 
 
@@ -112,20 +164,23 @@ def _allow(request: HttpRequest, *methods: str) -> None:
                       headers={"Allow": ", ".join(methods)})
 
 
-def _body(request: HttpRequest) -> dict:
+def _grid_body(request: HttpRequest) -> dict:
+    """The page's grid posts the approve body: read with the API's bounded
+    parser and typed model, so its values have the API's bounds."""
+    data = BoundedJsonParser().parse_body(request) if request.body else {}
     try:
-        data = json.loads(request.body or b"{}")
-    except ValueError:
-        raise Problem(400, "invalid-request", MSG_BAD_JSON) from None
-    if not isinstance(data, dict):
-        raise Problem(400, "invalid-request", "The body must be a JSON object.")
-    return data
+        payload = ApproveRequest.model_validate(data)
+    except ValidationError as exc:
+        errors = [{**error, "loc": ("body", "payload", *error["loc"])} for error in exc.errors()]
+        raise validation_problem(errors) from None
+    return _edits_body(payload)
 
 
 def _reviewer_job(request: HttpRequest, job_id: uuid.UUID) -> tuple[object, Job]:
-    caller = authenticate(request)
+    """For the API (authenticated by its operation) and the page's grid views."""
+    user = caller(request).user if getattr(request, "auth", None) else authenticate(request).user
     try:
-        return caller.user, review_job_get(user=caller.user, job_id=job_id)
+        return user, review_job_get(user=user, job_id=job_id)
     except Job.DoesNotExist:
         raise not_found() from None
     except NotAReviewer:
@@ -139,6 +194,16 @@ def _parsed(data: dict):
         raise Problem(400, "invalid-request", exc.message) from None
 
 
+def _edits_body(payload: ApproveRequest) -> dict:
+    """The body as the edit reader takes it: what was sent, an `omit` of
+    null being the same as none."""
+    data = payload.model_dump(exclude_unset=True)
+    for item in data.get("items") or []:
+        if item.get("omit") is None:
+            item.pop("omit", None)
+    return data
+
+
 def _stale(exc: ReviewStale) -> Problem:
     return Problem(409, "version-conflict", exc.message, state=exc.state)
 
@@ -147,7 +212,7 @@ def _refused(exc: EditRejected) -> Problem:
     return Problem(422, "invalid-value", exc.message, errors=exc.errors)
 
 
-def _int(request: HttpRequest, name: str, *, default: int, low: int = 0) -> int:
+def _int(request: HttpRequest, name: str, *, default: int, low: int = 0, high: int = ROW_MAX) -> int:
     raw = request.GET.get(name)
     if raw in (None, ""):
         return default
@@ -155,26 +220,25 @@ def _int(request: HttpRequest, name: str, *, default: int, low: int = 0) -> int:
         value = int(raw)
     except ValueError:
         value = low - 1
-    if value < low:
-        raise Problem(400, "invalid-request", MSG_NUMBER.format(name=name, low=low))
+    if not low <= value <= high:
+        raise Problem(400, "invalid-request", MSG_NUMBER.format(name=name, low=low, high=high))
     return value
 
 
-@operation("POST", summary="Approve a job awaiting review (with edits)", tags=("review",),
-           body=(Body(JSON, ApproveRequest),), answers={
-               **REVIEW_ERRORS,
-               200: json_answer(Publication, "Published."),
-               422: problem("Flags still block the approval (the edits are kept; `flags` and the "
-                            "new `version` are in the answer), or an edit is not a valid value."),
-           })
-@csrf_exempt  # session requests are CSRF-checked in authenticate(); tokens need none
-@api_view
-def job_approve_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
+router = Router(tags=["review"])
+
+
+@router.post("/jobs/{uuid:id}/approve", response={200: Publication}, url_name="job-approve",
+             summary="Approve a job awaiting review (with edits)")
+@answers(descriptions={200: "Published."}, problems={
+    **REVIEW_PROBLEMS,
+    422: "Flags still block the approval (the edits are kept; `flags` and the new `version` are "
+         "in the answer), or an edit is not a valid value."})
+def job_approve_view(request: HttpRequest, id: uuid.UUID, payload: ApproveRequest):
     """200 {revision_id, item_count}; 422 with the flags that still block
     (the edits are saved, and the new version is in the answer)."""
-    _allow(request, "POST")
     user, _ = _reviewer_job(request, id)
-    version, edits = _parsed(_body(request))
+    version, edits = _parsed(_edits_body(payload))
     try:
         result = review_approve(user=user, job_id=id, expected_version=version, edits=edits)
     except ApprovalBlocked as blocked:
@@ -193,32 +257,19 @@ def job_approve_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     return JsonResponse(result)
 
 
-@operation("POST", summary="Reject a job awaiting review", tags=("review",),
-           body=(Body(JSON, RejectRequest),), answers={
-               **REVIEW_ERRORS,
-               200: json_answer(JobVersion, "Rejected: the job needs attention."),
-           })
-@csrf_exempt
-@api_view
-def job_reject_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
-    _allow(request, "POST")
+@router.post("/jobs/{uuid:id}/reject", response={200: JobVersion}, url_name="job-reject",
+             summary="Reject a job awaiting review")
+@answers(descriptions={200: "Rejected: the job needs attention."}, problems=REVIEW_PROBLEMS)
+def job_reject_view(request: HttpRequest, id: uuid.UUID, payload: RejectRequest):
     user, _ = _reviewer_job(request, id)
-    data = _body(request)
     try:
-        version = version_from_json(data)
-    except BadEdits as exc:
-        raise Problem(400, "invalid-request", exc.message) from None
-    reason = data.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        raise Problem(400, "invalid-request", "`reason` must be a string.")
-    try:
-        review_reject(user=user, job_id=id, expected_version=version, reason=reason or "")
+        review_reject(user=user, job_id=id, expected_version=payload.version, reason=payload.reason)
     except ReasonRequired as exc:
         raise Problem(400, "invalid-request", exc.message) from None
     except ReviewStale as exc:
         raise _stale(exc) from None
     job = Job.objects.get(pk=id)
-    return JsonResponse({"id": str(job.pk), "state": job.state, "version": job.version})
+    return {"id": job.pk, "state": job.state, "version": job.version}
 
 
 @csrf_exempt
@@ -227,7 +278,7 @@ def grid_save_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     """The page's "Save edits": the approve body, stored without approving."""
     _allow(request, "POST")
     user, _ = _reviewer_job(request, id)
-    version, edits = _parsed(_body(request))
+    version, edits = _parsed(_grid_body(request))
     try:
         saved = review_save_edits(user=user, job_id=id, expected_version=version, edits=edits)
     except ReviewStale as exc:
@@ -245,7 +296,7 @@ def grid_preview_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     """The summary shown before approving; writes nothing."""
     _allow(request, "POST")
     user, _ = _reviewer_job(request, id)
-    version, edits = _parsed(_body(request))
+    version, edits = _parsed(_grid_body(request))
     try:
         return JsonResponse(review_preview(user=user, job_id=id, expected_version=version,
                                            edits=edits))

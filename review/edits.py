@@ -9,7 +9,7 @@ refused (`values_refused`). The decisions (review.decisions) store them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,12 +155,19 @@ def _field_flagged(item: dict, name: str) -> bool:
     return any(f.get("field") == name for f in item.get("flags") or [])
 
 
+def _clearable_on(item: dict, name: str) -> bool:
+    """Whether `item` carries, on field `name`, a flag a reviewer's value clears."""
+    return any(f.get("field") == name and _cleared_by_edit(f) for f in item.get("flags") or [])
+
+
 def _in_scope(item: dict, baseline: dict, name: str, scope: str) -> bool:
     if scope == "all":
         return True
     if scope == "flagged":
         return bool(item.get("flags"))
-    return item.get(name) in (None, "") or _field_flagged(baseline, name)
+    # Empty, or flagged: by validation now, or by a flag it cannot check that blocks.
+    return item.get(name) in (None, "") or _field_flagged(baseline, name) or any(
+        f.get("field") == name and is_blocking(f) and _cleared_by_edit(f) for f in item.get("flags") or [])
 
 
 def _replaced(value: Any, rule: Replace) -> Any:
@@ -194,33 +201,48 @@ def _validate_fresh(items: list[dict], table: Table) -> list[dict]:
     return out
 
 
-def _kept(flag: dict, item: dict, old: dict) -> bool:
+def _kind(flag: Mapping[str, Any]):
+    try:
+        return flag_type(flag.get("code") or "")
+    except UnknownFlag:
+        return None
+
+
+def _cleared_by_edit(flag: Mapping[str, Any]) -> bool:
+    """A flag validation does not raise again that a reviewer's value for its
+    field clears (catalog.flags: re-checked or acknowledged, not re-read)."""
+    kind = _kind(flag)
+    return kind is None or (not kind.validated and kind.clear is not Clear.REREAD)
+
+
+def _kept(flag: dict, item: dict, old: dict, confirmed: Collection[str]) -> bool:
     """Whether an earlier flag stays on an edited item (catalog.flags):
     validation's own come back only if it raises them again; the others go
-    when the reviewer set the field they are about, unless only a new read
-    of the sheet clears them."""
-    try:
-        kind = flag_type(flag.get("code") or "")
-    except UnknownFlag:
-        kind = None
+    when the reviewer set the field they are about (or confirmed its value),
+    unless only a new read of the sheet clears them."""
+    kind = _kind(flag)
     if kind is not None and kind.validated:
         return False
     name = flag.get("field")
-    edited = name in EDITABLE_FIELDS and (name in set(item.get("provenance") or {})
+    edited = name in EDITABLE_FIELDS and (name in set(item.get("provenance") or {}) or name in confirmed
                                           or item.get(name) != old.get(name))
-    return not edited or (kind is not None and kind.clear is Clear.REREAD)
+    return not edited or not _cleared_by_edit(flag)
 
 
-def items_recheck(*, items: list[dict], before: list[dict], table: Table) -> list[dict]:
+def items_recheck(*, items: list[dict], before: list[dict], table: Table,
+                  confirmed: Mapping[int, Collection[str]] | None = None) -> list[dict]:
     """Validate edited items afresh (so a fixed field loses its flag), then
     keep the flags validation cannot check (the extractor's doubts, the
     model's values the sheet does not back) unless the reviewer set the
-    field they are about."""
+    field they are about, or confirmed its value (`confirmed`: item index ->
+    fields)."""
     checked = _validate_fresh(items, table)
-    for item, old, new in zip(items, before, checked):
+    confirmed = confirmed or {}
+    for n, (item, old, new) in enumerate(zip(items, before, checked)):
         if item.get("omitted"):
             continue
-        new["flags"].extend(dict(flag) for flag in old.get("flags") or [] if _kept(flag, item, old))
+        fields = confirmed.get(n, ())
+        new["flags"].extend(dict(flag) for flag in old.get("flags") or [] if _kept(flag, item, old, fields))
     return checked
 
 
@@ -247,15 +269,18 @@ def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str 
     baseline = (validate_items([_strip_flags(i) for i in items], table) if needs_baseline else items)
 
     edited, rows = [], []
-    marks: dict[str, list[dict]] = {"removed": [], "restored": []}
+    marks: dict[str, list[dict]] = {"removed": [], "restored": [], "confirmed": []}
     applied: dict[tuple[str, str], list[int]] = {}
     for index, item in enumerate(items):
-        new = _edited_item(index, item, baseline[index], sets, edits, applied, errors)
+        confirmed: set[str] = set()
+        new = _edited_item(index, item, baseline[index], sets, edits, applied, errors, confirmed)
         _mark_omission(index, item, new, edits, marks)
         changed = _record_provenance(item, new, by=by, at=at)
+        row = {"index": index, "sku": item.get("sku"), "source": item.get("source")}
         if changed:
-            rows.append({"index": index, "sku": item.get("sku"), "source": item.get("source"),
-                         "fields": changed})
+            rows.append({**row, "fields": changed})
+        if confirmed - set(changed):
+            marks["confirmed"].append({**row, "fields": sorted(confirmed - set(changed))})
         edited.append(new)
     if errors:
         raise EditRejected(sorted(set(errors), key=errors.index))
@@ -298,14 +323,18 @@ def _checked_sets(edits: ReviewEdits, count: int, errors: list[str]) -> list[tup
 
 
 def _edited_item(index: int, item: dict, baseline: dict, sets, edits: ReviewEdits,
-                 applied: dict[tuple[str, str], list[int]], errors: list[str]) -> dict:
-    """One item with the sheet-wide values, the replacements and its own row's values."""
+                 applied: dict[tuple[str, str], list[int]], errors: list[str], confirmed: set[str]) -> dict:
+    """One item with the sheet-wide values, the replacements and its own row's
+    values. A value equal to the current one changes nothing, but confirms it
+    (into `confirmed`) when a flag an edit clears is on that field."""
     new = dict(item)
     new["source"] = dict(item.get("source") or {})
     for rule, value in sets:
         if _in_scope(item, baseline, rule.field, rule.scope):
             if not _same(rule.field, new.get(rule.field), value):
                 applied.setdefault(("set", rule.field), []).append(index)
+            elif _clearable_on(item, rule.field):
+                confirmed.add(rule.field)
             new[rule.field] = value
     for rule in edits.replace:
         value = _replaced(new.get(rule.field), rule)
@@ -316,6 +345,8 @@ def _edited_item(index: int, item: dict, baseline: dict, sets, edits: ReviewEdit
         parsed = _parse(name, value, index, errors)
         if not _same(name, parsed, new.get(name)):
             new[name] = parsed  # a row's own value wins over the sheet's
+        elif _clearable_on(item, name):
+            confirmed.add(name)
     return new
 
 
@@ -367,8 +398,11 @@ def values_refused(*, checked: list[dict], changes: dict) -> list[str]:
 
 
 def items_recheck_or_refuse(*, edited: list[dict], before: list[dict], changes: dict,
-                       table: Table) -> list[dict]:
-    checked = items_recheck(items=edited, before=before, table=table)
+                            table: Table) -> list[dict]:
+    """`items_recheck` of the edited items; EditRejected when a value the
+    reviewer set is not a value of its kind."""
+    confirmed = {row["index"]: row["fields"] for row in changes.get("confirmed") or []}
+    checked = items_recheck(items=edited, before=before, table=table, confirmed=confirmed)
     refused = values_refused(checked=checked, changes=changes)
     if refused:
         raise EditRejected(refused)
@@ -376,4 +410,4 @@ def items_recheck_or_refuse(*, edited: list[dict], before: list[dict], changes: 
 
 
 def has_changes(changes: dict) -> bool:
-    return bool(changes["rows"] or changes["removed"] or changes["restored"])
+    return bool(changes["rows"] or changes["removed"] or changes["restored"] or changes.get("confirmed"))

@@ -5,7 +5,7 @@ A mismatch is recorded, not raised (the answer may be on its way to a
 browser on the live server); `tests/conftest.py` fails the test that
 received it. Answers to addresses or methods that are not endpoints (404 and
 405 from the catch-all or from a view's method check) describe nothing and
-are skipped; any other answer to an undescribed operation is a failure.
+are skipped, and so is a read-only token's 403 to such a method; any other answer to an undescribed operation is a failure.
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ from openapi_core.contrib.django import DjangoOpenAPIRequest, DjangoOpenAPIRespo
 from openapi_core.deserializing.media_types.util import json_loads
 from openapi_core.templating.paths.exceptions import OperationNotFound, PathNotFound
 
-from jobs.openapi import build_document, is_catch_all
+
+
+def is_catch_all(view) -> bool:
+    return bool(getattr(view, "catch_all", False))
+
 
 class _Request(DjangoOpenAPIRequest):
     """Only the answer is validated here: the request body, which a
@@ -47,7 +51,9 @@ def openapi() -> OpenAPI:
         "text/csv": _text,
         "text/html": _text,
     })
-    return OpenAPI.from_dict(build_document(), config=config)
+    from config.api_urls import api
+
+    return OpenAPI.from_dict(api.document, config=config)
 
 
 def check(request, response) -> str | None:
@@ -60,6 +66,8 @@ def check(request, response) -> str | None:
     except (PathNotFound, OperationNotFound) as exc:
         if response.status_code in (404, 405):
             return None
+        if response.status_code == 403 and b"/problems/read-only-token" in response.content:
+            return None  # a read token's change, refused before the method is looked at
         return f"undescribed operation answered {response.status_code}: {exc}"
     except Exception as exc:  # noqa: BLE001  every validation error is reported with its cause
         cause = exc.__cause__ or exc
@@ -76,7 +84,10 @@ class OpenApiCheck:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if request.path.startswith("/api/") and request.method not in ("HEAD", "OPTIONS"):
+        # schemathesis checks its own answers against the same document.
+        generated = "HTTP_X_SCHEMATHESIS_TESTCASEID" in request.META
+        if (request.path.startswith("/api/") and request.method not in ("HEAD", "OPTIONS")
+                and not generated):
             failure = check(request, response)
             if failure:
                 with _lock:

@@ -183,3 +183,135 @@ CORPUS = {
     "last-excel-row.xlsx": ("far.xlsx", wide_sparse_sheet_xlsx, "refused"),
     "legit-sparse.xlsx": ("note.xlsx", legit_sparse_xlsx, "read"),
 }
+
+
+# --- the other formats ---------------------------------------------------------------
+
+
+def zip_bomb_ods() -> bytes:
+    """content.xml of 200 MB of padding, a few hundred KB compressed."""
+    from tests.catalog.formatgen import ODS_MIMETYPE
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(zipfile.ZipInfo("mimetype"), ODS_MIMETYPE)
+        info = zipfile.ZipInfo("content.xml", date_time=(2026, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with zf.open(info, "w", force_zip64=True) as part:
+            block = b" " * (1024 * 1024)
+            for _ in range(200):
+                part.write(block)
+    return buf.getvalue()
+
+
+def zip_bomb_xlsb() -> bytes:
+    """A worksheet part of 200 MB of zero bytes, written in blocks (never held)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("xl/workbook.bin", b"")
+        with zf.open("xl/worksheets/sheet1.bin", "w", force_zip64=True) as part:
+            block = b"\x00" * (1024 * 1024)
+            for _ in range(200):
+                part.write(block)
+    return buf.getvalue()
+
+
+def sparse_range_xlsb() -> bytes:
+    """Two number cells, A1 and XFD1048576: a dense reader would hold 17 billion cells."""
+    from tests.catalog.formatgen import xlsb_bytes, xlsb_cell_rk
+
+    return xlsb_bytes(xlsb_cell_rk(0, 0) + xlsb_cell_rk(1_048_575, 16_383))
+
+
+def sparse_rows_ods() -> bytes:
+    """A million empty rows repeated, then one value at the last row ODS allows."""
+    from tests.catalog.formatgen import ods_bytes, ods_cell, ods_row
+
+    return ods_bytes({"T": ods_row(["SKU", "Price"]) + ods_row("", repeat=1_048_574)
+                      + ods_row([ods_cell("far")])})
+
+
+def repeated_columns_ods() -> bytes:
+    """One value repeated over 16,384 columns of a million repeated rows."""
+    from tests.catalog.formatgen import ods_bytes, ods_cell, ods_row
+
+    return ods_bytes({"T": ods_row([ods_cell("x", repeat=16_384)], repeat=1_048_576)})
+
+
+def deep_nesting_ods(depth: int = 100_000) -> bytes:
+    from tests.catalog.formatgen import ods_bytes, ods_row
+
+    inner = "<text:span>" * depth + "x" + "</text:span>" * depth
+    cell = f'<table:table-cell office:value-type="string"><text:p>{inner}</text:p></table:table-cell>'
+    return ods_bytes({"T": ods_row(["SKU", "Description"]) + ods_row(cell)}, level=1)
+
+
+def broken_ole_xls() -> bytes:
+    """An OLE2 header whose sector tables point nowhere."""
+    rnd = random.Random(5)
+    return b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(rnd.getrandbits(8) for _ in range(4096))
+
+
+def truncated_xls() -> bytes:
+    from tests.catalog.formatgen import xls_bytes
+
+    data = xls_bytes({"S": [["SKU", "Price"]] + [[f"A-{i}", i + 0.5] for i in range(2000)]})
+    return data[: len(data) // 3]
+
+
+def many_pages_pdf(pages: int = 5_000) -> bytes:
+    from tests.catalog.formatgen import pdf_bytes
+
+    return pdf_bytes([[(40, 40, "x")] for _ in range(pages)])
+
+
+def huge_stream_pdf() -> bytes:
+    """A page whose content stream inflates to 1 GB (about 1 MB compressed)."""
+    import zlib
+
+    from tests.catalog.formatgen import pdf_raw
+
+    comp = zlib.compressobj(9)
+    body = b"".join(comp.compress(b" " * (1024 * 1024)) for _ in range(1024)) + comp.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(body) + body + b"\nendstream",
+    ]
+    return pdf_raw(objects, 1)
+
+
+def deep_nesting_pdf(depth: int = 100_000) -> bytes:
+    from tests.catalog.formatgen import pdf_raw
+
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources "
+        + b"[" * depth + b"]" * depth + b" >>",
+    ]
+    return pdf_raw(objects, 1)
+
+
+def scanned_pdf() -> bytes:
+    from tests.catalog.formatgen import pdf_bytes
+
+    return pdf_bytes([[], []], images_only=True)
+
+
+CORPUS.update({
+    "zip-bomb.ods": ("bomb.ods", zip_bomb_ods, "refused"),
+    "zip-bomb.xlsb": ("bomb.xlsb", zip_bomb_xlsb, "refused"),
+    "sparse-range.xlsb": ("sparse.xlsb", sparse_range_xlsb, "refused"),
+    "sparse-rows.ods": ("sparse.ods", sparse_rows_ods, "refused"),
+    "repeated-columns.ods": ("repeat.ods", repeated_columns_ods, "refused"),
+    "deep-nesting.ods": ("deep.ods", deep_nesting_ods, "any"),
+    "broken-ole.xls": ("broken.xls", broken_ole_xls, "refused"),
+    "truncated.xls": ("cut.xls", truncated_xls, "refused"),
+    "5000-pages.pdf": ("pages.pdf", many_pages_pdf, "refused"),
+    "huge-stream.pdf": ("stream.pdf", huge_stream_pdf, "refused"),
+    "deep-nesting.pdf": ("deep.pdf", deep_nesting_pdf, "refused"),
+    "scan.pdf": ("scan.pdf", scanned_pdf, "refused"),
+})

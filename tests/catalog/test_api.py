@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import connection, connections, transaction
 from django.db.models.functions import Now
+from django.core.handlers.base import BaseHandler
 from django.core.handlers.wsgi import WSGIRequest
 from django.test import Client
 
@@ -67,7 +68,7 @@ def upload(client, content=CSV, *, key="key-1", supplier=None, name="prices.csv"
 
 
 def admitted_job(workspace, *, key="k", state=None, **changes):
-    job, _ = job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key=key,
+    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet", payload={}, idempotency_key=key,
                        fingerprint="f")
     if state is not None or changes:
         Job.objects.filter(pk=job.pk).update(**({"state": state} if state else {}), **changes)
@@ -219,10 +220,17 @@ def _raw_upload_request(token: str, file_bytes: bytes):
     return request, stream
 
 
+def _serve(request):
+    """The request through the whole middleware stack and URLconf, as the server runs it."""
+    handler = BaseHandler()
+    handler.load_middleware()
+    return handler.get_response(request)
+
+
 def test_declared_oversize_is_refused_before_the_body_is_read(token, settings):
     settings.UPLOAD_MAX_BYTES = 1000
     request, stream = _raw_upload_request(token, b"x" * 500_000)
-    response = api.jobs_collection(request)
+    response = _serve(request)
     assert response.status_code == 413
     assert stream.bytes_read == 0
 
@@ -232,7 +240,7 @@ def test_streaming_limit_stops_reading_one_chunk_past_the_limit(token, settings,
     # Let the Content-Length check through, as a lying length would.
     monkeypatch.setattr(api, "MULTIPART_ALLOWANCE_BYTES", 10 * 1024 * 1024)
     request, stream = _raw_upload_request(token, b"x" * 2_000_000)
-    response = api.jobs_collection(request)
+    response = _serve(request)
     assert response.status_code == 413
     assert stream.bytes_read <= 1000 + 2 * api.UploadLimitHandler.chunk_size
     assert not PriceSheet.objects.exists()
@@ -241,7 +249,7 @@ def test_streaming_limit_stops_reading_one_chunk_past_the_limit(token, settings,
 def test_upload_without_content_length_is_411(token):
     request, stream = _raw_upload_request(token, CSV)
     del request.META["CONTENT_LENGTH"]
-    response = api.jobs_collection(request)
+    response = _serve(request)
     assert response.status_code == 411
     assert json.loads(response.content)["type"] == "/problems/length-required"
     assert stream.bytes_read == 0
@@ -322,10 +330,12 @@ def test_simultaneous_same_key_requests_create_one_job(member, workspace, token)
     assert Job.objects.count() == 1
 
 
-def test_admission_to_a_named_workspace_needs_membership(api_client, other_workspace):
-    response = api_client.post("/api/jobs", {"file": _file(), "workspace": other_workspace.slug},
-                               HTTP_IDEMPOTENCY_KEY="k")
-    assert response.status_code == 400
+def test_admission_to_another_workspace_is_the_404_of_an_unknown_one(api_client, other_workspace):
+    theirs = api_client.post("/api/jobs", {"file": _file(), "workspace": other_workspace.slug},
+                             HTTP_IDEMPOTENCY_KEY="k")
+    unknown = api_client.post("/api/jobs", {"file": _file(), "workspace": "nobody"},
+                              HTTP_IDEMPOTENCY_KEY="k2")
+    assert theirs.status_code == unknown.status_code == 404
     assert not Job.objects.exists()
 
 
@@ -508,10 +518,13 @@ def test_list_paginates_newest_first(api_client, workspace):
     assert second["previous"] is not None
 
 
-def test_list_page_size_is_capped_at_100(api_client, workspace):
+def test_list_page_size_above_100_is_a_400_naming_the_limit(api_client, workspace):
     Job.objects.bulk_create(Job(workspace=workspace, kind="noop", max_attempts=1)
                             for _ in range(105))
-    body = api_client.get("/api/jobs?page_size=1000").json()
+    refused = api_client.get("/api/jobs?page_size=101")
+    body = api_client.get("/api/jobs?page_size=100").json()
+    assert refused.status_code == 400
+    assert "`page_size`" in refused.json()["detail"] and "100" in refused.json()["detail"]
     assert len(body["results"]) == 100
     assert "page_size=100" in body["next"]
 
@@ -581,7 +594,7 @@ def test_unexpected_error_is_a_500_problem_without_a_stack_trace(api_client, wor
     def explode(job):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(api, "sheet_job_status", explode)
+    monkeypatch.setattr(api, "job_status", explode)
     response = api_client.get(f"/api/jobs/{job.pk}")
     assert response.status_code == 500
     assert response["Content-Type"] == "application/problem+json"

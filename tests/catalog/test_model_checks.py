@@ -41,7 +41,7 @@ def test_currency_stated_nowhere_is_flagged():
 def test_description_not_in_the_cited_row_is_flagged():
     t = table(["SKU", "Name", "Price EUR"], ["A", "Apple", "1.20"])
     (item,) = check_model_items([model_item("A", "Golden apple, premium", "1.20", "EUR", 2)], t)
-    assert "unsupported_source" in codes(item, "description")
+    assert "description_not_in_row" in codes(item, "description")
 
 
 def test_a_cell_addressed_to_the_model_is_not_evidence_and_flags_the_items():

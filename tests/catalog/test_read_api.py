@@ -275,9 +275,12 @@ def test_bad_parameters_are_400_problems_naming_the_parameter(reader, supplier, 
         assert f"`{name}`" in response.json()["detail"]
 
 
-def test_page_size_is_capped(reader, supplier, revision):
-    body = reader.get(f"/api/suppliers/{supplier.public_id}/items", {"page_size": "100000"}).json()
-    assert body["count"] == revision.item_count
+def test_a_page_size_past_the_stated_limit_is_a_400(reader, supplier, revision):
+    base = f"/api/suppliers/{supplier.public_id}/items"
+    refused = reader.get(base, {"page_size": "501"})
+    assert refused.status_code == 400
+    assert "`page_size`" in refused.json()["detail"]
+    assert reader.get(base, {"page_size": "500"}).json()["count"] == revision.item_count
 
 
 # --- revisions --------------------------------------------------------------------

@@ -82,15 +82,21 @@ def test_text_named_xlsx_is_refused(tmp_path):
         read_table(path, filename="a.xlsx")
 
 
-def test_pdf_named_csv_is_refused_naming_both(tmp_path):
-    path = write(tmp_path, "a.csv", b"%PDF-1.4\n...")
-    with pytest.raises(UnreadableSheet, match="PDF document.*name says CSV"):
+def test_png_named_csv_is_refused_naming_both(tmp_path):
+    path = write(tmp_path, "a.csv", b"\x89PNG\r\n\x1a\n...")
+    with pytest.raises(UnreadableSheet, match="PNG image.*name says CSV/TSV"):
         read_table(path, filename="a.csv")
 
 
-def test_old_xls_is_refused_with_advice(tmp_path):
+def test_broken_pdf_named_csv_is_read_as_a_pdf(tmp_path):
+    path = write(tmp_path, "a.csv", b"%PDF-1.4\n...")
+    with pytest.raises(UnreadableSheet, match="^the PDF cannot be read"):
+        read_table(path, filename="a.csv")
+
+
+def test_broken_ole2_container_is_refused_as_a_damaged_xls(tmp_path):
     path = write(tmp_path, "a.xls", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 512)
-    with pytest.raises(UnreadableSheet, match="XLS \\(Excel 97-2003\\).*save it as XLSX or CSV"):
+    with pytest.raises(UnreadableSheet, match="^the XLS workbook cannot be read"):
         read_table(path, filename="a.xls")
 
 

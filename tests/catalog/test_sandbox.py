@@ -52,8 +52,8 @@ def test_a_checkpointed_table_is_extracted_without_the_bytes():
 
 
 def test_unreadable_input_is_a_sheet_error_with_its_reason():
-    with pytest.raises(UnreadableSheet, match="the file is a PDF document"):
-        run_parse(request(b"%PDF-1.4 not a sheet"), limits=ParseLimits())
+    with pytest.raises(UnreadableSheet, match="the file is a PNG image"):
+        run_parse(request(b"\x89PNG\r\n\x1a\n not a sheet"), limits=ParseLimits())
 
 
 def test_a_child_over_its_memory_limit_is_stopped_with_a_memory_reason():

@@ -11,6 +11,7 @@ from openpyxl.cell.text import InlineFont
 
 from catalog.errors import UnreadableSheet
 from catalog.reading import _cell_text, read_bytes
+from catalog.readers.common import currency_from_number_format
 from catalog.xlsx import Workbook, XlsxError, column_index, is_date_format
 
 
@@ -153,3 +154,51 @@ def test_column_letters():
 ])
 def test_date_formats(fmt, is_date):
     assert is_date_format(fmt) is is_date
+
+
+def test_a_name_merged_over_its_variants_rows_names_each_of_them():
+    def fill(book):
+        ws = book.active
+        ws.append(["Price list"])
+        ws.merge_cells("A1:C1")
+        ws.append(["Name", "Size", "Price"])
+        for size, price in (("S", 1.5), ("M", 2.5), ("L", 3.5)):
+            ws.append([None, size, price])
+        ws["A3"] = "Shirt"
+        ws.merge_cells("A3:A5")
+
+    sheet = read_bytes(_workbook_bytes(fill), filename="p.xlsx").sheets[0]
+    assert [row[0] for row in sheet.rows[2:5]] == ["Shirt", "Shirt", "Shirt"]
+    # A title merged across its row stays one cell: copies in every column would read as values.
+    assert sheet.rows[0] == ["Price list"]
+
+
+def test_a_malformed_merged_range_merges_nothing():
+    def fill(book):
+        book.active.append(["SKU", "Price"])
+        book.active.append(["A-1", 2])
+
+    data = _workbook_bytes(fill)
+    with zipfile.ZipFile(io.BytesIO(data)) as zin:
+        parts = {name: zin.read(name) for name in zin.namelist()}
+    sheet_xml = parts["xl/worksheets/sheet1.xml"].decode()
+    parts["xl/worksheets/sheet1.xml"] = sheet_xml.replace(
+        "</sheetData>", '</sheetData><mergeCells count="1"><mergeCell ref="A1:Q"/></mergeCells>').encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zout:
+        for name, body in parts.items():
+            zout.writestr(name, body)
+    assert read_bytes(out.getvalue(), filename="p.xlsx").sheets[0].rows == [["SKU", "Price"], ["A-1", "2"]]
+
+
+@pytest.mark.parametrize(("fmt", "currency"), [
+    ('#,##0.00\\ "€"', "EUR"),
+    ("#,##0.00\\ €", "EUR"),
+    ("[$£-809]#,##0.00", "GBP"),
+    ("* €#,##0", "EUR"),  # `* ` fills with blanks; the symbol after it is shown
+    # Accounting formats pad with the width of their locale's symbol: `_€` is a blank, not a euro.
+    ('_-* #,##0.00\\ _€_-;-* #,##0.00\\ _€_-;_-* "-"??\\ _€_-;_-@_-', None),
+    ("#,##0.00*€", None),  # `*€` repeats the symbol to fill the cell: decoration
+])
+def test_a_number_format_states_a_currency_only_where_it_shows_a_symbol(fmt, currency):
+    assert currency_from_number_format(fmt) == currency

@@ -71,3 +71,54 @@ def test_the_reviewers_currency_clears_the_models_unstated_one(unstated_currency
                    edits=ReviewEdits(currency="EUR", currency_scope="all"))
     assert Job.objects.get(pk=job.pk).state == State.COMPLETED
     assert {i.currency for i in CatalogItem.objects.filter(revision__job=job)} == {"EUR"}
+
+
+def test_the_reviewer_may_confirm_the_models_currency_by_setting_it(unstated_currency_job, reviewer):
+    job = unstated_currency_job
+    save(reviewer, job, ReviewEdits(currency="USD", currency_scope="missing"))
+    job = Job.objects.get(pk=job.pk)
+    assert [codes(i, "currency") for i in job.output["items"]] == [[], []]
+    review_approve(user=reviewer, job_id=job.pk, expected_version=job.version, edits=ReviewEdits())
+    assert {i.currency for i in CatalogItem.objects.filter(revision__job=job)} == {"USD"}
+
+
+@pytest.fixture
+def unread_description_job(workspace, settings):
+    """A model job whose model named the first item by words its row does not hold."""
+    from tests.catalog.test_model_checks import model_item
+    from tests.fake_llm import FakeProvider
+
+    fake = FakeProvider(default=lambda _body: {"items": [
+        model_item("A-1", "Golden apples, premium", "1.50", "EUR", 2),
+        model_item("B-2", "Pears", "2.25", "EUR", 3)]})
+    settings.EXTRACTOR = "openai"
+    settings.LLM_BASE_URL = fake.url
+    settings.LLM_API_KEY = "test-key"
+    settings.LLM_MODEL = "fake-model"
+    settings.LLM_TIMEOUT_SECONDS = 5
+    try:
+        job = admit_sheet(workspace, "prices.csv", b"SKU,Name,Price EUR\nA-1,Apples,1.50\nB-2,Pears,2.25\n")
+        run_until_idle()
+    finally:
+        fake.close()
+    job = Job.objects.get(pk=job.pk)
+    assert job.state == State.AWAITING_REVIEW
+    assert codes(job.output["items"][0], "description") == ["description_not_in_row"]
+    return job
+
+
+def test_the_models_unread_description_survives_an_edit_of_another_field_and_blocks(unread_description_job, reviewer):
+    job = unread_description_job
+    save(reviewer, job, ReviewEdits(rows={0: {"unit": "kg"}}))
+    job = Job.objects.get(pk=job.pk)
+    assert codes(job.output["items"][0], "description") == ["description_not_in_row"]
+    with pytest.raises(ApprovalBlocked) as blocked:
+        review_approve(user=reviewer, job_id=job.pk, expected_version=job.version, edits=ReviewEdits())
+    assert [(p["index"], p["code"]) for p in blocked.value.problems] == [(0, "description_not_in_row")]
+
+
+def test_the_reviewers_description_clears_the_models_unread_one(unread_description_job, reviewer):
+    job = unread_description_job
+    review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
+                   edits=ReviewEdits(rows={0: {"description": "Apples"}}))
+    assert Job.objects.get(pk=job.pk).state == State.COMPLETED
