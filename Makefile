@@ -12,7 +12,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 export SECRET_KEY ?= $(shell test -s .secret_key || $(PYTHON) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key; cat .secret_key)
 export HTTPS ?= false
 
-.PHONY: setup db run test test-fast apitoken api stop-db reset-db clean
+.PHONY: setup db run test test-fast apitoken api stop-db reset-db clean train
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -84,3 +84,8 @@ reset-db: $(VENV)/.installed
 
 clean: stop-db
 	rm -rf $(VENV) .pgdata media staticfiles
+
+# `make train`: fit the column model on the labeled development part of the
+# corpus (../shared/corpus) and write catalog/extraction/column_model.json.
+train: $(VENV)/.installed-dev
+	$(BIN)/python bench/corpus/train.py

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 
 from catalog.errors import NotAnItemList
-from catalog.extraction.columns import ROLES, assign_roles, profile_columns
+from catalog.extraction import rules_columns
+from catalog.extraction.columns import ROLES, assign_roles
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
 from catalog.extraction.mapping import MappingError, sheet_mapping
@@ -106,9 +107,11 @@ def _currency_context(sheet: Sheet, header: Header, price: int) -> tuple[str | N
 class _ItemBuilder:
     """Builds the items of one sheet's rows, once its columns are known."""
 
-    def __init__(self, sheet: Sheet, header: Header, cols: Columns, currency: str | None):
+    def __init__(self, sheet: Sheet, header: Header, cols: Columns, currency: str | None,
+                 uncertain: list[dict] | None = None):
         self.sheet = sheet
         self.cols = cols
+        self.uncertain = uncertain or []  # one uncertain_column flag per role in doubt
         self.decimal = decimal_style(cell(r, cols.price) for r in sheet.rows[header.body_start - 1:][:2000])
         self.sheet_code, self.basis, self.doubts = _currency_context(sheet, header, cols.price)
         if currency:
@@ -174,7 +177,7 @@ class _ItemBuilder:
         if written and written > max(0, -value.normalize().as_tuple().exponent):
             # "12.50" is published as "12.5"; pages show it as the sheet did.
             item["source"]["price_places"] = min(written, 6)
-        flags += more + pack_flags
+        flags += more + pack_flags + [dict(f) for f in self.uncertain]
         if flags:
             item["flags"] = flags
         return item
@@ -272,7 +275,7 @@ def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: st
     return _SheetResult(got.items, report, notes)
 
 
-def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _SheetResult:
+def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_model: bool) -> _SheetResult:
     rows = sheet.rows
     if mapped and mapped.get("matrix"):
         return _matrix_sheet(sheet, Matrix.from_json(mapped["matrix"]), currency, "reviewer")
@@ -291,7 +294,11 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
             return got
     body = rows[header.body_start - 1:]
     width = max([len(header.labels)] + [len(r) for r in body])
-    assignment = assign_roles(profile_columns(body, width), header.labels, mapped and mapped["columns"])
+    if column_model:
+        assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
+    else:
+        assignment = rules_columns.assign_roles(rules_columns.profile_columns(body, width), header.labels,
+                                                mapped and mapped["columns"])
     if "unit_price" not in assignment.roles:
         named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
         if named:
@@ -302,25 +309,35 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
     if not mapped and _named_by_bands(body, assignment):
         kind = "rate card (prices by weight or size bands)"
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
-    builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency)
+    uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
+                 for role, (col, _why) in getattr(assignment, "doubted", {}).items()]
+    builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
         return _refused(sheet, header, MSG_NO_ITEMS.format(sheet=sheet.name), "no items")
     doubts = [] if mapped else list(assignment.doubts)
     if not header.rows and not mapped:
         doubts.insert(0, "no header row: the columns were read from their values alone")
+    if column_model:
+        confirm = any(c.needs_confirmation for c in assignment.columns) or bool(assignment.doubted)
+    else:
+        confirm = bool(doubts)
     report = _report(sheet, header, "read", columns=[c.to_json() for c in assignment.columns],
-                     needs_confirmation=bool(doubts), doubts=doubts, rows=counts, skipped_rows=listed,
+                     needs_confirmation=confirm and not mapped, doubts=doubts, rows=counts, skipped_rows=listed,
                      source="reviewer" if mapped else "inferred")
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder))
 
 
-def extract(table: Table, mapping: dict | None = None) -> Extraction:
+def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
     """Items and the per-sheet ``columns`` report of ``table`` (pure, no ORM).
 
     ``mapping`` (a reviewer's, or a remembered layout) names, per sheet, the
     header row and the column of each role; the sheets it lists are the only
     ones read, and its ``currency`` stands for the sheets' stated currency.
+    ``column_model`` takes the columns' roles from the fitted column model
+    (``catalog.extraction.columns``: a calibrated probability per role, each
+    column in doubt marked and its values flagged ``uncertain_column``);
+    without it, from the hand-weighted rules of ``rules_columns``.
     Raises ``MappingError`` when the mapping names a sheet or column the
     table does not have.
     """
@@ -336,7 +353,7 @@ def extract(table: Table, mapping: dict | None = None) -> Extraction:
         if not any(any(r) for r in sheet.rows):
             reports.append(_report(sheet, Header((), []), "empty"))
             continue
-        got = _read_sheet(sheet, mapped, currency)
+        got = _read_sheet(sheet, mapped, currency, column_model)
         items += got.items
         notes += got.notes
         reports.append(got.report)
@@ -347,9 +364,9 @@ def extract(table: Table, mapping: dict | None = None) -> Extraction:
     return Extraction(items, notes, reports, confirm, refusal)
 
 
-def extract_items(table: Table, mapping: dict | None = None) -> Extraction:
+def extract_items(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
     """``extract``, raising ``NotAnItemList`` (with the report) when no sheet holds items."""
-    result = extract(table, mapping)
+    result = extract(table, mapping, column_model=column_model)
     if result.refusal:
         exc = NotAnItemList(result.refusal)
         exc.sheets = result.sheets

@@ -14,6 +14,7 @@ import types
 import pytest
 
 import catalog.codepages
+import catalog.extraction.column_model
 import catalog.readers.common
 import catalog.xlsx
 import catalog.extraction.columns
@@ -31,7 +32,7 @@ from catalog.extraction import (
 )
 from catalog.reading import Sheet, Table
 
-MODULES = (catalog.extraction.text, catalog.extraction.money, catalog.extraction.packs,
+MODULES = (catalog.extraction.text, catalog.extraction.money, catalog.extraction.packs, catalog.extraction.column_model,
            catalog.extraction.headers, catalog.extraction.columns, catalog.extraction.layout,
            catalog.extraction.rows, catalog.extraction.matrix, catalog.validation, catalog.codepages)
 SMALL, LARGE = 10_000, 100_000
