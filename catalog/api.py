@@ -19,7 +19,7 @@ from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from ninja import File, Form, Header, Query, Router, Schema
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from accounts.models import Workspace
 from catalog.items import JobItems

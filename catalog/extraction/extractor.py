@@ -336,7 +336,7 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
     ones read, and its ``currency`` stands for the sheets' stated currency.
     ``column_model`` takes the columns' roles from the fitted column model
     (``catalog.extraction.columns``: a calibrated probability per role, each
-    column in doubt marked and its values flagged ``uncertain_column``);
+    column in doubt marked and its values flagged as uncertain (catalog.flags));
     without it, from the hand-weighted rules of ``rules_columns``.
     Raises ``MappingError`` when the mapping names a sheet or column the
     table does not have.
