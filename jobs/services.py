@@ -179,9 +179,11 @@ def _notify(kind: str) -> None:
 
 
 def _send_notify(kind: str) -> None:
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO off")
-        cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, kind])
+    # One statement, one round trip: run after the commit (autocommit), it
+    # is a transaction of its own, and the setting is local to it.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('synchronous_commit', 'off', true), pg_notify(%s, %s)",
+                       [NOTIFY_CHANNEL, kind])
 
 
 def _state_of(job_id: uuid.UUID) -> str:
@@ -241,6 +243,37 @@ class JitteredRetryAt(Func):
 # --- admit ----------------------------------------------------------------
 
 
+def _insert_columns(obj) -> tuple[list, str, list]:
+    """The fields of a new `obj` that Django would write (those without a
+    database default), their quoted columns, and their values, as
+    `Model.objects.create` prepares them."""
+    fields = [f for f in obj._meta.concrete_fields if not f.has_db_default()]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    return fields, columns, [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+
+
+def _admit_sql(job: Job, event: OutboxMessage) -> tuple[str, list, list[str]]:
+    """One statement: insert the job unless its key is taken (the unique
+    constraint decides, waiting for a concurrent holder of the key to commit
+    or roll back), and its `job.accepted` message only if it was inserted.
+    Returns the job's database defaults."""
+    job_fields, job_columns, job_values = _insert_columns(job)
+    event_fields, event_columns, event_values = _insert_columns(event)
+    returned = [f for f in Job._meta.concrete_fields if f.has_db_default()]
+    quote = connection.ops.quote_name
+    return (
+        f"WITH job AS (INSERT INTO {quote(Job._meta.db_table)} ({job_columns}) "
+        f"VALUES ({', '.join(['%s'] * len(job_fields))}) "
+        "ON CONFLICT (workspace_id, idempotency_key) DO NOTHING "
+        f"RETURNING {', '.join(quote(f.column) for f in returned)}), "
+        f"event AS (INSERT INTO {quote(OutboxMessage._meta.db_table)} ({event_columns}) "
+        f"SELECT {', '.join(['%s'] * len(event_fields))} FROM job) "
+        "SELECT * FROM job",
+        [*job_values, *event_values],
+        [f.attname for f in returned],
+    )
+
+
 def job_admit(
     *,
     workspace_id: int,
@@ -256,30 +289,33 @@ def job_admit(
     the existing job; with another fingerprint raises IdempotencyConflict.
     The unique constraint on (workspace, idempotency_key) decides between
     concurrent duplicates: the loser's INSERT waits for the winner's commit,
-    fails, and reads the winner's row.
+    inserts nothing, and the loser reads the winner's row.
+
+    The job and its message are one statement (one round trip, no
+    savepoint): admission runs on every upload, and its statements, not
+    its work, were most of its time (bench/admission_latency.py).
     """
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                job = Job.objects.create(
-                    workspace_id=workspace_id,
-                    kind=kind,
-                    payload=payload,
-                    idempotency_key=idempotency_key,
-                    request_fingerprint=fingerprint,
-                    created_by_id=created_by_id,
-                    max_attempts=settings.JOB_MAX_ATTEMPTS,
-                )
-        except IntegrityError:
+    job = Job(workspace_id=workspace_id, kind=kind, payload=payload, idempotency_key=idempotency_key,
+              request_fingerprint=fingerprint, created_by_id=created_by_id,
+              max_attempts=settings.JOB_MAX_ATTEMPTS)
+    event = OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
+                          payload={"job_id": str(job.pk), "kind": kind, "state": job.state,
+                                   "attempt": job.attempt})
+    sql, params, returned = _admit_sql(job, event)
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        if row is None:
             if idempotency_key is None:
-                raise
-            job = Job.objects.get(workspace_id=workspace_id, idempotency_key=idempotency_key)
-            if job.request_fingerprint != fingerprint or job.kind != kind:
-                raise IdempotencyConflict(job) from None
-            return job, False
-        # The new row is in hand (its database defaults came back with the
-        # INSERT): the event is written without reading it again.
-        _claim_event(workspace_id, job.pk, kind, job.state, job.attempt, "job.accepted")
+                raise IntegrityError("the job was not inserted")
+            existing = Job.objects.get(workspace_id=workspace_id, idempotency_key=idempotency_key)
+            if existing.request_fingerprint != fingerprint or existing.kind != kind:
+                raise IdempotencyConflict(existing)
+            return existing, False
+        for attname, value in zip(returned, row, strict=True):
+            setattr(job, attname, value)
+        job._state.adding = False
+        job._state.db = connection.alias
         _notify(kind)
     return job, True
 
