@@ -130,6 +130,84 @@ for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):
 """
 
 
+# The baseline: what a job does for each sheet, in a plain loop in one
+# process, outside the job machinery. `parse_sheet` itself runs with a plain
+# context: the same reads (the stored sheet, the supplier's layouts and
+# current items), the same parse child (catalog.sandbox.run_parse: read,
+# extract, validate), the same review flags; its accept writes the staged
+# output with the accept's own statement shape (one UPDATE of jobs_job.output
+# from a Jsonb) and, in the same transaction, publishes clean output with
+# revision_publish (the revision, the items by COPY, the supplier, its
+# catalog.published message), or, after the commit, hands output that needs
+# review to job_staged_for_review (the review grid's snapshot), as the accept
+# does. What it leaves out is the machinery: no claim, lease or renewal, no
+# heartbeat, no checkpoint, no fence, no attempt row, no job state change,
+# no job event in the outbox.
+BASELINE = """
+import json, time
+from django.db import connection, transaction
+from psycopg.types.json import Jsonb
+from catalog.handlers import parse_sheet
+from jobs.errors import PermanentError
+from jobs.models import Job
+from jobs.signals import job_staged_for_review
+
+
+class PlainRun:
+    def __init__(self, job):
+        self.job_id, self.payload, self.version = job.pk, job.payload, job.version
+
+    def check(self):
+        pass
+
+    check_lease = check
+
+    def heartbeat(self, done=None, total=None):
+        pass
+
+    def record_provider_call(self, request_id, usage):
+        pass
+
+    def load_checkpoint(self, name):
+        return None
+
+    def checkpoint(self, name, data):
+        pass
+
+    def accept(self, output, *, needs_review=False, publish=None):
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("UPDATE jobs_job SET output = %s WHERE id = %s",
+                               [Jsonb(output), self.job_id])
+            if not needs_review and publish is not None:
+                job = Job.objects.defer("output").get(pk=self.job_id)
+                job.output = output
+                publish(job)
+        if needs_review:
+            job_staged_for_review.send_robust(sender=Job, job_id=self.job_id,
+                                              version=self.version, output=output)
+
+
+jobs = list(Job.objects.order_by("created_at", "id"))
+refused = 0
+t0 = time.perf_counter()
+for job in jobs:
+    try:
+        parse_sheet(PlainRun(job))
+    except PermanentError:  # a sheet refused, as its job would end
+        refused += 1
+print(json.dumps({"seconds": time.perf_counter() - t0, "jobs": len(jobs), "refused": refused}))
+"""
+
+
+def baseline(db: common.BenchDatabase) -> dict:
+    """The plain loop over the admitted sheets (see BASELINE), timed inside."""
+    result = db.manage("shell", "-c", BASELINE, env={"MEDIA_ROOT": str(MEDIA)}, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"baseline failed:\n{result.stdout}\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def outcomes(db: common.BenchDatabase) -> dict[str, int]:
     with db.connect() as conn:
         return dict(conn.execute("SELECT state, count(*) FROM jobs_job GROUP BY state").fetchall())
@@ -154,9 +232,19 @@ def main() -> None:
     loop = plain_loop(paths)
     loop_rate = total_rows / loop["seconds"]
 
+    say("baseline (the same work and writes, parse child included, in a plain loop) ...")
+    db = common.fresh_database(DATABASE)
+    admit_all(db, paths)
+    base = baseline(db)
+    base_rate = total_rows / base["seconds"]
+
     procs = common.Processes("workload")
-    rows = [["plain loop, 1 process", f"{count / loop['seconds'] * 60:.1f}", f"{loop_rate:.0f}",
-             f"{loop['seconds']:.1f}", "1", "1.00", ""]]
+    rows = [["plain loop, no database, 1 process", f"{count / loop['seconds'] * 60:.1f}",
+             f"{loop_rate:.0f}", f"{loop['seconds']:.1f}", "1", "", "", ""],
+            ["baseline: same work and writes, plain loop, 1 process",
+             f"{count / base['seconds'] * 60:.1f}", f"{base_rate:.0f}", f"{base['seconds']:.1f}", "1",
+             "1.00", "", f"refused {base['refused']}"]]
+    costs = []
     for workers in (1, 2, 4):
         db = common.fresh_database(DATABASE)
         admit_all(db, paths)
@@ -164,19 +252,21 @@ def main() -> None:
         drain = common.drain_with_workers(db, procs, processes=workers, expected=count, timeout=1800,
                                           MEDIA_ROOT=str(MEDIA))
         used = min(workers, cores)
-        share = total_rows / drain.seconds / (loop_rate * used)
+        share = total_rows / drain.seconds / (base_rate * used)
+        costs.append(1 / share - 1)
         states = ", ".join(f"{k} {v}" for k, v in sorted(outcomes(db).items()))
         rows.append([f"job system, {workers} worker{'s' if workers > 1 else ''}",
                      f"{count / drain.seconds * 60:.1f}", f"{total_rows / drain.seconds:.0f}",
-                     f"{drain.seconds:.1f}", str(used), f"{share:.2f}", states])
+                     f"{drain.seconds:.1f}", str(used), f"{share:.2f}", f"{costs[-1] * 100:+.0f}%",
+                     states])
     procs.stop_all()
     say("")
     say(host.describe())
-    say(table(["run", "sheets/min", "rows/s", "seconds", "cores used", "share of loop per core",
-               "outcomes"], rows))
-    worst = min(float(r[5]) for r in rows[1:])
-    say(f"\nworst share of the plain loop per core used: {worst:.2f}; goal >= 0.90: "
-        f"{'meets' if worst >= 0.9 else 'misses'}")
+    say(table(["run", "sheets/min", "rows/s", "seconds", "cores used", "share of baseline per core",
+               "machinery cost per core", "outcomes"], rows))
+    say(f"\nbaseline / plain loop without database: {base_rate / loop_rate:.2f}")
+    say(f"highest machinery cost over the baseline per core used: {max(costs) * 100:.0f}%; "
+        f"goal <= 10%: {'meets' if max(costs) <= 0.10 else 'misses'}")
 
 
 if __name__ == "__main__":
