@@ -252,26 +252,25 @@ def _insert_columns(obj) -> tuple[list, str, list]:
     return fields, columns, [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
 
 
-def _admit_sql(job: Job, event: OutboxMessage) -> tuple[str, list, list[str]]:
+def _admit_sql(job: Job, with_job: list) -> tuple[str, list, list[str]]:
     """One statement: insert the job unless its key is taken (the unique
     constraint decides, waiting for a concurrent holder of the key to commit
-    or roll back), and its `job.accepted` message only if it was inserted.
-    Returns the job's database defaults."""
-    job_fields, job_columns, job_values = _insert_columns(job)
-    event_fields, event_columns, event_values = _insert_columns(event)
+    or roll back), and the rows of `with_job` (its `job.accepted` message,
+    the caller's rows) only if it was inserted. Returns the job's database
+    defaults."""
+    job_fields, job_columns, params = _insert_columns(job)
     returned = [f for f in Job._meta.concrete_fields if f.has_db_default()]
     quote = connection.ops.quote_name
-    return (
-        f"WITH job AS (INSERT INTO {quote(Job._meta.db_table)} ({job_columns}) "
-        f"VALUES ({', '.join(['%s'] * len(job_fields))}) "
-        "ON CONFLICT (workspace_id, idempotency_key) DO NOTHING "
-        f"RETURNING {', '.join(quote(f.column) for f in returned)}), "
-        f"event AS (INSERT INTO {quote(OutboxMessage._meta.db_table)} ({event_columns}) "
-        f"SELECT {', '.join(['%s'] * len(event_fields))} FROM job) "
-        "SELECT * FROM job",
-        [*job_values, *event_values],
-        [f.attname for f in returned],
-    )
+    sql = (f"WITH job AS (INSERT INTO {quote(Job._meta.db_table)} ({job_columns}) "
+           f"VALUES ({', '.join(['%s'] * len(job_fields))}) "
+           "ON CONFLICT (workspace_id, idempotency_key) DO NOTHING "
+           f"RETURNING {', '.join(quote(f.column) for f in returned)})")
+    for number, obj in enumerate(with_job):
+        fields, columns, values = _insert_columns(obj)
+        sql += (f", row{number} AS (INSERT INTO {quote(obj._meta.db_table)} ({columns}) "
+                f"SELECT {', '.join(['%s'] * len(fields))} FROM job)")
+        params += values
+    return sql + " SELECT * FROM job", params, [f.attname for f in returned]
 
 
 def job_admit(
@@ -282,8 +281,11 @@ def job_admit(
     idempotency_key: str | None = None,
     fingerprint: str = "",
     created_by_id: int | None = None,
+    rows: Iterable[Any] = (),
 ) -> tuple[Job, bool]:
-    """Create a queued job and its outbox message in one transaction.
+    """Create a queued job and its outbox message in one transaction, with
+    `rows` (new model instances, e.g. the upload the job reads) inserted
+    in the same statement only if the job is: a replay inserts none of them.
 
     Returns (job, created). The same key with the same fingerprint returns
     the existing job; with another fingerprint raises IdempotencyConflict.
@@ -301,22 +303,23 @@ def job_admit(
     event = OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
                           payload={"job_id": str(job.pk), "kind": kind, "state": job.state,
                                    "attempt": job.attempt})
-    sql, params, returned = _admit_sql(job, event)
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    sql, params, returned = _admit_sql(job, [event, *rows])
+    # One statement is one transaction of its own (or joins the caller's).
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-        if row is None:
-            if idempotency_key is None:
-                raise IntegrityError("the job was not inserted")
-            existing = Job.objects.get(workspace_id=workspace_id, idempotency_key=idempotency_key)
-            if existing.request_fingerprint != fingerprint or existing.kind != kind:
-                raise IdempotencyConflict(existing)
-            return existing, False
-        for attname, value in zip(returned, row, strict=True):
-            setattr(job, attname, value)
-        job._state.adding = False
-        job._state.db = connection.alias
-        _notify(kind)
+    if row is None:
+        if idempotency_key is None:
+            raise IntegrityError("the job was not inserted")
+        existing = Job.objects.get(workspace_id=workspace_id, idempotency_key=idempotency_key)
+        if existing.request_fingerprint != fingerprint or existing.kind != kind:
+            raise IdempotencyConflict(existing)
+        return existing, False
+    for attname, value in zip(returned, row, strict=True):
+        setattr(job, attname, value)
+    job._state.adding = False
+    job._state.db = connection.alias
+    _notify(kind)
     return job, True
 
 
