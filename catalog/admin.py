@@ -15,7 +15,6 @@ from django.utils.html import format_html
 from accounts.admin_mixins import ReadOnlyAdminMixin
 from catalog.mapping import ROLES
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
-from catalog.selectors import job_sheet
 from jobs.admin import JobAdmin
 from jobs.models import Job
 
@@ -83,18 +82,11 @@ class CatalogRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 class SheetJobAdmin(JobAdmin):
     """The generic job admin, plus the uploaded sheet of `parse_sheet` jobs:
-    its file and supplier as list columns, and on the job's page."""
+    its file and supplier as list columns, and finding jobs by the file's
+    name. The job's page shows what the kind registers (catalog.job_admin)."""
 
     list_display = [*JobAdmin.list_display[:4], "file", "supplier",
                     *JobAdmin.list_display[4:]]
-
-    fieldsets = [
-        (None, {**JobAdmin.fieldsets[0][1],
-                "fields": [*JobAdmin.fieldsets[0][1]["fields"][:5], "sheet", "supplier",
-                           *JobAdmin.fieldsets[0][1]["fields"][5:]]}),
-        *JobAdmin.fieldsets[1:],
-    ]
-    computed_fields = ["sheet", "supplier", *JobAdmin.computed_fields]
 
     def get_queryset(self, request):
         # The file and supplier come from the sheet the payload names, in the
@@ -126,17 +118,6 @@ class SheetJobAdmin(JobAdmin):
         if sheet_ids:
             matches |= Q(payload__sheet_id__in=sheet_ids)
         return matches
-
-    @admin.display(description="file")
-    def sheet(self, job: Job) -> str:
-        sheet_id = (job.payload or {}).get("sheet_id")
-        if not sheet_id:
-            return "-"
-        sheet = job_sheet(job=job)
-        if sheet is None:
-            return str(sheet_id)
-        url = reverse("admin:catalog_pricesheet_change", args=[sheet.pk])
-        return format_html('<a href="{}">{}</a> ({} bytes)', url, sheet.original_name, sheet.size)
 
 
 admin.site.unregister(Job)

@@ -24,12 +24,7 @@ from pydantic import ConfigDict, Field, field_validator
 from accounts.models import Workspace
 from catalog.items import JobItems
 from catalog.readers import binary_kind
-from catalog.selectors import (
-    job_items,
-    sheet_job_status,
-    upload_rate_wait_seconds,
-    with_reading_report,
-)
+from catalog.selectors import upload_rate_wait_seconds, with_reading_report
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
 from jobs.http import (
@@ -46,7 +41,7 @@ from jobs.http import (
 )
 from jobs.models import Job
 from jobs.problems import Problem, problem_for
-from jobs.selectors import jobs_with_live_phase
+from jobs.selectors import NoItems, job_items, job_status, jobs_with_live_phase
 
 API_TITLE = "Pricesheet API"
 API_DESCRIPTION = (
@@ -55,6 +50,8 @@ API_DESCRIPTION = (
     "only read) or the browser session. Errors are `application/problem+json` (RFC 9457)."
 )
 
+MSG_NO_ITEMS = "Jobs of this kind have no items."
+MSG_SUPPLIER_TOO_LONG = "The supplier name is longer than 200 characters."
 MSG_NOT_MEMBER = "You are not a member of a workspace {slug!r}."
 MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `workspace` (a slug)."
 MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
@@ -101,10 +98,12 @@ class JobStatus(Open):
     timings: Timings
     result: JobResult | None
     links: dict[str, str]
+    # What a job's kind adds (jobs.registry): a sheet job's reading report.
     columns: list[Open] | None = Field(
-        description="Per sheet read: its header row and each column's role, evidence and "
-                    "confidence; null before the sheet is read.")
-    layout: Layout | None = Field(description="Where the columns came from; null before reading.")
+        None, description="A sheet job's: per sheet read, its header row and each column's role, "
+                          "evidence and confidence; null before the sheet is read.")
+    layout: Layout | None = Field(
+        None, description="A sheet job's: where the columns came from; null before reading.")
 
 
 class JobPage(PageOut):
@@ -312,7 +311,7 @@ def jobs_list(request: HttpRequest, query: Query[JobListQuery]):
         jobs = jobs.filter(state__in=query.state)
     rows = with_reading_report(jobs_with_live_phase(jobs)).order_by("-created_at", "-id")
     page = paginate(request, rows, page=query.page, page_size=query.page_size)
-    return JsonResponse({**page, "results": [sheet_job_status(job) for job in page["results"]]})
+    return JsonResponse({**page, "results": [job_status(job) for job in page["results"]]})
 
 
 @router.get("/jobs/{uuid:id}", response={200: JobStatus}, url_name="job", summary="A job's status")
@@ -320,7 +319,7 @@ def jobs_list(request: HttpRequest, query: Query[JobListQuery]):
          problems={404: "No such job in your workspaces."})
 def job_detail(request: HttpRequest, id: uuid.UUID):
     job = member_job(caller(request).user, id)
-    response = JsonResponse(sheet_job_status(job))
+    response = JsonResponse(job_status(job))
     # The version a versioned cancel names (If-Match, or `version` in the body).
     response["ETag"] = f'"{job.version}"'
     return response
@@ -329,7 +328,11 @@ def job_detail(request: HttpRequest, id: uuid.UUID):
 @router.get("/jobs/{uuid:id}/items", response={200: JobItems}, url_name="job-items",
             summary="A job's items with their flags")
 @answers(descriptions={200: "Published items for a completed job, staged ones otherwise."},
-         problems={404: "No such job in your workspaces."})
+         problems={404: "No such job in your workspaces, or a job of a kind without items."})
 def job_items_view(request: HttpRequest, id: uuid.UUID):
     job = member_job(caller(request).user, id, with_output=True)
-    return JsonResponse({"items": job_items(job)})
+    try:
+        items = job_items(job)
+    except NoItems:
+        raise Problem(404, "not-found", MSG_NO_ITEMS) from None
+    return JsonResponse({"items": items})

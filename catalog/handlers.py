@@ -6,10 +6,20 @@ Reading, and for the built-in extractor extraction and validation too, run
 in a limited child process (`catalog.sandbox`); the model extractor's calls
 stay here, where the attempt records them."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from django.conf import settings
 
+from catalog.job_admin import sheet_file_html, sheet_output_html, sheet_supplier_text
 from catalog.models import PriceSheet
-from catalog.errors import SheetError
+from catalog.selectors import (
+    sheet_items,
+    sheet_job_page,
+    sheet_job_review,
+    sheet_status_fields,
+)
 from catalog.services import revision_publish
 from catalog.storage import sheet_read_bytes
 from jobs.errors import PermanentError, TransientError
@@ -25,14 +35,15 @@ def _read_limits():
 
 
 def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, extract: bool,
-              layouts: dict) -> dict:
+              layouts: dict, extract_if_mapped: bool = False) -> dict:
     from catalog.errors import SheetError
     from catalog.sandbox import ParseLimits, run_parse
 
     limits = ParseLimits(max_memory_mb=settings.PARSE_MAX_MEMORY_MB,
                          max_seconds=settings.PARSE_MAX_SECONDS)
     request = {"data": data, "filename": filename, "table": table, "extract": extract,
-               "read_limits": _read_limits(), "layouts": layouts}
+               "extract_if_mapped": extract_if_mapped, "read_limits": _read_limits(),
+               "layouts": layouts}
     # A stopping worker releases the job before the child starts; once it
     # runs, only a lost lease (cancelled, expired, taken over) kills it, and
     # a stopping worker keeps the lease until the child answers.
@@ -76,71 +87,110 @@ def _layouts(ctx) -> dict:
 
 
 def _mapped(layouts: dict, saved: dict) -> bool:
-    """Whether the table is read with a mapping (a reviewer's, or a
-    remembered layout that fits): then the built-in reader takes the columns
-    as given, whichever extractor is configured."""
-    from catalog.mapping import choose_mapping
+    from catalog.mapping import mapping_decides
     from catalog.reading import Table
 
-    if layouts["given"] is None and not layouts["remembered"]:
-        return False
-    try:
-        return choose_mapping(Table.from_json(saved), **layouts).mapping is not None
-    except SheetError:
-        return True  # the child says why the reviewer's mapping no longer fits
+    return mapping_decides(Table.from_json(saved), **layouts)
 
 
-@register("parse_sheet")
+@dataclass(frozen=True)
+class Extractor:
+    """Where an extractor runs. One that runs `in_child` is pure and offline:
+    the parse child reads, extracts and validates in one run. Any other
+    extracts here, in the worker (its remote calls are recorded on the
+    attempt), from the table the child read; a mapping that decides the
+    columns still has the child read them as given."""
+
+    in_child: bool
+    extract: Callable[[Any, Any], tuple[list[dict], list[str]]] | None = None
+
+
+# The extractors by the name the EXTRACTOR setting gives.
+EXTRACTORS: dict[str, Extractor] = {
+    "builtin": Extractor(in_child=True),
+    "openai": Extractor(in_child=False, extract=_model_extract),
+}
+
+
+def _read(ctx, sheet: PriceSheet, extractor: Extractor, layouts: dict) -> tuple[dict, dict | None]:
+    """The table (checkpointed) and, when the child extracted, its result.
+    The parse child is started at most once per attempt: a first read
+    extracts in the same run when the extractor or a mapping says so; a
+    retry reuses the checkpointed table and starts a child only to extract."""
+    saved = ctx.load_checkpoint("table")
+    if saved is not None and not extractor.in_child and not _mapped(layouts, saved):
+        return saved, None
+    # A retry never reads the file again. From the sheets storage: a local
+    # folder, or an object store.
+    data = sheet_read_bytes(sheet.storage_path) if saved is None else None
+    result = _in_child(ctx, data=data, filename=sheet.original_name, table=saved,
+                       extract=extractor.in_child or saved is not None, layouts=layouts,
+                       extract_if_mapped=True)
+    del data
+    if saved is None:
+        saved = result["table"]
+        ctx.checkpoint("table", saved)
+    return saved, (result if "items" in result else None)
+
+
+def _from_child(ctx, result: dict) -> tuple[list[dict], list[str], dict]:
+    """Items, notes and the reading report the child extracted."""
+    report = result["report"]
+    if result["refusal"]:
+        # Keep what was seen of the columns, so a reviewer can map them.
+        ctx.checkpoint("columns", {**report, "notes": result["notes"]})
+        raise PermanentError(result["refusal"])
+    if not result["items"]:
+        raise PermanentError(MSG_NO_ITEMS)
+    return result["items"], result["notes"], report
+
+
+def _from_extractor(ctx, extractor: Extractor, saved: dict) -> tuple[list[dict], list[str], dict]:
+    from catalog.reading import Table
+    from catalog.validation import check_model_items, validate_items
+
+    table = Table.from_json(saved)
+    items, notes = extractor.extract(ctx, table)
+    if not items:
+        raise PermanentError(MSG_NO_ITEMS)
+    report = {"columns": [], "needs_confirmation": False,
+              "layout": {"source": "inferred", "approved_by": None, "approved_at": None}}
+    return validate_items(check_model_items(items, table), table), notes, report
+
+
 def parse_sheet(ctx) -> None:
-    from catalog.reading import Table
     from catalog.selectors import supplier_current_items
-    from catalog.validation import check_model_items, needs_review, review_flags, validate_items
+    from catalog.validation import needs_review, review_flags
 
     sheet = PriceSheet.objects.get(pk=ctx.payload["sheet_id"])
     layouts = _layouts(ctx)
-    builtin = settings.EXTRACTOR == "builtin"
-    saved = ctx.load_checkpoint("table")
-    result = None
-    if saved is None or builtin:
-        # A retry reuses the checkpointed table and never reads the file again.
-        # From the sheets storage: a local folder, or an object store.
-        data = sheet_read_bytes(sheet.storage_path) if saved is None else None
-        result = _in_child(ctx, data=data, filename=sheet.original_name, table=saved,
-                           extract=builtin, layouts=layouts)
-        del data
-        if saved is None:
-            saved = result["table"]
-            ctx.checkpoint("table", saved)
-    if not builtin and _mapped(layouts, saved):
-        result = _in_child(ctx, data=None, filename=sheet.original_name, table=saved,
-                           extract=True, layouts=layouts)
+    name = settings.EXTRACTOR
+    extractor = EXTRACTORS[name]
+    saved, result = _read(ctx, sheet, extractor, layouts)
     ctx.heartbeat()
-    if result is not None and "items" in result:
-        report = result["report"]
-        if result["refusal"]:
-            # Keep what was seen of the columns, so a reviewer can map them.
-            ctx.checkpoint("columns", {**report, "notes": result["notes"]})
-            raise PermanentError(result["refusal"])
-        checked, notes = result["items"], result["notes"]
-        columns, layout = report["columns"], report["layout"]
-        confirm = report["needs_confirmation"]
-        extractor = "builtin"
-        if not checked:
-            raise PermanentError(MSG_NO_ITEMS)
+    if result is not None:
+        checked, notes, report = _from_child(ctx, result)
+        name = "builtin"  # the built-in reader took the columns as given
     else:
-        table = Table.from_json(saved)
-        items, notes = _model_extract(ctx, table)
-        if not items:
-            raise PermanentError(MSG_NO_ITEMS)
-        checked = validate_items(check_model_items(items, table), table)
-        columns, confirm, extractor = [], False, settings.EXTRACTOR
-        layout = {"source": "inferred", "approved_by": None, "approved_at": None}
+        checked, notes, report = _from_extractor(ctx, extractor, saved)
     # Questions for a reviewer that need the supplier's current catalog.
     checked = review_flags(checked, previous=supplier_current_items(supplier_id=sheet.supplier_id),
                            ratio=settings.PRICE_CHANGE_REVIEW_RATIO)
-    output = {"items": checked, "notes": notes, "extractor": extractor, "columns": columns,
+    confirm, layout = report["needs_confirmation"], report["layout"]
+    output = {"items": checked, "notes": notes, "extractor": name, "columns": report["columns"],
               "layout": layout, "needs_confirmation": confirm}
     # A reviewer's own mapping always comes back to them; columns inferred
     # without confidence wait for a reviewer to confirm them.
     review = needs_review(checked) or confirm or layout["source"] == "reviewer"
     ctx.accept(output, needs_review=review, publish=lambda job: revision_publish(job=job))
+
+
+register(
+    "parse_sheet",
+    status_fields=sheet_status_fields,
+    items=sheet_items,
+    admin_fields={"file": sheet_file_html, "supplier": sheet_supplier_text},
+    admin_output=sheet_output_html,
+    page_link=sheet_job_page,
+    review_link=sheet_job_review,
+)(parse_sheet)

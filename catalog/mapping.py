@@ -276,6 +276,18 @@ def choose_mapping(table: Table, *, given: dict | None, remembered: list[dict]) 
     return Choice(None, {"source": "inferred", "approved_by": None, "approved_at": None}, notes)
 
 
+def mapping_decides(table: Table, *, given: dict | None, remembered: list[dict]) -> bool:
+    """Whether the columns are taken as mapped (a reviewer's mapping, or a
+    remembered layout that fits) rather than left to an extractor: then the
+    built-in reader reads them as given, whichever extractor is configured."""
+    if given is None and not remembered:
+        return False
+    try:
+        return choose_mapping(table, given=given, remembered=remembered).mapping is not None
+    except SheetError:
+        return True  # reading with it says why the reviewer's mapping no longer fits
+
+
 def read_items(table: Table, *, given: dict | None = None, remembered: list[dict] | None = None) -> dict:
     """Choose how to read the table, extract and validate its items (pure,
     plain data out, so it crosses the parse child's process boundary):

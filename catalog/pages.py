@@ -23,12 +23,11 @@ from accounts.selectors import workspaces_of
 from catalog.api import clean_supplier_name, limit_upload, refuse_declared_oversize
 from catalog.models import Supplier
 from catalog.selectors import (
-    job_items,
     job_reading_report,
     job_revision,
     job_sheet,
     job_sheets,
-    sheet_job_status,
+    sheet_items,
     with_reading_report,
 )
 from catalog.services import pricesheet_admit
@@ -41,6 +40,7 @@ from jobs.selectors import (
     job_is_cancellable,
     job_is_finished,
     job_progress_percent,
+    job_status,
     job_timings,
     jobs_with_live_phase,
     one_snapshot,
@@ -251,7 +251,7 @@ def _job_context(job: Job) -> dict:
     attempts = job_attempts(job)
     return {
         "job": job,
-        "status": sheet_job_status(job),
+        "status": job_status(job),
         "sheet": sheet,
         "size_text": size_text(sheet.size) if sheet else "",
         "percent": job_progress_percent(job),
@@ -266,7 +266,7 @@ def _job_context(job: Job) -> dict:
              if attempt.finished_at else ""}
             for attempt in attempts
         ],
-        "items": job_items(job) if job.state == State.COMPLETED else [],
+        "items": sheet_items(job) if job.state == State.COMPLETED else [],
         "revision": job_revision(job),
         "review_url": (reverse("review:detail", args=[job.pk])
                        if job.state == State.AWAITING_REVIEW else ""),

@@ -78,9 +78,11 @@ last_report = ChildReport()
 
 
 def parse_upload(*, data: bytes | None, filename: str, table: dict | None,
-                 extract: bool, read_limits: ReadLimits, layouts: dict | None = None) -> dict:
+                 extract: bool, read_limits: ReadLimits, layouts: dict | None = None,
+                 extract_if_mapped: bool = False) -> dict:
     """Read the sheet (unless ``table``, a checkpoint, is given) and, with
-    ``extract``, run the built-in extractor and validation. Pure: bytes and
+    ``extract`` (or ``extract_if_mapped`` and a mapping that decides the
+    columns), run the built-in extractor and validation. Pure: bytes and
     plain data in, plain data out; raises ``SheetError`` for bad input.
 
     ``layouts`` (``{"given": reviewer's mapping | None, "remembered": [...]}``)
@@ -91,10 +93,16 @@ def parse_upload(*, data: bytes | None, filename: str, table: dict | None,
         data, filename=filename, limits=read_limits)
     del data
     result: dict = {"table": parsed.to_json() if table is None else None}
+    layouts = layouts or {"given": None, "remembered": []}
+    if extract_if_mapped and not extract:
+        from catalog.mapping import mapping_decides
+
+        extract = mapping_decides(parsed, given=layouts.get("given"),
+                                  remembered=layouts.get("remembered") or [])
     if extract:
         from catalog.mapping import read_items
 
-        result.update(read_items(parsed, **(layouts or {})))
+        result.update(read_items(parsed, **layouts))
     return result
 
 

@@ -19,7 +19,6 @@ from accounts.models import Membership
 from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
-from jobs.selectors import job_status
 
 User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = tuple(name for name in VALUE_FIELDS if name != "sku")  # the SKU is the key
@@ -56,7 +55,7 @@ def job_sheet(*, job: Job) -> PriceSheet | None:
     return job_sheets(jobs=[job])[job.pk]
 
 
-def job_items(job: Job) -> list[dict]:
+def sheet_items(job: Job) -> list[dict]:
     """The job's items with their flags: published for a completed job,
     staged (as the reviewer sees and edits them) otherwise."""
     items = (job.output or {}).get("items") or []
@@ -104,23 +103,37 @@ def job_reading_report(job: Job) -> dict:
     return {"columns": report["columns"], "layout": report["layout"]}
 
 
-def sheet_job_status(job: Job) -> dict:
-    """The status resource of an upload's job: the generic status, with the
-    links to its items, its page and (while it waits) its review, and how
-    its sheet was read (`columns`, `layout`)."""
-    status = job_status(job)
+def sheet_result(job: Job) -> dict | None:
+    """A sheet job's result as the status shows it: the revision and its item count."""
+    if not job.result:
+        return None
+    result = {"revision_id": job.result.get("revision_id"), "item_count": job.result.get("item_count")}
+    if job.result.get("unchanged"):
+        # The sheet was identical to the supplier's current revision, which
+        # `revision_id` names: nothing new was published, and `note` says so.
+        result.update(unchanged=True, note=job.result.get("note"))
+    return result
+
+
+def sheet_status_fields(job: Job) -> dict:
+    """What a sheet job's status adds to the generic one (the `parse_sheet`
+    kind registers it): the links to its items and its page, the mapping
+    link while a reviewer can send one, and how its sheet was read
+    (`columns`, `layout`)."""
     report = job_reading_report(job)
-    status["links"] = {
-        **status["links"],
-        "items": reverse("api:job-items", args=[job.pk]),
-        "page": reverse("jobs:detail", args=[job.pk]),
-    }
-    if job.state == State.AWAITING_REVIEW:
-        status["links"]["review"] = reverse("review:detail", args=[job.pk])
+    links = {"items": reverse("api:job-items", args=[job.pk]), "page": sheet_job_page(job)}
     if report["columns"] is not None and job.state in REQUEUEABLE_STATES:
         # Where a reviewer sends a column mapping for the sheet that was read.
-        status["links"]["mapping"] = reverse("api:job-mapping", args=[job.pk])
-    return {**status, **report}
+        links["mapping"] = reverse("api:job-mapping", args=[job.pk])
+    return {"result": sheet_result(job), "links": links, **report}
+
+
+def sheet_job_page(job: Job) -> str:
+    return reverse("jobs:detail", args=[job.pk])
+
+
+def sheet_job_review(job: Job) -> str:
+    return reverse("review:detail", args=[job.pk])
 
 
 def suppliers_for_member(*, user: User) -> QuerySet[Supplier]:

@@ -158,6 +158,9 @@ API_JSON_MAX_BYTES = env.int("API_JSON_MAX_BYTES", default=1024 * 1024)
 UPLOAD_RATE_PER_MINUTE = env.int("UPLOAD_RATE_PER_MINUTE", default=60)
 
 # Jobs
+# The product's name where the job machinery shows it: the metric names
+# (`pricesheet_jobs`), the NOTIFY channel, the webhooks' User-Agent.
+JOBS_PRODUCT = "pricesheet"
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
 JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=5)
 JOB_RECOVERY_INTERVAL_SECONDS = env.float(

@@ -26,6 +26,7 @@ from django.utils.text import Truncator
 from django.utils.timesince import timesince
 
 from accounts.admin_mixins import ReadOnlyAdminMixin
+from jobs import registry
 from jobs.models import (
     CANCELLABLE_STATES,
     FINISHED_STATES,
@@ -37,6 +38,7 @@ from jobs.models import (
     WebhookEndpoint,
 )
 from jobs.outbox import MessageNotFailed, WebhookDelivery, outbox_redeliver, webhook_secret_rotate
+from jobs.selectors import job_page_link, job_review_link
 from jobs.services import InvalidTransition, job_cancel, job_retry
 from jobs.webhooks import secret_masked
 
@@ -58,7 +60,6 @@ MSG_DETERMINISTIC = ("The last attempt failed for a reason a retry does not chan
 MSG_DETERMINISTIC_SELECTED = ("{count} of the selected jobs failed for a reason a retry does not "
                               "change; they will fail the same way unless the cause was fixed.")
 
-MAX_OUTPUT_ROWS = 500
 MISSING = "deleted"
 
 CONFIRM_TEMPLATE = "ops/admin_confirm_action.html"
@@ -218,7 +219,8 @@ class JobAdmin(admin.ModelAdmin):
     # The attempts (an inline) come after these fieldsets; the output, which
     # can be long, comes after the attempts, folded (see change_form_template).
     fieldsets = [
-        (None, {"fields": ["id", "kind", "workspace", "state", "reason", "before_retry", "pages",
+        (None, {"fields": ["id", "kind", "kind_fields", "workspace", "state", "reason",
+                           "before_retry", "pages",
                            "created_by", "created_at", "updated_at", "finished_at"]}),
         ("Attempts and lease", {"fields": ["attempt", "max_attempts", "version", "worker_id",
                                            "lease_token", "lease_until", "run_after"]}),
@@ -226,7 +228,7 @@ class JobAdmin(admin.ModelAdmin):
         ("Input", {"fields": ["payload_display", "idempotency_key", "request_fingerprint"]}),
         ("Result", {"fields": ["review_required", "progress", "result_display"]}),
     ]
-    computed_fields = ["pages", "before_retry", "payload_display", "progress", "result_display",
+    computed_fields = ["pages", "kind_fields", "before_retry", "payload_display", "progress", "result_display",
                        "waiting", "running", "in_review"]
     change_form_template = "admin/jobs/job/change_form.html"
 
@@ -235,8 +237,8 @@ class JobAdmin(admin.ModelAdmin):
         # page loads it when it renders it.
         return super().get_queryset(request).defer("output")
 
-    def view_on_site(self, job: Job) -> str:
-        return f"/jobs/{job.pk}/"
+    def view_on_site(self, job: Job) -> str | None:
+        return job_page_link(job)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         job = Job.objects.filter(pk=object_id).only("output").first() if _is_uuid(object_id) else None
@@ -311,10 +313,26 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description="pages")
     def pages(self, job: Job) -> str:
-        links = [format_html('<a href="/jobs/{}/">job page</a>', job.pk)]
+        links = []
+        if page := job_page_link(job):
+            links.append(format_html('<a href="{}">job page</a>', page))
         if job.state == State.AWAITING_REVIEW or job.review_required:
-            links.append(format_html('<a href="/review/{}/">review page</a>', job.pk))
+            if review := job_review_link(job):
+                links.append(format_html('<a href="{}">review page</a>', review))
+        if not links:
+            return "-"
         return format_html_join(" · ", "{}", ((link,) for link in links))
+
+    @admin.display(description="of its kind")
+    def kind_fields(self, job: Job) -> str:
+        """The read-only rows the job's kind registers (`JobKind.admin_fields`)."""
+        kind = registry.get_kind(job.kind)
+        if kind is None or not kind.admin_fields:
+            return "-"
+        return format_html(
+            '<table style="margin:0">{}</table>',
+            format_html_join("", "<tr><th>{}</th><td>{}</td></tr>",
+                             ((label, render(job)) for label, render in kind.admin_fields.items())))
 
     @admin.display(description="before a retry")
     def before_retry(self, job: Job) -> str:
@@ -347,42 +365,10 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description="output (staged or published)")
     def output_display(self, job: Job) -> str:
-        output = job.output
-        if not isinstance(output, dict) or not isinstance(output.get("items"), list):
-            return _pretty_json(output)
-        items = output["items"]
-        flagged = sum(1 for item in items if item.get("flags"))
-        head = format_html("<p>{} item(s), {} flagged. {}</p>", len(items), flagged,
-                           "; ".join(str(n) for n in output.get("notes") or []))
-        rows = format_html_join(
-            "",
-            '<tr style="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
-            "<td>{}</td><td>{}</td><td>{}</td></tr>",
-            (
-                (
-                    "background:#fef3f2" if item.get("flags") else "",
-                    index,
-                    item.get("sku") or "",
-                    Truncator(item.get("description") or "").chars(80),
-                    item.get("unit") or "",
-                    "" if item.get("pack_size") is None else item["pack_size"],
-                    item.get("unit_price") or "",
-                    item.get("currency") or "",
-                    "{}:{}".format((item.get("source") or {}).get("sheet", ""),
-                                   (item.get("source") or {}).get("row", "")),
-                    "; ".join(f"{f.get('code')}: {f.get('message')}" for f in item.get("flags") or []),
-                )
-                for index, item in enumerate(items[:MAX_OUTPUT_ROWS], start=1)
-            ),
-        )
-        more = (format_html("<p>{} more item(s) not shown.</p>", len(items) - MAX_OUTPUT_ROWS)
-                if len(items) > MAX_OUTPUT_ROWS else "")
-        return format_html(
-            "{}<table><thead><tr><th>#</th><th>SKU</th><th>description</th><th>unit</th>"
-            "<th>pack</th><th>unit price</th><th>currency</th><th>source</th><th>flags</th>"
-            "</tr></thead><tbody>{}</tbody></table>{}",
-            head, rows, more,
-        )
+        kind = registry.get_kind(job.kind)
+        if kind is not None and kind.admin_output is not None:
+            return kind.admin_output(job)
+        return _pretty_json(job.output)
 
     # --- actions -----------------------------------------------------------------------
 

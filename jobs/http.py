@@ -504,7 +504,7 @@ def meta_router(api: DescribedAPI) -> Router:
               summary="Browsable API reference (Swagger UI)")
     @answers(media={200: {"text/html": {"schema": {"type": "string"}}}})
     def api_docs(request: HttpRequest):
-        response = render(request, "api/docs.html")
+        response = render(request, "api/docs.html", {"title": api.title})
         response["Content-Security-Policy"] = DOCS_CSP
         return response
 

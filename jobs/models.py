@@ -1,5 +1,5 @@
 """Durable jobs, their attempts and the outbox. Generic over job kinds: this
-app knows nothing about prices."""
+app knows nothing of what the apps above it do with their jobs."""
 
 import uuid
 

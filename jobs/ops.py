@@ -137,30 +137,31 @@ class OpsCollector:
     """Prometheus collector over the dashboard's selectors, read at scrape time."""
 
     def collect(self):
-        jobs = GaugeMetricFamily("pricesheet_jobs", "Jobs per state.", labels=["state"])
+        prefix = settings.JOBS_PRODUCT
+        jobs = GaugeMetricFamily(f"{prefix}_jobs", "Jobs per state.", labels=["state"])
         for state, count in selectors_ops.jobs_per_state().items():
             jobs.add_metric([state], count)
         yield jobs
 
         oldest = selectors_ops.oldest_claimable_age_seconds()
         yield GaugeMetricFamily(
-            "pricesheet_oldest_claimable_job_age_seconds",
+            f"{prefix}_oldest_claimable_job_age_seconds",
             "How long the oldest claimable job has been waiting to be claimed (0 when none).",
             value=oldest or 0.0,
         )
         yield GaugeMetricFamily(
-            "pricesheet_jobs_completed_last_hour", "Jobs completed in the last hour.",
+            f"{prefix}_jobs_completed_last_hour", "Jobs completed in the last hour.",
             value=sum(b.count for b in selectors_ops.throughput_last_hour()),
         )
 
         phases = selectors_ops.phase_times()
         quantiles = GaugeMetricFamily(
-            "pricesheet_job_phase_seconds",
+            f"{prefix}_job_phase_seconds",
             "Percentiles of time spent per phase by jobs finished in the last 24 hours.",
             labels=["phase", "quantile"],
         )
         finished = GaugeMetricFamily(
-            "pricesheet_job_phase_jobs",
+            f"{prefix}_job_phase_jobs",
             "Jobs finished in the last 24 hours that the phase percentiles cover.",
             labels=["phase"],
         )
@@ -174,27 +175,27 @@ class OpsCollector:
         yield finished
 
         lost_counts, _ = selectors_ops.lost_attempts_last_24h(limit=0)
-        lost = GaugeMetricFamily("pricesheet_attempts_lost_last_24h",
+        lost = GaugeMetricFamily(f"{prefix}_attempts_lost_last_24h",
                                  "Attempts that ended stale or expired in the last 24 hours.",
                                  labels=["outcome"])
         for outcome, count in lost_counts.items():
             lost.add_metric([outcome], count)
         yield lost
 
-        yield GaugeMetricFamily("pricesheet_job_leases_overdue",
+        yield GaugeMetricFamily(f"{prefix}_job_leases_overdue",
                                 "Running jobs whose lease expired, not yet recovered.",
                                 value=selectors_ops.leases_overdue())
 
         outbox = selectors_ops.outbox_figures()
-        yield GaugeMetricFamily("pricesheet_outbox_pending_messages",
+        yield GaugeMetricFamily(f"{prefix}_outbox_pending_messages",
                                 "Outbox messages not yet delivered (including retries).",
                                 value=outbox.pending)
-        yield GaugeMetricFamily("pricesheet_outbox_due_messages",
+        yield GaugeMetricFamily(f"{prefix}_outbox_due_messages",
                                 "Pending outbox messages deliverable now.", value=outbox.due)
-        yield GaugeMetricFamily("pricesheet_outbox_oldest_pending_age_seconds",
+        yield GaugeMetricFamily(f"{prefix}_outbox_oldest_pending_age_seconds",
                                 "Age of the oldest pending outbox message (0 when none).",
                                 value=outbox.oldest_pending_seconds or 0.0)
-        yield GaugeMetricFamily("pricesheet_outbox_failed_messages",
+        yield GaugeMetricFamily(f"{prefix}_outbox_failed_messages",
                                 "Outbox messages the relay gave up on (redeliver in admin).",
                                 value=outbox.failed)
 

@@ -129,7 +129,7 @@ def problem_from_exception(exc: BaseException) -> Problem:
                        str(exc), state=exc.state)
     if isinstance(exc, IdempotencyConflict):
         return Problem(422, "idempotency-key-reused",
-                       "This Idempotency-Key was already used with another file or supplier; "
+                       "This Idempotency-Key was already used with another request; "
                        "use a new key for a new upload.")
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, MultiPartParserError)):
         return Problem(400, "invalid-request", f"The request body could not be read: {exc}")

@@ -24,7 +24,6 @@ POST may go is decided in `jobs.webhooks`.
 import json
 import logging
 import queue
-import random
 import threading
 import time
 from collections import Counter, deque
@@ -38,6 +37,7 @@ from django.db import DatabaseError, close_old_connections, connection
 from django.db.models import Case, Q, Value, When
 from django.db.models.functions import Now
 
+from jobs.backoff import backoff_seconds
 from jobs.models import WebhookEndpoint
 from jobs.outbox import (
     NOTE_NO_ENDPOINTS,
@@ -85,12 +85,10 @@ def relay_setting(name: str) -> int | float:
 
 
 def retry_delay_seconds(attempt: int) -> float:
-    """Exponential backoff with equal jitter: between half and all of
-    min(cap, base * 2^(attempt-1)), so retries of many messages spread out
-    but none comes back at once."""
-    ceiling = min(relay_setting("OUTBOX_BACKOFF_MAX_SECONDS"),
-                  relay_setting("OUTBOX_BACKOFF_BASE_SECONDS") * 2 ** max(attempt - 1, 0))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
+    """The relay's backoff: equal jitter, so retries of many messages spread
+    out but none comes back at once."""
+    return backoff_seconds(attempt, base=relay_setting("OUTBOX_BACKOFF_BASE_SECONDS"),
+                           cap=relay_setting("OUTBOX_BACKOFF_MAX_SECONDS"), jitter=0.5)
 
 
 def webhook_body(reservation: Reservation) -> bytes:

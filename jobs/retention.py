@@ -6,8 +6,8 @@ batches that lock their rows with SKIP LOCKED, so pruning never waits on a
 worker, the recovery scanner or staff, and nobody waits long on it.
 
 A job that another app still points at with a PROTECT (or RESTRICT) foreign
-key is kept: a published `CatalogRevision` keeps its job, and with it the
-job's attempts. Rows that cascade from a job (attempts, checkpoints, review
+key is kept (an app's record of what the job published keeps its job), and
+with it the job's attempts. Rows that cascade from a job (attempts, checkpoints, review
 decisions, ...) go with it. Outbox messages name their job only inside their
 payload; once delivered (or given up on), those of removed jobs are removed
 too, in their own batches.
@@ -149,8 +149,8 @@ def _outbox_prune_orphans(*, batch_size: int) -> int:
 def jobs_prune_finished(*, older_than: timedelta, batch_size: int) -> int:
     """Remove finished jobs whose `finished_at` is older than `older_than`,
     with everything that cascades from them and their delivered outbox
-    messages; keep jobs that a PROTECT foreign key points at (published
-    catalog revisions). Returns the number of jobs removed."""
+    messages; keep jobs that a PROTECT foreign key points at (what an app
+    published from them). Returns the number of jobs removed."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if older_than < timedelta(0):

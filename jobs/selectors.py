@@ -1,6 +1,6 @@
-"""Reads shared by the API, the pages and the reviewer console: the generic
-status representation of a job, its timings and its attempts. Job kinds add
-their own fields and links on top (see `catalog.selectors.sheet_job_status`)."""
+"""Reads shared by the API, the pages and the reviewer console: the status
+representation of a job, its timings and its attempts. A job's kind adds
+its own fields and links through the registry (`jobs.registry.JobKind`)."""
 
 from contextlib import contextmanager
 
@@ -9,6 +9,7 @@ from django.db.models import F, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
+from jobs import registry
 from jobs.models import CANCELLABLE_STATES, CLAIMABLE_STATES, FINISHED_STATES, Attempt, Job, State
 from jobs.services import SecondsSince
 
@@ -16,7 +17,7 @@ def jobs_with_live_phase(queryset: QuerySet | None = None, *, with_output: bool 
     """Jobs annotated with `phase_seconds`: the time spent so far in the
     current state, measured in database time like the stored totals.
 
-    The `output` column (every extracted item, megabytes for a large sheet)
+    The `output` column (a kind's whole output, megabytes for a large one)
     is selected only `with_output`: lists polled every few seconds and the
     status resource never need it."""
     queryset = Job.objects.all() if queryset is None else queryset
@@ -70,20 +71,50 @@ def job_links(job: Job) -> dict:
             "cancel": reverse("api:job-cancel", args=[job.pk])}
 
 
-def job_result(job: Job) -> dict | None:
-    if not job.result:
+def job_review_link(job: Job) -> str | None:
+    """Where a reviewer takes up this job, if its kind has a review."""
+    kind = registry.get_kind(job.kind)
+    if kind is None or kind.review_link is None:
         return None
-    result = {"revision_id": job.result.get("revision_id"), "item_count": job.result.get("item_count")}
-    if job.result.get("unchanged"):
-        # The sheet was identical to the supplier's current revision, which
-        # `revision_id` names: nothing new was published, and `note` says so.
-        result.update(unchanged=True, note=job.result.get("note"))
-    return result
+    return kind.review_link(job)
+
+
+def job_page_link(job: Job) -> str | None:
+    """The job's own page, if its kind has one."""
+    kind = registry.get_kind(job.kind)
+    if kind is None or kind.page_link is None:
+        return None
+    return kind.page_link(job)
 
 
 def job_status(job: Job) -> dict:
-    """The generic part of the status resource of `GET /api/jobs/<id>`
-    (DESIGN.md, the contract)."""
+    """The status resource of `GET /api/jobs/<id>` (DESIGN.md, the contract):
+    the generic members, then what the job's kind adds (`status_fields`),
+    its links merged into the generic ones."""
+    status = _generic_status(job)
+    if job.state == State.AWAITING_REVIEW and (review := job_review_link(job)):
+        status["links"]["review"] = review
+    kind = registry.get_kind(job.kind)
+    if kind is not None and kind.status_fields is not None:
+        extra = dict(kind.status_fields(job))
+        status["links"].update(extra.pop("links", {}))
+        status.update(extra)
+    return status
+
+
+class NoItems(LookupError):
+    """The job's kind has no items view."""
+
+
+def job_items(job: Job) -> list:
+    """The job's items as its kind shows them; NoItems for a kind without."""
+    kind = registry.get_kind(job.kind)
+    if kind is None or kind.items is None:
+        raise NoItems(f"jobs of kind {job.kind!r} have no items")
+    return kind.items(job)
+
+
+def _generic_status(job: Job) -> dict:
     return {
         "id": str(job.pk),
         "state": job.state,
@@ -94,7 +125,7 @@ def job_status(job: Job) -> dict:
         "created_at": job.created_at.isoformat(),
         "updated_at": job.updated_at.isoformat(),
         "timings": job_timings(job),
-        "result": job_result(job),
+        "result": job.result or None,
         "links": job_links(job),
     }
 

@@ -13,7 +13,6 @@ clock.
 import functools
 import json
 import logging
-import random
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -34,8 +33,10 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.expressions import RawSQL
 from psycopg.types.json import Jsonb
 
+from jobs.backoff import backoff_seconds
 from jobs.models import (
     CANCELLABLE_STATES,
     CLAIMABLE_STATES,
@@ -89,7 +90,7 @@ class IdempotencyConflict(Exception):
         self.job = job
 
 
-NOTIFY_CHANNEL = "pricesheet_jobs"
+NOTIFY_CHANNEL = f"{settings.JOBS_PRODUCT}_jobs"
 
 Publish = Callable[[Job], dict | None]
 
@@ -136,21 +137,42 @@ def _interval(seconds: float) -> Value:
     return Value(timedelta(seconds=seconds), output_field=DurationField())
 
 
+# The time a job spends per phase: the column that accumulates it, and the
+# states that count as that phase.
+PHASES = {
+    "waiting_seconds": CLAIMABLE_STATES,
+    "running_seconds": [State.RUNNING],
+    "review_seconds": [State.AWAITING_REVIEW],
+}
+
+
+def _leave_state_sql(row: str = "") -> dict[str, str]:
+    """The assignments every transition makes, as SQL over the old row (SET
+    expressions see it): the time spent in the state being left is added to
+    its phase's total, the new state's clock starts, the version is bumped.
+    `row` qualifies the job's columns ("j." in a statement that names the
+    job table j). The ORM transitions and the single-statement claim and
+    accept are written from this one definition."""
+    elapsed = f"EXTRACT(EPOCH FROM (clock_timestamp() - {row}state_changed_at))::double precision"
+    sets = {}
+    for column, states in PHASES.items():
+        listed = ", ".join(f"'{state}'" for state in states)
+        sets[column] = f"{row}{column} + CASE WHEN {row}state IN ({listed}) THEN {elapsed} ELSE 0 END"
+    sets.update(state_changed_at="clock_timestamp()", updated_at="clock_timestamp()",
+                version=f"{row}version + 1")
+    return sets
+
+
+def _leave_state_clause(row: str) -> str:
+    return ", ".join(f"{column} = {sql}" for column, sql in _leave_state_sql(row).items())
+
+
 def _leave_state(**changes: Any) -> dict[str, Any]:
-    """UPDATE assignments for any transition: account the time spent in the
-    state being left (SET expressions see the old row), bump the version."""
-    elapsed = SecondsSince(F("state_changed_at"))
-    waiting = Case(When(state__in=CLAIMABLE_STATES, then=elapsed), default=Value(0.0))
-    running = Case(When(state=State.RUNNING, then=elapsed), default=Value(0.0))
-    review = Case(When(state=State.AWAITING_REVIEW, then=elapsed), default=Value(0.0))
-    now = ClockTimestamp()
+    """UPDATE assignments for a transition made with the ORM: those of
+    `_leave_state_sql`, then the transition's own."""
     return {
-        "waiting_seconds": F("waiting_seconds") + waiting,
-        "running_seconds": F("running_seconds") + running,
-        "review_seconds": F("review_seconds") + review,
-        "state_changed_at": now,
-        "updated_at": now,
-        "version": F("version") + 1,
+        **{column: RawSQL(sql, (), output_field=Job._meta.get_field(column))
+           for column, sql in _leave_state_sql().items()},
         **changes,
     }
 
@@ -205,39 +227,33 @@ def outbox_write(*, workspace_id: int, topic: str, payload: dict) -> OutboxMessa
     return OutboxMessage.objects.create(workspace_id=workspace_id, topic=topic, payload=payload)
 
 
+# What every job event says of its job: payload member -> job column.
+_EVENT_MEMBERS = {"job_id": "id", "kind": "kind", "state": "state", "attempt": "attempt"}
+
+
+def job_event_payload(job: dict[str, Any], **extra: Any) -> dict:
+    """A job event's payload from the job's columns (`_EVENT_MEMBERS`), plus `extra`."""
+    payload = {member: job[column] for member, column in _EVENT_MEMBERS.items()}
+    return {**payload, "job_id": str(payload["job_id"]), **extra}
+
+
+def _event_payload_sql(row: str, **extra: str) -> str:
+    """The same payload built in SQL from a row with the job's columns;
+    `extra` maps more members to SQL expressions."""
+    members = {**{m: f"{row}{c}" for m, c in _EVENT_MEMBERS.items()}, **extra}
+    members["job_id"] += "::text"
+    return "jsonb_build_object(" + ", ".join(f"'{m}', {sql}" for m, sql in members.items()) + ")"
+
+
 def _job_event(job_id: uuid.UUID, topic: str, **extra: Any) -> None:
-    row = Job.objects.filter(pk=job_id).values("workspace_id", "kind", "state", "attempt").get()
-    _claim_event(row["workspace_id"], job_id, row["kind"], row["state"], row["attempt"], topic, **extra)
+    row = Job.objects.filter(pk=job_id).values("workspace_id", *_EVENT_MEMBERS.values()).get()
+    outbox_write(workspace_id=row["workspace_id"], topic=topic,
+                 payload=job_event_payload(row, **extra))
 
 
-def _claim_event(workspace_id: int, job_id: uuid.UUID, kind: str, state: str, attempt: int,
-                 topic: str, **extra: Any) -> None:
-    outbox_write(
-        workspace_id=workspace_id,
-        topic=topic,
-        payload={"job_id": str(job_id), "kind": kind, "state": state, "attempt": attempt, **extra},
-    )
-
-
-def backoff_seconds(attempt: int) -> float:
-    """Full jitter: uniform in [0, min(cap, base * 2^(attempt-1))]."""
-    ceiling = min(settings.JOB_BACKOFF_MAX_SECONDS,
-                  settings.JOB_BACKOFF_BASE_SECONDS * 2 ** max(attempt - 1, 0))
-    return random.uniform(0, ceiling)
-
-
-class JitteredRetryAt(Func):
-    """`backoff_seconds(attempt)` from now, computed per row in SQL (a batch
-    of expired leases gets as many independent delays): full jitter, uniform
-    in [0, min(cap, base * 2^(attempt-1))] seconds after clock_timestamp()."""
-
-    template = ("clock_timestamp() + make_interval(secs => random() * LEAST(%(cap)s, "
-                "%(base)s * power(2, GREATEST(%(expressions)s - 1, 0))))")
-    output_field = Job._meta.get_field("run_after")
-
-    def __init__(self, attempt) -> None:
-        super().__init__(attempt, cap=float(settings.JOB_BACKOFF_MAX_SECONDS),
-                         base=float(settings.JOB_BACKOFF_BASE_SECONDS))
+def _job_backoff(attempt: int) -> float:
+    return backoff_seconds(attempt, base=settings.JOB_BACKOFF_BASE_SECONDS,
+                           cap=settings.JOB_BACKOFF_MAX_SECONDS)
 
 
 # --- admit ----------------------------------------------------------------
@@ -301,8 +317,7 @@ def job_admit(
               request_fingerprint=fingerprint, created_by_id=created_by_id,
               max_attempts=settings.JOB_MAX_ATTEMPTS)
     event = OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
-                          payload={"job_id": str(job.pk), "kind": kind, "state": job.state,
-                                   "attempt": job.attempt})
+                          payload=job_event_payload(vars(job)))
     sql, params, returned = _admit_sql(job, [event, *rows])
     # One statement is one transaction of its own (or joins the caller's).
     with connection.cursor() as cursor:
@@ -333,8 +348,7 @@ def jobs_admit_many(*, workspace_id: int, kind: str, count: int, payload: dict |
         )
         OutboxMessage.objects.bulk_create(
             OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
-                          payload={"job_id": str(job.pk), "kind": kind, "state": State.QUEUED,
-                                   "attempt": 0})
+                          payload=job_event_payload(vars(job)))
             for job in jobs
         )
         _notify(kind)
@@ -346,17 +360,17 @@ def jobs_admit_many(*, workspace_id: int, kind: str, count: int, payload: dict |
 
 # The claim and the accept run once per job on every worker, so they are
 # written as single statements: building Django expressions for them cost
-# two thirds of each job's time (bench/queue_throughput.py --profile). The
-# semantics are those of _leave_state() and _fenced() above.
+# two thirds of each job's time (bench/queue_throughput.py --profile). Their
+# assignments and events are written from the same definitions as the ORM
+# transitions' (_leave_state_sql, _event_payload_sql); their guards are
+# those of _fenced().
 _CLAIM_SQL = """
 WITH next AS ({candidate}),
 claimed AS (
     UPDATE jobs_job AS j
     SET state = 'running', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
         lease_until = clock_timestamp() + make_interval(secs => %s), worker_id = %s,
-        waiting_seconds = j.waiting_seconds
-            + EXTRACT(EPOCH FROM (clock_timestamp() - j.state_changed_at))::double precision,
-        state_changed_at = clock_timestamp(), updated_at = clock_timestamp(), version = j.version + 1
+        {leave_state}
     FROM next WHERE j.id = next.id
     RETURNING j.id, j.kind, j.attempt, j.workspace_id, j.payload, j.lease_token, j.run_after
 ),
@@ -367,40 +381,6 @@ opened AS (
 )
 SELECT id, kind, attempt, workspace_id, payload, lease_token FROM claimed ORDER BY run_after
 """
-
-_ACCEPT_SQL = """
-WITH accepted AS (
-    UPDATE jobs_job
-    SET state = CASE WHEN %(review)s OR review_required THEN 'awaiting_review' ELSE 'completed' END,
-        review_required = %(review)s OR review_required,
-        finished_at = CASE WHEN %(review)s OR review_required THEN NULL ELSE clock_timestamp() END,
-        output = %(output)s, lease_token = NULL, lease_until = NULL, reason = '',
-        running_seconds = running_seconds
-            + EXTRACT(EPOCH FROM (clock_timestamp() - state_changed_at))::double precision,
-        state_changed_at = clock_timestamp(), updated_at = clock_timestamp(), version = version + 1
-    WHERE id = %(job)s AND state = 'running' AND attempt = %(attempt)s AND lease_token = %(token)s
-      AND lease_until > clock_timestamp()
-    RETURNING id, state, version
-),
-closed AS (
-    UPDATE jobs_attempt AS a SET outcome = 'succeeded', finished_at = clock_timestamp()
-    FROM accepted WHERE a.job_id = accepted.id AND a.number = %(attempt)s
-){event}
-SELECT state, version FROM accepted
-"""
-
-# With nothing to publish, the accept's outbox event joins its statement.
-_ACCEPT_EVENT_SQL = """,
-event AS (
-    INSERT INTO jobs_outboxmessage (id, workspace_id, topic, payload, created_at, available_at,
-                                    attempts, last_error)
-    SELECT gen_random_uuid(), %(workspace)s, 'job.' || state,
-           jsonb_build_object('job_id', id::text, 'kind', %(kind)s::text, 'state', state,
-                              'attempt', %(attempt)s, 'result', NULL),
-           clock_timestamp(), clock_timestamp(), 0, ''
-    FROM accepted
-)"""
-
 
 @functools.cache
 def _claim_sql(kinds: tuple[str, ...] | None, limit: int) -> tuple[str, tuple]:
@@ -416,7 +396,7 @@ def _claim_sql(kinds: tuple[str, ...] | None, limit: int) -> tuple[str, tuple]:
     query = candidates.select_for_update(skip_locked=True).order_by("run_after").values("id")[:limit]
     with transaction.atomic():
         candidate, params = query.query.sql_with_params()
-    return _CLAIM_SQL.format(candidate=candidate), params
+    return _CLAIM_SQL.format(candidate=candidate, leave_state=_leave_state_clause("j.")), params
 
 
 def job_claim_next(*, worker_id: str, kinds: Iterable[str] | None = None) -> Claim | None:
@@ -490,47 +470,116 @@ def job_load_checkpoint(*, job_id: uuid.UUID, name: str) -> Any | None:
 # --- accept -----------------------------------------------------------------
 
 
+# Accepts, each guarded by its own fence (running, same attempt and token,
+# lease unexpired, checked in the UPDATE itself); a row whose fence no
+# longer holds is simply not returned.
+_ACCEPT_SQL = """
+WITH input AS (
+    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::integer[], %(tokens)s::uuid[],
+                         %(reviews)s::boolean[], %(outputs)s::jsonb[])
+        AS i(id, attempt, token, review, output)
+),
+accepted AS (
+    UPDATE jobs_job AS j
+    SET state = CASE WHEN i.review OR j.review_required THEN 'awaiting_review' ELSE 'completed' END,
+        review_required = i.review OR j.review_required,
+        finished_at = CASE WHEN i.review OR j.review_required THEN NULL ELSE clock_timestamp() END,
+        output = i.output, lease_token = NULL, lease_until = NULL, reason = '',
+        {leave_state}
+    FROM input AS i
+    WHERE j.id = i.id AND j.state = 'running' AND j.attempt = i.attempt AND j.lease_token = i.token
+      AND j.lease_until > clock_timestamp()
+    RETURNING j.id, j.state, j.version, j.workspace_id, j.kind, j.attempt
+),
+closed AS (
+    UPDATE jobs_attempt AS a SET outcome = 'succeeded', finished_at = clock_timestamp()
+    FROM accepted WHERE a.job_id = accepted.id AND a.number = accepted.attempt
+){event}
+SELECT id, state, version, workspace_id, kind, attempt FROM accepted
+"""
+
+# With nothing to publish, the accepts' outbox events join their statement.
+_ACCEPT_EVENT_SQL = """,
+event AS (
+    INSERT INTO jobs_outboxmessage (id, workspace_id, topic, payload, created_at, available_at,
+                                    attempts, last_error)
+    SELECT gen_random_uuid(), workspace_id, 'job.' || state, {payload},
+           clock_timestamp(), clock_timestamp(), 0, ''
+    FROM accepted
+)"""
+
+
+@functools.cache
+def _accept_sql(with_events: bool) -> str:
+    event = _ACCEPT_EVENT_SQL.format(payload=_event_payload_sql("", result="NULL")) if with_events else ""
+    return _ACCEPT_SQL.format(leave_state=_leave_state_clause("j."), event=event)
+
+
+def jobs_accept_outputs(*, accepts: list[tuple[Claim, Any, bool]],
+                        publish: Publish | None = None) -> dict[uuid.UUID, str]:
+    """Accept claims' outputs: each to `awaiting_review` when it needs review
+    (now or on any earlier attempt), else to `completed` and `publish(job)`.
+    The one accept of the state machine; `job_accept_output` accepts one.
+
+    ``accepts`` holds (claim, output, needs_review). Returns the new state of
+    every job whose fence held; a claim missing from the answer has lost its
+    publication rights and nothing of it was written.
+
+    With nothing to publish, the guarded UPDATE, the attempts and the events
+    are one statement, hence one transaction. With `publish`, one
+    transaction: the guarded UPDATE takes the row locks, and the
+    publication's writes and the events share its commit."""
+    if not accepts:
+        return {}
+    params = {
+        "ids": [claim.job_id for claim, _, _ in accepts],
+        "attempts": [claim.attempt for claim, _, _ in accepts],
+        "tokens": [claim.token for claim, _, _ in accepts],
+        "reviews": [review for _, _, review in accepts],
+        "outputs": [Jsonb(output) for _, output, _ in accepts],
+    }
+    outputs = {claim.job_id: output for claim, output, _ in accepts}
+    if publish is None:
+        with connection.cursor() as cursor:
+            cursor.execute(_accept_sql(True), params)
+            rows = cursor.fetchall()
+    else:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(_accept_sql(False), params)
+                rows = cursor.fetchall()
+            for job_id, state, _, workspace_id, kind, attempt in rows:
+                _publish_accepted(job_id, state, outputs[job_id], publish, {
+                    "workspace_id": workspace_id, "id": job_id, "kind": kind, "state": state,
+                    "attempt": attempt})
+    for job_id, state, version, *_ in rows:
+        _staged(job_id, state, version, outputs[job_id])
+    return {job_id: state for job_id, state, *_ in rows}
+
+
+def _publish_accepted(job_id: uuid.UUID, state: str, output: Any, publish: Publish,
+                      row: dict) -> None:
+    """Publish completed output and write the accept's event, in the accept's transaction."""
+    result = None
+    if state == State.COMPLETED:
+        # The output just written is in hand: it is not read back.
+        job = Job.objects.defer("output").get(pk=job_id)
+        job.output = output
+        result = publish(job)
+        Job.objects.filter(pk=job_id).update(result=result)
+    outbox_write(workspace_id=row["workspace_id"], topic=f"job.{state}",
+                 payload=job_event_payload(row, result=result))
+
+
 def job_accept_output(
     *, claim: Claim, output: Any, needs_review: bool = False, publish: Publish | None = None
 ) -> str:
-    """Accept this claim's output: to `awaiting_review` when it needs review
-    (now or on any earlier attempt), else to `completed` and `publish(job)`.
-
-    One transaction: the guarded UPDATE (token, running, lease unexpired, as
-    one statement) takes the row lock, and the publication's writes share its
-    commit. Zero rows raises LeaseLost and nothing is written.
-    """
-    params = {"review": needs_review, "output": Jsonb(output), "job": claim.job_id,
-              "attempt": claim.attempt, "token": claim.token, "workspace": claim.workspace_id,
-              "kind": claim.kind}
-    if publish is None:
-        # Nothing to publish: the guarded UPDATE, the attempt and the event
-        # are one statement, hence one transaction.
-        with connection.cursor() as cursor:
-            cursor.execute(_ACCEPT_SQL.format(event=_ACCEPT_EVENT_SQL), params)
-            row = cursor.fetchone()
-        if row is None:
-            raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} may no longer publish")
-        _staged(claim.job_id, *row, output)
-        return row[0]
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(_ACCEPT_SQL.format(event=""), params)
-            row = cursor.fetchone()
-        if row is None:
-            raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} may no longer publish")
-        state = row[0]
-        result = None
-        if state == State.COMPLETED:
-            # The output just written is in hand: it is not read back.
-            job = Job.objects.defer("output").get(pk=claim.job_id)
-            job.output = output
-            result = publish(job)
-            Job.objects.filter(pk=claim.job_id).update(result=result)
-        _claim_event(claim.workspace_id, claim.job_id, claim.kind, state, claim.attempt,
-                     f"job.{state}", result=result)
-    _staged(claim.job_id, state, row[1], output)
-    return state
+    """Accept this claim's output (see `jobs_accept_outputs`) and return the
+    job's new state. Zero rows raises LeaseLost and nothing is written."""
+    states = jobs_accept_outputs(accepts=[(claim, output, needs_review)], publish=publish)
+    if claim.job_id not in states:
+        raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} may no longer publish")
+    return states[claim.job_id]
 
 
 def _staged(job_id: uuid.UUID, state: str, version: int, output: Any) -> None:
@@ -543,71 +592,6 @@ def _staged(job_id: uuid.UUID, state: str, version: int, output: Any) -> None:
         if isinstance(error, Exception):
             log.error("job %s: %r failed after the accept: %s", job_id, receiver, error,
                       exc_info=error)
-
-
-# Several accepts with nothing to publish, as one statement: each row is
-# guarded by its own fence exactly as in _ACCEPT_SQL; the rows whose fence
-# no longer holds are simply not returned.
-_ACCEPT_MANY_SQL = """
-WITH input AS (
-    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::integer[], %(tokens)s::uuid[],
-                         %(reviews)s::boolean[], %(outputs)s::jsonb[])
-        AS i(id, attempt, token, review, output)
-),
-accepted AS (
-    UPDATE jobs_job AS j
-    SET state = CASE WHEN i.review OR j.review_required THEN 'awaiting_review' ELSE 'completed' END,
-        review_required = i.review OR j.review_required,
-        finished_at = CASE WHEN i.review OR j.review_required THEN NULL ELSE clock_timestamp() END,
-        output = i.output, lease_token = NULL, lease_until = NULL, reason = '',
-        running_seconds = j.running_seconds
-            + EXTRACT(EPOCH FROM (clock_timestamp() - j.state_changed_at))::double precision,
-        state_changed_at = clock_timestamp(), updated_at = clock_timestamp(), version = j.version + 1
-    FROM input AS i
-    WHERE j.id = i.id AND j.state = 'running' AND j.attempt = i.attempt AND j.lease_token = i.token
-      AND j.lease_until > clock_timestamp()
-    RETURNING j.id, j.state, j.attempt, j.workspace_id, j.kind, j.version
-),
-closed AS (
-    UPDATE jobs_attempt AS a SET outcome = 'succeeded', finished_at = clock_timestamp()
-    FROM accepted WHERE a.job_id = accepted.id AND a.number = accepted.attempt
-),
-event AS (
-    INSERT INTO jobs_outboxmessage (id, workspace_id, topic, payload, created_at, available_at,
-                                    attempts, last_error)
-    SELECT gen_random_uuid(), workspace_id, 'job.' || state,
-           jsonb_build_object('job_id', id::text, 'kind', kind, 'state', state,
-                              'attempt', attempt, 'result', NULL),
-           clock_timestamp(), clock_timestamp(), 0, ''
-    FROM accepted
-)
-SELECT id, state, version FROM accepted
-"""
-
-
-def jobs_accept_outputs(*, accepts: list[tuple[Claim, Any, bool]]) -> dict[uuid.UUID, str]:
-    """Accept several claims' outputs (nothing to publish) in one statement,
-    each guarded by its own fence as `job_accept_output` guards one.
-
-    ``accepts`` holds (claim, output, needs_review). Returns the new state of
-    every job whose fence held; a claim missing from the answer has lost its
-    publication rights, exactly as a LeaseLost from `job_accept_output`."""
-    if not accepts:
-        return {}
-    params = {
-        "ids": [claim.job_id for claim, _, _ in accepts],
-        "attempts": [claim.attempt for claim, _, _ in accepts],
-        "tokens": [claim.token for claim, _, _ in accepts],
-        "reviews": [review for _, _, review in accepts],
-        "outputs": [Jsonb(output) for _, output, _ in accepts],
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(_ACCEPT_MANY_SQL, params)
-        rows = cursor.fetchall()
-    outputs = {claim.job_id: output for claim, output, _ in accepts}
-    for job_id, state, version in rows:
-        _staged(job_id, state, version, outputs[job_id])
-    return {job_id: state for job_id, state, _ in rows}
 
 
 def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:
@@ -650,7 +634,7 @@ def job_fail(*, claim: Claim, error: str, transient: bool, reason: str | None = 
 
     ``error`` is kept on the attempt (staff); ``reason``, when given, is what
     the job shows its workspace's members instead (no internals)."""
-    delay = backoff_seconds(claim.attempt)
+    delay = _job_backoff(claim.attempt)
     give_up: Q | bool = Q(attempt__gte=F("max_attempts")) if transient else True
     shown = error if reason is None else reason
     final_reason = f"gave up after {claim.attempt} attempts: {shown}" if transient else shown
@@ -721,14 +705,18 @@ def jobs_expire_leases(*, batch_size: int = 100, max_batches: int = 100) -> list
     moved: list[tuple[uuid.UUID, str]] = []
     for _ in range(max_batches):
         with transaction.atomic():
-            ids = list(
+            locked = list(
                 Job.objects.filter(state=State.RUNNING, lease_until__lt=ClockTimestamp())
                 .select_for_update(skip_locked=True)
                 .order_by("lease_until")
-                .values_list("id", flat=True)[:batch_size]
+                .values_list("id", "attempt")[:batch_size]
             )
-            if not ids:
+            if not locked:
                 break
+            ids = [job_id for job_id, _ in locked]
+            # Each job its own delay (the row lock keeps its attempt as read).
+            run_after = Case(*[When(pk=job_id, then=ClockTimestamp() + _interval(_job_backoff(number)))
+                               for job_id, number in locked], output_field=DateTimeField())
             last = Q(attempt__gte=F("max_attempts"))
             Job.objects.filter(
                 id__in=ids, state=State.RUNNING, lease_until__lt=ClockTimestamp()
@@ -736,7 +724,7 @@ def jobs_expire_leases(*, batch_size: int = 100, max_batches: int = 100) -> list
                 **_leave_state(
                     state=Case(When(last, then=Value(State.NEEDS_ATTENTION)),
                                default=Value(State.RETRYING)),
-                    run_after=JitteredRetryAt(F("attempt")),
+                    run_after=run_after,
                     finished_at=_choose(last, ClockTimestamp(),
                                         Value(None, output_field=DateTimeField()),
                                         output_field=DateTimeField()),

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-USER_AGENT = "Pricesheet-Webhooks/1"
+USER_AGENT = f"{settings.JOBS_PRODUCT.capitalize()}-Webhooks/1"
 SIGNATURE_VERSION = "v1"
 SECRET_PREFIX = "whsec_"
 

@@ -158,17 +158,20 @@ class JobContext:
         once, so a later failure (or a crash) loses no billing record."""
         attempt_record_provider_call(claim=self.claim, request_id=request_id, usage=usage)
 
-    def accept(self, output: Any, *, needs_review: bool = False, publish: Publish | None = None) -> str:
-        """Accept output (and publish it in the same transaction). On a lost
-        fence the result is kept only as this attempt's stale diagnostic.
+    def accept(self, output: Any, *, needs_review: bool = False,
+               publish: Publish | None = None) -> str | None:
+        """Accept output (and publish it in the same transaction); returns
+        the job's new state. On a lost fence the result is kept only as this
+        attempt's stale diagnostic.
 
         In a group of short jobs, output with nothing to publish is accepted
         with the group's other outputs once the group is done, each under
-        its own fence; the state returned is then the one asked for."""
+        its own fence, by the same service: the state is not known yet, and
+        None is returned."""
         self.finished = True
         if self.grouped and publish is None:
             self._worker.defer_accept(self, output, needs_review)
-            return "awaiting_review" if needs_review else "completed"
+            return None
         try:
             return job_accept_output(
                 claim=self.claim, output=output, needs_review=needs_review, publish=publish

@@ -68,7 +68,7 @@ def upload(client, content=CSV, *, key="key-1", supplier=None, name="prices.csv"
 
 
 def admitted_job(workspace, *, key="k", state=None, **changes):
-    job, _ = job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key=key,
+    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet", payload={}, idempotency_key=key,
                        fingerprint="f")
     if state is not None or changes:
         Job.objects.filter(pk=job.pk).update(**({"state": state} if state else {}), **changes)
@@ -594,7 +594,7 @@ def test_unexpected_error_is_a_500_problem_without_a_stack_trace(api_client, wor
     def explode(job):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(api, "sheet_job_status", explode)
+    monkeypatch.setattr(api, "job_status", explode)
     response = api_client.get(f"/api/jobs/{job.pk}")
     assert response.status_code == 500
     assert response["Content-Type"] == "application/problem+json"

@@ -119,6 +119,13 @@ def test_uploading_through_the_form_redirects_to_the_job_page(browser_client, wo
     assert PriceSheet.objects.get(pk=job.payload["sheet_id"]).supplier_name == "Northwind"
 
 
+def test_a_supplier_name_past_200_characters_is_refused_with_its_reason(browser_client):
+    response = upload_page(browser_client, supplier="N" * 201)
+    assert response.status_code == 400
+    assert "200 characters" in response.content.decode()
+    assert not Job.objects.exists()
+
+
 def test_submitting_the_same_form_twice_admits_one_job(browser_client):
     first = upload_page(browser_client)
     second = upload_page(browser_client)

@@ -203,6 +203,35 @@ def test_retry_reuses_the_table_checkpoint(workspace, provider):
     assert job.attempt == 2
 
 
+def test_a_reviewers_mapping_is_read_in_one_parse_child_whichever_extractor(
+        workspace, provider, monkeypatch):
+    from catalog import sandbox
+
+    started = []
+    run_parse = sandbox.run_parse
+
+    def counted(request, **kwargs):
+        started.append(request["extract"])
+        return run_parse(request, **kwargs)
+
+    monkeypatch.setattr(sandbox, "run_parse", counted)
+    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": 1,
+                           "columns": {"sku": "A", "description": "B", "unit": "C", "pack_size": None,
+                                       "unit_price": "D", "currency": "E"}}],
+               "currency": None, "set_by": "rey", "set_at": "2026-12-01T00:00:00+00:00"}
+    job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
+    Job.objects.filter(pk=job.pk).update(payload={**job.payload, "mapping": mapping})
+
+    run_until_idle()
+
+    job.refresh_from_db()
+    assert len(started) == 1  # read and extracted by one child, not read, then extracted
+    assert job.state == State.AWAITING_REVIEW  # a reviewer's mapping comes back to them
+    assert job.output["extractor"] == "builtin" and job.output["layout"]["source"] == "reviewer"
+    assert [i["sku"] for i in job.output["items"]] == ["A-1", "B-2"]
+    assert Attempt.objects.get(job=job).provider_request_ids == []  # the model was not asked
+
+
 # --- real worker processes ------------------------------------------------------------
 
 

@@ -19,8 +19,8 @@ from jobs.services import job_admit
 CHANGELIST = "/admin/jobs/job/"
 
 
-def job_in(workspace, state=State.QUEUED, **fields):
-    job, _ = job_admit(workspace_id=workspace.pk, kind="noop", payload=fields.pop("payload", {}))
+def job_in(workspace, state=State.QUEUED, kind="noop", **fields):
+    job, _ = job_admit(workspace_id=workspace.pk, kind=kind, payload=fields.pop("payload", {}))
     if state == State.RUNNING:
         fields = {"lease_token": uuid.uuid4(), "lease_until": Now(), "attempt": 1, **fields}
     Job.objects.filter(pk=job.pk).update(state=state, **fields)
@@ -228,7 +228,8 @@ def test_job_page_shows_attempts_with_stale_diagnostic_and_flagged_output(
                          "flags": [{"code": "missing_currency", "field": "currency",
                                     "message": "no currency found"}]}],
               "notes": ["header row 3"]}
-    job = job_in(workspace, State.AWAITING_REVIEW, output=output)
+    # The items table is what the sheet kind registers for its output.
+    job = job_in(workspace, State.AWAITING_REVIEW, kind="parse_sheet", output=output)
     Attempt.objects.create(job=job, number=1, lease_token=uuid.uuid4(), worker_id="host:7",
                            outcome=Attempt.Outcome.STALE, diagnostic={"rejected": "accept"},
                            provider_request_ids=["req_123"], token_usage={"total_tokens": 42})

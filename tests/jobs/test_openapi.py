@@ -124,3 +124,4 @@ def test_the_reference_page_loads_only_this_sites_files_under_a_strict_csp(clien
     assert "unsafe-inline" not in response["Content-Security-Policy"]
     assert "<script>" not in html and "http://" not in html and "https://" not in html
     assert "/static/vendor/swagger-ui/swagger-ui-bundle.js" in html
+    assert "<title>Pricesheet API reference</title>" in html  # the title the product gives

@@ -25,7 +25,7 @@ def member_client(member):
 
 @pytest.fixture
 def completed_job(workspace):
-    job, _ = job_admit(workspace_id=workspace.pk, kind="noop", payload={})
+    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet", payload={})
     items = [{"sku": f"S-{n}", "description": "x" * 200} for n in range(500)]
     Job.objects.filter(pk=job.pk).update(state=State.COMPLETED, output={"items": items})
     return job

@@ -9,6 +9,7 @@ from django.db import connection, connections
 from django.db.models import F
 from django.db.models.functions import Now
 
+from jobs.backoff import backoff_seconds
 from jobs.models import Attempt, Job, JobCheckpoint, OutboxMessage, State
 from jobs.signals import job_staged_for_review
 from django.db import transaction
@@ -18,7 +19,6 @@ from jobs.services import (
     InvalidTransition,
     LeaseLost,
     VersionConflict,
-    backoff_seconds,
     job_accept_output,
     job_admit,
     job_approve,
@@ -275,14 +275,36 @@ def test_permanent_failure_needs_attention_at_once(workspace):
     assert OutboxMessage.objects.filter(topic="job.needs_attention").count() == 1
 
 
-def test_backoff_stays_within_full_jitter_bounds(settings):
-    settings.JOB_BACKOFF_BASE_SECONDS = 2
-    settings.JOB_BACKOFF_MAX_SECONDS = 60
+def test_backoff_stays_within_full_jitter_bounds():
     for attempt in range(1, 12):
         ceiling = min(60, 2 * 2 ** (attempt - 1))
-        samples = [backoff_seconds(attempt) for _ in range(200)]
+        samples = [backoff_seconds(attempt, base=2, cap=60) for _ in range(200)]
         assert all(0 <= s <= ceiling for s in samples)
         assert max(samples) > ceiling / 2  # jitter spreads over the whole range
+        assert min(samples) < ceiling / 2
+
+
+def test_equal_jitter_keeps_at_least_half_the_ceiling():
+    samples = [backoff_seconds(3, base=10, cap=60, jitter=0.5) for _ in range(200)]
+    assert all(20 <= s <= 40 for s in samples)
+
+
+def test_expired_leases_wait_their_own_backoff_from_database_time(workspace, settings):
+    settings.JOB_BACKOFF_BASE_SECONDS = 100
+    settings.JOB_BACKOFF_MAX_SECONDS = 100
+    for _ in range(8):
+        admit(workspace)
+    claims = [job_claim_next(worker_id="w1") for _ in range(8)]
+    for claim in claims:
+        expire(claim.job_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        before = cursor.fetchone()[0]
+    assert len(jobs_expire_leases()) == 8
+    delays = [(run_after - before).total_seconds() for run_after in
+              Job.objects.filter(pk__in=[c.job_id for c in claims]).values_list("run_after", flat=True)]
+    assert all(0 <= d <= 101 for d in delays)
+    assert len({round(d, 3) for d in delays}) > 1  # each its own jitter
 
 
 def test_expire_moves_last_attempt_to_needs_attention(workspace, settings):
@@ -566,3 +588,46 @@ def test_admission_wakes_workers_only_once_committed(workspace):
         assert [(n.channel, n.payload) for n in heard] == [(NOTIFY_CHANNEL, "noop")]
     finally:
         listener.close()
+
+
+# --- one definition per transition -------------------------------------------------------
+
+
+def _in_state_for(job_id, seconds: float) -> None:
+    """Put the job's current state `seconds` in the past (database time)."""
+    Job.objects.filter(pk=job_id).update(state_changed_at=Now() - timedelta(seconds=seconds))
+
+
+def test_each_phase_is_accounted_by_the_transition_that_leaves_it_sql_or_orm(workspace):
+    job = admit(workspace)
+    _in_state_for(job.pk, 100)
+    claim = job_claim_next(worker_id="w1")  # the claim statement leaves `queued`
+    _in_state_for(job.pk, 20)
+    job_accept_output(claim=claim, output={}, needs_review=True)  # the accept statement leaves `running`
+    _in_state_for(job.pk, 3)
+    version = Job.objects.get(pk=job.pk).version
+    job_reject(job_id=job.pk, expected_version=version, reason="no")  # an ORM UPDATE leaves review
+    _in_state_for(job.pk, 50)
+    job_retry(job_id=job.pk)  # leaves needs_attention: no phase counts it
+    timed = Job.objects.get(pk=job.pk)
+    assert timed.waiting_seconds == pytest.approx(100, abs=2)
+    assert timed.running_seconds == pytest.approx(20, abs=2)
+    assert timed.review_seconds == pytest.approx(3, abs=2)
+    assert timed.version == version + 2
+
+
+def test_job_events_carry_the_same_members_from_sql_and_from_python(workspace, settings):
+    settings.JOB_MAX_ATTEMPTS = 1
+    accepted, failed = admit(workspace), admit(workspace, key="b")
+    first, second = job_claim_next(worker_id="w1"), job_claim_next(worker_id="w1")
+    by_job = {first.job_id: first, second.job_id: second}
+    jobs_accept_outputs(accepts=[(by_job[accepted.pk], {"n": 1}, False)])  # built in SQL
+    job_fail(claim=by_job[failed.pk], error="boom", transient=True)  # built in Python
+    done = OutboxMessage.objects.get(topic="job.completed").payload
+    attention = OutboxMessage.objects.get(topic="job.needs_attention").payload
+    admitted = OutboxMessage.objects.filter(topic="job.accepted").first().payload
+    assert done == {"job_id": str(accepted.pk), "kind": "noop", "state": "completed", "attempt": 1,
+                    "result": None}
+    assert attention == {"job_id": str(failed.pk), "kind": "noop", "state": "needs_attention",
+                         "attempt": 1, "reason": "boom"}
+    assert set(admitted) == {"job_id", "kind", "state", "attempt"}

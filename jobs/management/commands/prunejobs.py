@@ -17,7 +17,7 @@ def non_negative_days(value: str) -> float:
 class Command(BaseCommand):
     help = ("Remove finished jobs (completed, needs attention, cancelled) older than DAYS, "
             "with their attempts and delivered outbox messages, in short batches that never "
-            "block workers. Jobs with a published catalog revision are kept.")
+            "block workers. Jobs that another record still points at (e.g. what they published) are kept.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--older-than", type=non_negative_days, required=True, metavar="DAYS",
