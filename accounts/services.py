@@ -66,3 +66,16 @@ def apitoken_authenticate(*, token: str) -> ApiToken | None:
 
 def apitoken_revoke(*, token_id: int) -> None:
     ApiToken.objects.filter(pk=token_id, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def signin_failures_clear(*, username: str, ip_address: str | None) -> int:
+    """After a successful sign-in: forget the failed ones of this account from
+    this address (the user's own typos), and nothing else. Failures from the
+    same address against other accounts stay counted, so signing into one's
+    own account never resets a guesser's count. Returns how many were removed."""
+    from axes.models import AccessAttempt
+
+    if not ip_address:
+        return 0
+    deleted, _ = AccessAttempt.objects.filter(username=username, ip_address=ip_address).delete()
+    return deleted

@@ -569,7 +569,7 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
     provider.chaos = {"error_rate": config.llm_error_rate, "timeout_rate": config.llm_timeout_rate,
                       "max_delay": 0.3, "timeout_delay": 4.0}
     env = {
-        "SECRET_KEY": os.environ.get("SECRET_KEY", "chaos-secret-key"),
+        "SECRET_KEY": os.environ.get("SECRET_KEY", "chaos-only-secret-key-not-for-production-0123456789-abcdefghij"),
         "ALLOWED_HOSTS": "127.0.0.1,localhost", "HTTPS": "false",
         "MEDIA_ROOT": str(media_root),
         "EXTRACTOR": "openai", "LLM_BASE_URL": provider.url, "LLM_API_KEY": "chaos",
@@ -650,7 +650,7 @@ def main() -> None:
     import environ
     import psycopg
 
-    os.environ.setdefault("SECRET_KEY", "chaos-secret-key")
+    os.environ.setdefault("SECRET_KEY", "chaos-only-secret-key-not-for-production-0123456789-abcdefghij")
     os.environ.setdefault("HTTPS", "false")
     base = os.environ.get("DATABASE_URL")
     if base is None:

@@ -33,7 +33,7 @@ MANAGE = ROOT / "manage.py"
 PYTHON = sys.executable
 EMBEDDED_DATA_DIR = ROOT / ".pgdata"
 MACHINE_PGBENCH = Path("/usr/lib/postgresql/15/bin/pgbench")
-SECRET_KEY = "bench-only-secret-key-not-for-production"
+SECRET_KEY = "bench-only-secret-key-not-for-production-0123456789-abcdefghij"
 WORKSPACE_SLUG = "bench"
 
 FINISHED_STATES = ("completed", "needs_attention", "cancelled")

@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from openpyxl import Workbook
-from openpyxl.cell.cell import TYPE_STRING
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, TYPE_STRING
 from openpyxl.utils import get_column_letter
 
 from catalog.extraction.money import plain_decimal
@@ -45,6 +45,13 @@ def escape_cell(value: Any) -> str:
     if text.startswith(FORMULA_PREFIXES):
         return "'" + text
     return text
+
+
+def xml_text(text: str) -> str:
+    """``text`` with each control character XML cannot hold (all below a space
+    but tab, newline and carriage return) shown as U+FFFD: one such character
+    in a published cell must not make the export fail on every download."""
+    return ILLEGAL_CHARACTERS_RE.sub("\ufffd", text)
 
 
 def number_text(value: Any) -> str:
@@ -133,7 +140,7 @@ def rows_to_xlsx(rows: Iterable[Mapping[str, Any]]) -> bytes:
                 else:
                     shown = len(number_text(value))
             else:
-                text = "" if value is None else str(value)
+                text = "" if value is None else xml_text(str(value))
                 if not text:
                     continue
                 cell = sheet.cell(row=r, column=c, value=text)

@@ -127,8 +127,11 @@ REGISTRY: dict[Code, FlagType] = {t.code: t for t in (
     _type(Code.AMBIGUOUS_PACK, "Pack size unclear", ["pack_size"], **_DOUBT, messages="{doubt}"),
     _type(Code.INVALID_PRICE, "Price not a number", ["unit_price"], refuses_value=True, **_CHECKED,
           messages="Price {price!r} is not a positive decimal number."),
-    _type(Code.TOO_LARGE, "Value too large", ["pack_size", "description", "sku", "unit"], **_CHECKED,
+    _type(Code.TOO_LARGE, "Value too large",
+          ["pack_size", "description", "sku", "unit", "unit_price", "currency"], **_CHECKED,
           messages={
+              "overlong": ("The {name} was {length:,} characters long, more than any real one: "
+                           "only its first {limit:,} are kept; check it."),
               "pack": "Pack size {pack} is not a number below 1,000,000,000 that the catalog can store.",
               "long": "The {name} is {length} characters long; the catalog stores at most {limit}.",
               "cut": ("The {name} is {length:,} characters long, the most a cell holds: it may have "

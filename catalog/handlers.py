@@ -37,13 +37,13 @@ def _read_limits():
 def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, extract: bool,
               layouts: dict, extract_if_mapped: bool = False) -> dict:
     from catalog.errors import SheetError
-    from catalog.sandbox import ParseLimits, run_parse
+    from catalog.sandbox import ParseLimits, ParserKilled, run_parse
 
     limits = ParseLimits(max_memory_mb=settings.PARSE_MAX_MEMORY_MB,
                          max_seconds=settings.PARSE_MAX_SECONDS)
     request = {"data": data, "filename": filename, "table": table, "extract": extract,
                "extract_if_mapped": extract_if_mapped, "read_limits": _read_limits(),
-               "layouts": layouts}
+               "layouts": layouts, "max_output_mb": settings.PARSE_MAX_OUTPUT_MB}
     # A stopping worker releases the job before the child starts; once it
     # runs, only a lost lease (cancelled, expired, taken over) kills it, and
     # a stopping worker keeps the lease until the child answers.
@@ -52,6 +52,8 @@ def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, ext
         return run_parse(request, limits=limits, should_stop=ctx.check_lease)
     except SheetError as exc:
         raise PermanentError(exc.reason) from exc
+    except ParserKilled as exc:
+        raise TransientError(str(exc)) from exc
     # A child that crashed for no reason the input explains (ParserCrashed)
     # is unexpected: it propagates, and the job's retry policy decides.
 

@@ -33,6 +33,7 @@ from catalog.selectors import (
 from catalog.services import pricesheet_admit
 from catalog.readers import accepted_files, format_names
 from catalog.storage import UploadTooLarge
+from jobs.errors import InsufficientStorage
 from jobs.models import REQUEUEABLE_STATES, Job, State
 from jobs.problems import Problem
 from jobs.selectors import (
@@ -232,8 +233,10 @@ def job_new(request: HttpRequest) -> HttpResponse:
             refuse_declared_oversize(request, limit)
             limit_upload(request, limit)
             return _job_new(request)
-        except (UploadTooLarge, Problem) as exc:
+        except (UploadTooLarge, Problem, InsufficientStorage) as exc:
             workspaces = workspaces_of(request.user)
+            if isinstance(exc, InsufficientStorage):
+                return _form_page(request, _fresh_form(workspaces), status=507, error=str(exc))
             if isinstance(exc, Problem):
                 return _form_page(request, _fresh_form(workspaces), status=exc.status,
                                   error=exc.detail)

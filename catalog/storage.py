@@ -7,6 +7,7 @@ A sheet is stored under `sheets/<sha256>` of its bytes: the stored input
 never changes, and identical uploads share one object.
 """
 
+import errno
 import hashlib
 import os
 import tempfile
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage, Storage, storages
+
+from jobs.errors import InsufficientStorage
 
 STORAGE_ALIAS = "sheets"
 SPOOL_BYTES = 1024 * 1024
@@ -26,15 +29,58 @@ class UploadTooLarge(Exception):
         self.limit = limit
 
 
+MSG_NO_ROOM = "the server has no room to store the upload right now; try again later"
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
 class SyncedFileSystemStorage(FileSystemStorage):
-    """Django's file system storage, with each saved file flushed to disk
-    before `save` returns: the row naming it commits only afterwards."""
+    """Django's file system storage, with each file written whole or not
+    at all: the bytes go to a temporary name in the same folder, are
+    flushed to disk, and only then renamed into place (the rename itself
+    made durable by a flush of the folder), so a full disk or a crash never
+    leaves a cut-short file under a sheet's content-addressed name. A full
+    disk raises InsufficientStorage, with nothing left behind."""
 
     def _save(self, name, content):
-        name = super()._save(name, content)
-        with open(self.path(name), "rb") as saved:
-            os.fsync(saved.fileno())
-        return name
+        full_path = self.path(name)
+        directory = os.path.dirname(full_path)
+        os.makedirs(directory, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=directory, prefix=".upload-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for chunk in content.chunks():
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            if self.file_permissions_mode is not None:
+                os.chmod(temporary, self.file_permissions_mode)
+            while True:
+                try:
+                    # link() refuses an existing name, as Django's O_EXCL does.
+                    os.link(temporary, full_path)
+                    break
+                except FileExistsError:
+                    name = self.get_available_name(name)
+                    full_path = self.path(name)
+            _sync_directory(directory)
+        except OSError as exc:
+            if exc.errno in _NO_ROOM:
+                raise InsufficientStorage(MSG_NO_ROOM) from exc
+            raise
+        finally:
+            try:
+                os.unlink(temporary)
+            except FileNotFoundError:
+                pass
+        return os.path.relpath(full_path, self.location).replace("\\", "/")
+
+
+def _sync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)

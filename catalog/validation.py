@@ -80,6 +80,27 @@ MAX_TEXT = {"sku": 200, "unit": 50}
 MAX_CELL_CHARS = 32_767
 
 
+# Longer than any real value of its field: only the start is kept, flagged, so
+# one hostile cell is not stored, shown and exported at full length on every
+# item that names it.
+MAX_FIELD_CHARS = {"description": 4_000, "sku": 300, "unit": 300, "unit_price": 100,
+                   "pack_size": 100, "currency": 50}
+
+
+def cut_long_values(item: dict) -> tuple[dict, list[dict]]:
+    """``item`` with each text past MAX_FIELD_CHARS cut, and a too_large flag per cut field."""
+    flags = []
+    for name, limit in MAX_FIELD_CHARS.items():
+        value = item.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            if not flags:
+                item = dict(item)
+            item[name] = value[:limit]
+            flags.append(flag(Code.TOO_LARGE, name, variant="overlong",
+                              name=name.replace("_", " "), length=len(value), limit=limit))
+    return item, flags
+
+
 def _size_flags(item: dict) -> list[dict]:
     """Values past what the catalog's columns hold (prices: see catalog.extraction.money.MAX_PRICE)."""
     flags = []
@@ -132,6 +153,8 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
     out: list[dict] = []
     for n, item in enumerate(items):
         flags = [dict(f) for f in item.get("flags") or []]
+        item, cut = cut_long_values(item)
+        flags.extend(cut)
         currency = item.get("currency")
         if not currency:
             flags.append(flag(Code.MISSING_CURRENCY, "currency"))

@@ -39,7 +39,7 @@ BUILTIN_FORMATS = {
     45: "mm:ss", 46: "[h]:mm:ss", 47: "mmss.0", 48: "##0.0E+0", 49: "@",
 }
 # Literal text, quoted or escaped, and bracketed colours/conditions hide date letters.
-_NOT_DATE = re.compile(r'"[^"]*"|\\.|\[[^\]]*\]')
+_NOT_DATE = re.compile(r'"[^"]*"|\\.|\[[^\[\]]*\]')  # never spans another "[": linear
 _DATE_LETTERS = re.compile(r"[dmyhs]", re.IGNORECASE)
 EPOCH_1900 = dt.datetime(1899, 12, 30)
 EPOCH_1904 = dt.datetime(1904, 1, 1)

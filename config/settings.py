@@ -21,6 +21,9 @@ DEBUG = env.bool("DEBUG", default=False)
 DEVELOPMENT_SECRET_KEY = "django-insecure-development-key-not-for-production"
 EMBEDDED_DATABASE = "DATABASE_URL" not in env
 SECRET_KEY = env.str("SECRET_KEY", default="")
+# Django's own deploy check asks for at least 50 characters: a shorter key
+# can be guessed offline from one signed cookie.
+SECRET_KEY_MIN_LENGTH = 50
 if not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -28,6 +31,11 @@ if not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY:
             "`make run` sets one for local use, and DEBUG=true allows the development key"
         )
     SECRET_KEY = DEVELOPMENT_SECRET_KEY
+elif len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH and not DEBUG:
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is {len(SECRET_KEY)} characters long; use a random value of at least "
+        f"{SECRET_KEY_MIN_LENGTH} (python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    )
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -96,8 +104,13 @@ DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default=No
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Checked by the admin's password forms and `addmember --password`.
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 AUTHENTICATION_BACKENDS = [
     # Refuses a sign-in while its account or client address is locked out.
@@ -163,6 +176,10 @@ UPLOAD_RATE_PER_MINUTE = env.int("UPLOAD_RATE_PER_MINUTE", default=60)
 JOBS_PRODUCT = "pricesheet"
 JOB_LEASE_SECONDS = env.float("JOB_LEASE_SECONDS", default=60.0)
 JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=5)
+# The most attempts that failures not charged to a job (a lock wait that
+# timed out, a lost connection) and reviewers' requeues (a column mapping)
+# can extend a job's budget to; past it each requeue allows one attempt.
+JOB_MAX_TOTAL_ATTEMPTS = env.int("JOB_MAX_TOTAL_ATTEMPTS", default=20)
 JOB_RECOVERY_INTERVAL_SECONDS = env.float(
     "JOB_RECOVERY_INTERVAL_SECONDS", default=JOB_LEASE_SECONDS / 4
 )
@@ -183,6 +200,12 @@ JOB_PREFETCH_SHORT_SECONDS = env.float("JOB_PREFETCH_SHORT_SECONDS", default=0.0
 # lock from hanging a worker, not ordinary work.
 JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=60_000)
 JOB_LOCK_TIMEOUT_MS = env.int("JOB_LOCK_TIMEOUT_MS", default=10_000)
+# A transaction of theirs idle this long (the process paused or cut off
+# between two statements) is ended by the server, with its locks.
+JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS = env.int("JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS", default=30_000)
+# Recovery ends the database session still holding the row of a job whose
+# lease expired this many leases ago (a worker stalled inside a transaction).
+JOB_STALLED_LEASES = env.float("JOB_STALLED_LEASES", default=2.0)
 
 # Extraction
 EXTRACTOR = env.str("EXTRACTOR", default="builtin")
@@ -199,6 +222,10 @@ PARSE_MAX_SECONDS = env.float("PARSE_MAX_SECONDS", default=120.0)
 MAX_SHEETS = env.int("MAX_SHEETS", default=100)
 # Pages read from one PDF price list; more is refused before any page is read.
 MAX_PAGES = env.int("MAX_PAGES", default=100)
+# What the child's result may expand to once written out (the table's cells
+# with their text, the items with their fields): a cell repeated by reference
+# costs the child little and everything after it its full text.
+PARSE_MAX_OUTPUT_MB = env.int("PARSE_MAX_OUTPUT_MB", default=64)
 # A price that moves by more than this share against the supplier's current
 # catalog waits for a reviewer (0.5: more than 50% up or down).
 PRICE_CHANGE_REVIEW_RATIO = env.float("PRICE_CHANGE_REVIEW_RATIO", default=0.5)
@@ -255,13 +282,19 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT failures for
-# one username, or from one client address, sign-ins there are refused for
+# Sign-in throttling (django-axes): failures are counted per account and
+# address pair and per address. LOGIN_FAILURE_LIMIT failures for an account
+# from one address lock that account from that address only (a stranger
+# cannot lock anybody out of their own account); LOGIN_FAILURE_LIMIT failures
+# from one address, for any accounts, lock that address. Both last
 # LOGIN_LOCKOUT_MINUTES, with one answer whether the account exists or not.
+# A success clears only the failures of that account from that address
+# (accounts.services.signin_failures_clear): signing into another account
+# never clears anything.
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
-AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_RESET_ON_SUCCESS = False
 AXES_LOCKOUT_CALLABLE = "config.middleware.lockout_response"
 AXES_VERBOSE = False
 

@@ -8,3 +8,8 @@ class TransientError(Exception):
 
 class PermanentError(Exception):
     """Another attempt cannot help (unreadable input, rejected output)."""
+
+
+class InsufficientStorage(Exception):
+    """There is no room to store the request's data right now (a full disk
+    or quota): nothing was kept, and the client may try again later."""

@@ -276,7 +276,8 @@ class WebhookDelivery(models.Model):
 
 class JobCheckpoint(models.Model):
     """Useful progress a replacement worker reuses (e.g. the parsed table).
-    Written only inside a transaction whose guarded UPDATE proved the fence."""
+    Staged under a name of the attempt's own, then renamed into place in a
+    transaction whose guarded UPDATE proved the fence."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="checkpoint_rows")
     name = models.CharField(max_length=100)

@@ -27,15 +27,21 @@ CHART_LABEL_SPACE = 20  # below the bars, for the time axis
 CHART_TOP_SPACE = 16  # above the tallest bar, for its count
 
 
+# The dashboard shows every workspace's jobs: being staff (admin access) is
+# not enough, the user needs the permission to view jobs (superusers have it).
+OPS_PERMISSION = "jobs.view_job"
+
+
 def staff_required(view):
-    """Anonymous visitors go to the login page; signed-in non-staff get 403."""
+    """Anonymous visitors go to the login page; signed-in users who are not
+    staff with OPS_PERMISSION get 403."""
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
-        if not request.user.is_staff:
-            raise PermissionDenied("the operations dashboard is for staff")
+        if not (request.user.is_staff and request.user.has_perm(OPS_PERMISSION)):
+            raise PermissionDenied("the operations dashboard is for staff allowed to view jobs")
         return view(request, *args, **kwargs)
 
     return wrapper

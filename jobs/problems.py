@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 
 from accounts.auth import CHALLENGE, AuthenticationFailed, CsrfFailed, ReadOnlyToken
+from jobs.errors import InsufficientStorage
 from jobs.models import Job
 from jobs.services import IdempotencyConflict, InvalidTransition, VersionConflict
 
@@ -47,6 +48,7 @@ TITLES = {
     "too-many-requests": "Too many requests",
     "internal-error": "Internal server error",
     "page-out-of-range": "The page is past the last page",
+    "insufficient-storage": "There is no room to store the upload",
 }
 
 
@@ -135,6 +137,9 @@ def problem_from_exception(exc: BaseException) -> Problem:
         return Problem(400, "invalid-request", f"The request body could not be read: {exc}")
     if isinstance(exc, PermissionDenied):
         return Problem(403, "forbidden", str(exc))
+    if isinstance(exc, InsufficientStorage):
+        log.error("no room to store an upload: %s", exc.__cause__)
+        return Problem(507, "insufficient-storage", str(exc), headers={"Retry-After": "60"})
     log.exception("unexpected error in an API view", exc_info=exc)
     return Problem(500, "internal-error", "The error was logged; try again later.")
 

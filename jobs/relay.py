@@ -126,6 +126,10 @@ class _InFlight:
     body: bytes
     deadline: float  # monotonic; no POST starts after it (the reservation would lapse)
     remaining: int
+    # Database time minus this process's clock, as of the reservation: the
+    # Webhook-Timestamp is database time, so a relay whose clock is off
+    # still signs with the time a receiver checks against.
+    clock_offset: float = 0.0
     attempted: bool = False
     errors: list[str] = field(default_factory=list)
 
@@ -200,8 +204,10 @@ class Dispatcher:
         visibility = relay_setting("OUTBOX_VISIBILITY_SECONDS")
         deadline = time.monotonic() + max(visibility - settings.WEBHOOK_TIMEOUT_SECONDS,
                                           visibility / 2)
+        # The reservation's end is database time (clock_timestamp() + visibility).
+        offset = reservation.reserved_until.timestamp() - visibility - time.time()
         message = _InFlight(reservation=reservation, body=webhook_body(reservation),
-                            deadline=deadline, remaining=len(todo))
+                            deadline=deadline, remaining=len(todo), clock_offset=offset)
         self._workspaces[reservation.workspace_id] += 1
         self.in_flight += 1
         with self._lock:
@@ -230,6 +236,7 @@ class Dispatcher:
                         url=endpoint.url, secrets_in_use=endpoint.secrets_in_use,
                         message_id=str(message.reservation.message_id), body=message.body,
                         timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
+                        timestamp=int(time.time() + message.clock_offset),
                     )
                 except Exception:  # noqa: BLE001  one bad POST must not stop the lane
                     log.exception("outbox %s: POST to endpoint %s crashed",

@@ -21,6 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models.functions import Greatest, Least
 from django.db.models import (
     Case,
     JSONField,
@@ -448,31 +449,40 @@ def job_heartbeat(*, claim: Claim, done: int | None = None, total: int | None = 
         raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} lost its lease")
 
 
-# The guarded UPDATE takes the job's row lock and proves the fence (as
-# _fenced() and an unexpired lease) for the checkpoint write that shares its
-# statement: no fence, no row written. One statement, where the ORM's
-# update_or_create took seven round trips (savepoints, a locking read).
-_CHECKPOINT_SQL = """
-WITH fenced AS (
-    UPDATE jobs_job SET updated_at = clock_timestamp()
-    WHERE id = %(job)s AND state = 'running' AND attempt = %(attempt)s AND lease_token = %(token)s
-      AND lease_until > clock_timestamp()
-    RETURNING id
-)
+STAGING = "{name}~{attempt}"
+_STAGE_SQL = """
 INSERT INTO jobs_jobcheckpoint (job_id, name, attempt, data)
-SELECT id, %(name)s, %(attempt)s, %(data)s FROM fenced
+VALUES (%(job)s, %(name)s, %(attempt)s, %(data)s)
 ON CONFLICT (job_id, name) DO UPDATE SET data = EXCLUDED.data, attempt = EXCLUDED.attempt
-RETURNING job_id
 """
 
 
 def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
-    """Store a checkpoint, only while this claim still owns the job."""
+    """Store a checkpoint, only while this claim still owns the job.
+
+    Two steps, so that the job's row lock is never held across the large
+    write: the data is written under a staging name of this attempt's own
+    (no lock on the job row but the foreign key's KEY SHARE, which lease
+    renewal does not wait for), then one short transaction proves the fence
+    with the guarded UPDATE and renames the staged row into place (the
+    renamed row keeps its stored data; nothing large is written again). A
+    stale attempt's staged row is never renamed."""
+    staging = STAGING.format(name=name, attempt=claim.attempt)
+    # One statement (update_or_create took a transaction, a locking read and
+    # a savepoint around its INSERT).
     with connection.cursor() as cursor:
-        cursor.execute(_CHECKPOINT_SQL, {"job": claim.job_id, "attempt": claim.attempt,
-                                         "token": claim.token, "name": name, "data": Jsonb(data)})
-        if cursor.fetchone() is None:
+        cursor.execute(_STAGE_SQL, {"job": claim.job_id, "name": staging, "attempt": claim.attempt,
+                                    "data": Jsonb(data)})
+    with transaction.atomic():
+        # The guarded UPDATE takes the job's row lock and proves the fence
+        # for the rename that shares its transaction.
+        if not _fenced(claim).filter(lease_until__gt=ClockTimestamp()).update(
+            updated_at=ClockTimestamp()
+        ):
+            JobCheckpoint.objects.filter(job_id=claim.job_id, name=staging).delete()
             raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} lost its lease")
+        JobCheckpoint.objects.filter(job_id=claim.job_id, name=name).delete()
+        JobCheckpoint.objects.filter(job_id=claim.job_id, name=staging).update(name=name)
 
 
 def job_load_checkpoint(*, job_id: uuid.UUID, name: str) -> Any | None:
@@ -640,17 +650,29 @@ def attempt_record_provider_call(*, claim: Claim, request_id: str | None, usage:
 # --- fail -------------------------------------------------------------------
 
 
-def job_fail(*, claim: Claim, error: str, transient: bool, reason: str | None = None) -> str:
+def job_fail(*, claim: Claim, error: str, transient: bool, reason: str | None = None,
+             charged: bool = True) -> str:
     """Record a failed attempt: transient failures retry after a jittered
     backoff while attempts remain; permanent ones, and the last attempt, go
     to `needs_attention` with the reason.
 
     ``error`` is kept on the attempt (staff); ``reason``, when given, is what
-    the job shows its workspace's members instead (no internals)."""
+    the job shows its workspace's members instead (no internals).
+
+    An attempt cut short by the infrastructure (a lock wait that timed out,
+    a lost connection), not by its job, is not ``charged``: the budget
+    moves up by one, as for a released attempt, until the job reaches
+    JOB_MAX_TOTAL_ATTEMPTS; from there every failure counts."""
     delay = _job_backoff(claim.attempt)
+    extend: Q | bool = (Q(max_attempts__lt=settings.JOB_MAX_TOTAL_ATTEMPTS)
+                        if transient and not charged else False)
     give_up: Q | bool = Q(attempt__gte=F("max_attempts")) if transient else True
+    if extend is not False:
+        give_up = Q(attempt__gte=F("max_attempts"), max_attempts__gte=settings.JOB_MAX_TOTAL_ATTEMPTS)
     shown = error if reason is None else reason
     final_reason = f"gave up after {claim.attempt} attempts: {shown}" if transient else shown
+    retrying = (f"attempt {claim.attempt} failed, retrying: {shown}" if charged
+                else f"attempt {claim.attempt} was interrupted, retrying (not counted): {shown}")
     with transaction.atomic():
         updated = _fenced(claim).update(
             **_leave_state(
@@ -661,8 +683,9 @@ def job_fail(*, claim: Claim, error: str, transient: bool, reason: str | None = 
                                     output_field=DateTimeField()),
                 lease_token=None,
                 lease_until=None,
-                reason=_choose(give_up, Value(final_reason),
-                               Value(f"attempt {claim.attempt} failed, retrying: {shown}")),
+                max_attempts=_choose(extend, F("max_attempts") + 1, F("max_attempts"),
+                                     output_field=Job._meta.get_field("max_attempts")),
+                reason=_choose(give_up, Value(final_reason), Value(retrying)),
             )
         )
         if not updated:
@@ -768,6 +791,45 @@ def jobs_expire_leases(*, batch_size: int = 100, max_batches: int = 100) -> list
     return moved
 
 
+# The sessions whose open transaction holds the row of a running job whose
+# lease expired `leases` leases ago. The row's xmax names the transaction
+# that updated or locked it last; a transaction still open holds a lock on
+# its own id, which names its backend. It began before the lease ran out (a
+# guarded accept or renewal needs an unexpired lease), which also keeps a
+# multixact id that happens to equal some other transaction's id out.
+_STALLED_SQL = """
+SELECT DISTINCT j.id, l.pid
+FROM jobs_job AS j
+JOIN pg_locks AS l ON l.locktype = 'transactionid' AND l.granted AND l.mode = 'ExclusiveLock'
+     AND l.transactionid::text = j.xmax::text
+JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE j.state = 'running'
+  AND j.lease_until < clock_timestamp() - make_interval(secs => %s)
+  AND a.xact_start < j.lease_until
+  AND l.pid <> pg_backend_pid()
+"""
+
+
+def jobs_end_stalled_sessions(*, leases: float) -> list[tuple[uuid.UUID, int]]:
+    """End the database sessions still holding the rows of jobs whose lease
+    expired more than ``leases`` leases ago; returns (job id, backend pid).
+
+    A worker paused (SIGSTOP, a frozen VM, a partition) inside a transaction
+    keeps its row locks with no bound: recovery passes over the locked job
+    (SKIP LOCKED), and every publication that needs the same supplier or
+    workspace rows waits behind it. Its lease ran out long ago, so nothing
+    it could still commit would be accepted: its session is terminated, the
+    transaction rolls back, and the next expiry scan re-queues the job."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STALLED_SQL, [leases * settings.JOB_LEASE_SECONDS])
+        stalled = cursor.fetchall()
+        for job_id, pid in stalled:
+            log.warning("job %s: lease expired long ago and its row is still held by backend %s; "
+                        "terminating that session", job_id, pid)
+            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+    return stalled
+
+
 # --- cancel and retry (staff and owners) ------------------------------------------
 
 
@@ -827,8 +889,9 @@ def job_requeue_with_input(*, job_id: uuid.UUID, expected_version: int, payload_
     Versioned like approve: one guarded UPDATE on (state, version), so a
     decision made on a page that is no longer current changes nothing. The
     job gets a fresh attempt budget (the new input is a new piece of work,
-    as with a staff retry), comes back to review whatever it produces (a
-    person asked for it), and its staged output is cleared."""
+    as with a staff retry), but never past JOB_MAX_TOTAL_ATTEMPTS: beyond
+    it, each requeue allows one attempt. It comes back to review whatever it
+    produces (a person asked for it), and its staged output is cleared."""
     merged = Func(F("payload"), Value(payload_changes, output_field=JSONField()),
                   template="(%(expressions)s)", arg_joiner=" || ", output_field=JSONField())
     with transaction.atomic():
@@ -839,7 +902,10 @@ def job_requeue_with_input(*, job_id: uuid.UUID, expected_version: int, payload_
                 state=State.QUEUED,
                 payload=merged,
                 run_after=ClockTimestamp(),
-                max_attempts=F("attempt") + settings.JOB_MAX_ATTEMPTS,
+                max_attempts=Greatest(
+                    Least(F("attempt") + settings.JOB_MAX_ATTEMPTS,
+                          Value(settings.JOB_MAX_TOTAL_ATTEMPTS)),
+                    F("attempt") + 1),
                 review_required=True,
                 output=None,
                 result=None,

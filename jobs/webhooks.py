@@ -102,12 +102,39 @@ def webhook_signatures(*, secrets_in_use: list[str], message_id: str, timestamp:
 # --- the address policy -----------------------------------------------------------------
 
 
+NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries, by which traffic to it
+    reaches an IPv4 host: IPv4-mapped, IPv4-compatible (::a.b.c.d), NAT64
+    (64:ff9b::/96 and the local-use 64:ff9b:1::/48, last 32 bits), 6to4
+    (2002::/16) and Teredo (2001::/32: server and client)."""
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    last32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in IPV4_COMPATIBLE and int(ip) > 1:  # not :: or ::1
+        return [last32]
+    if any(ip in network for network in NAT64):
+        return [last32]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    return []
+
+
 def address_is_public(address: str) -> bool:
     """False for loopback, private, link-local, multicast, reserved,
-    unspecified and shared (CGNAT) addresses, also inside IPv4-mapped IPv6."""
+    unspecified and shared (CGNAT) addresses, also when an IPv6 address
+    carries one of them as its IPv4 part (see `embedded_ipv4`): such an
+    address is judged by the IPv4 address it reaches."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = embedded_ipv4(ip)
+        if embedded:
+            return all(v4.is_global and not v4.is_multicast for v4 in embedded)
     return ip.is_global and not ip.is_multicast
 
 
@@ -186,9 +213,10 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
 
 
 def webhook_post(*, url: str, secrets_in_use: list[str], message_id: str, body: bytes,
-                 timeout: float) -> PostResult:
+                 timeout: float, timestamp: int | None = None) -> PostResult:
     """POST one signed message. http.client follows no redirect: a 3xx is a
-    failed delivery like any other non-2xx status."""
+    failed delivery like any other non-2xx status. ``timestamp`` (Unix
+    seconds, the relay passes database time) defaults to this clock's."""
     started = time.monotonic()
 
     def result(status: int | None, error: str) -> PostResult:
@@ -199,7 +227,8 @@ def webhook_post(*, url: str, secrets_in_use: list[str], message_id: str, body: 
         target = target_vet(url)
     except EndpointRefused:
         return result(None, REFUSED)
-    timestamp = int(time.time())
+    if timestamp is None:
+        timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,

@@ -27,7 +27,13 @@ from typing import Any
 
 import psycopg
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+)
 
 from jobs import registry
 from jobs.errors import PermanentError, TransientError
@@ -46,12 +52,26 @@ from jobs.services import (
     job_release,
     jobs_accept_outputs,
     jobs_claim_batch,
+    jobs_end_stalled_sessions,
     jobs_expire_leases,
 )
 
 log = logging.getLogger("jobs.worker")
 
 MSG_INTERNAL_ERROR = "internal error, reference {reference}"
+MSG_INTERRUPTED = "the database was busy or unreachable (reference {reference})"
+
+
+def interrupted_by_infrastructure(exc: BaseException) -> bool:
+    """A failure of the path to the database, not of the job: a lock wait
+    that timed out, a deadlock, a connection that was lost or ended. A
+    statement timeout is not among them: a statement that runs too long may
+    do so every time."""
+    if isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    return not isinstance(exc.__cause__, psycopg.errors.QueryCanceled)
 
 
 class RunTimes:
@@ -201,6 +221,10 @@ class LeaseKeeper(threading.Thread):
         with self._lock:
             self._contexts.discard(ctx)
 
+    def in_hand(self) -> list[JobContext]:
+        with self._lock:
+            return [ctx for ctx in self._contexts if not (ctx.finished or ctx.lost)]
+
     def run(self) -> None:
         interval = settings.JOB_LEASE_SECONDS / 3
         try:
@@ -256,7 +280,8 @@ class Listener(threading.Thread):
 
     def run(self) -> None:
         params = {k: v for k, v in connection.get_connection_params().items()
-                  if k in ("dbname", "host", "port", "user", "password", "sslmode", "options")}
+                  if k in ("dbname", "host", "port", "user", "password", "sslmode", "options")
+                  or k.startswith("keepalives")}
         while not self._stop_event.is_set():
             try:
                 with psycopg.connect(**params, autocommit=True) as conn:
@@ -272,8 +297,12 @@ class Listener(threading.Thread):
 
 class Worker:
     def __init__(self, *, worker_id: str | None = None, concurrency: int = 1,
-                 burst: bool = False, relay: bool = False, prefetch: int | None = None):
+                 burst: bool = False, relay: bool = False, prefetch: int | None = None,
+                 shutdown_timeout: float | None = None):
         self.worker_id = worker_id or default_worker_id()
+        # How long a graceful stop may take before the jobs in hand are
+        # released and the process exits (None: as long as they take).
+        self.shutdown_timeout = shutdown_timeout
         self.concurrency = concurrency
         self.burst = burst
         self.relay = relay
@@ -419,8 +448,12 @@ class Worker:
             error = f"reference {reference}: {type(exc).__name__}: {exc}"
             if isinstance(exc, DatabaseError):
                 connection.close()
-            self._finish_quietly(job_fail, claim=claim, error=error, transient=True,
-                                 reason=MSG_INTERNAL_ERROR.format(reference=reference),
+            # A lock timeout or a lost connection does not use up the job's
+            # attempts (up to JOB_MAX_TOTAL_ATTEMPTS): the job did not fail.
+            charged = not interrupted_by_infrastructure(exc)
+            shown = MSG_INTERNAL_ERROR if charged else MSG_INTERRUPTED
+            self._finish_quietly(job_fail, claim=claim, error=error, transient=True, charged=charged,
+                                 reason=shown.format(reference=reference),
                                  stale={"rejected": "fail", "error": error,
                                         "traceback": traceback.format_exc(limit=5)})
         finally:
@@ -442,6 +475,10 @@ class Worker:
 
     def recover(self) -> list:
         moved = jobs_expire_leases()
+        # A job passed over because its row is still locked long after its
+        # lease ran out: end the stalled session holding it, then expire it.
+        if jobs_end_stalled_sessions(leases=settings.JOB_STALLED_LEASES):
+            moved += jobs_expire_leases()
         for job_id, state in moved:
             log.warning("job %s: lease expired, moved to %s", job_id, state)
         return moved
@@ -523,3 +560,19 @@ class Worker:
         log.info("signal %s: no more claims; finishing or releasing jobs in hand "
                  "(a second signal exits at once)", signum)
         self.stop()
+        if self.shutdown_timeout is not None:
+            timer = threading.Timer(self.shutdown_timeout, self._stop_now)
+            timer.daemon = True
+            timer.start()
+
+    def _stop_now(self) -> None:
+        """The graceful stop ran out of time: hand back every job still in
+        hand (its fence makes any later write of the handler a no-op; the
+        attempt is not counted) and exit."""
+        contexts = self._keeper.in_hand()
+        log.warning("shutdown timeout (%ss): releasing %d job(s) in hand and exiting",
+                    self.shutdown_timeout, len(contexts))
+        for ctx in contexts:
+            self._finish_quietly(job_release, claim=ctx.claim)
+        connection.close()
+        os._exit(1)

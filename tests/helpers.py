@@ -55,7 +55,7 @@ def subprocess_env(**overrides: Any) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url(),
-        SECRET_KEY="test-secret-key-for-worker-processes",
+        SECRET_KEY="test-secret-key-for-worker-processes-0123456789-abcdefghij",
         HTTPS="false",
         DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONUNBUFFERED="1",

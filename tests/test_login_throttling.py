@@ -36,10 +36,35 @@ def test_the_right_password_is_refused_after_repeated_failures(member):
     assert "_auth_user_id" not in client.session
 
 
-def test_an_account_is_locked_from_every_address(member):
-    for i in range(LIMIT):
-        sign_in(browser(f"10.0.1.{i}"), "mia", "wrong")
-    assert sign_in(browser("10.0.2.1"), "mia", "mia-password-1").status_code == 429
+def test_failures_from_one_address_lock_the_account_only_there(member):
+    stranger = browser("10.0.1.1")
+    for _ in range(LIMIT):
+        sign_in(stranger, "mia", "wrong")
+    assert sign_in(stranger, "mia", "mia-password-1").status_code == 429
+    # Anonymous guesses cannot lock mia out of her own account elsewhere.
+    assert sign_in(browser("10.0.2.1"), "mia", "mia-password-1").status_code == 302
+
+
+def test_a_sign_in_of_another_account_does_not_clear_the_failures(member, reviewer):
+    client = browser("10.0.7.1")
+    for _ in range(LIMIT - 1):
+        sign_in(client, "mia", "wrong")
+    # The guesser signs into an account of their own from the same address...
+    assert sign_in(client, "rey", "rey-password-1").status_code == 302
+    client.logout()
+    # ...and the count against mia goes on: one more failure locks it.
+    assert sign_in(client, "mia", "wrong").status_code == 429
+    assert sign_in(client, "mia", "mia-password-1").status_code == 429
+
+
+def test_failures_are_counted_per_address_across_accounts_and_per_account(member):
+    client = browser("10.0.8.1")
+    for i in range(LIMIT - 1):
+        sign_in(client, f"guess{i}", "wrong")
+    assert sign_in(client, "mia", "wrong").status_code == 429  # the address's fifth failure
+    other = browser("10.0.8.2")
+    for _ in range(LIMIT - 1):
+        assert sign_in(other, "mia", "wrong").status_code == 200  # a count of its own
 
 
 def test_an_address_is_locked_for_every_account(member, reviewer):

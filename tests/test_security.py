@@ -103,3 +103,14 @@ def test_signed_in_pages_api_answers_and_exports_are_not_stored(client, member):
 def test_password_reset_is_not_offered(client):
     assert client.get("/accounts/password_reset/").status_code == 404
     assert client.post("/accounts/password_reset/", {"email": "a@example.com"}).status_code == 404
+
+
+def test_a_short_secret_key_is_refused_whenever_debug_is_off(db):
+    short = "k7Hq2Zp9Lm4Xv8Rt1Ws6Yb3Nc5Df0Gj7"  # random, but 32 characters
+    refused = django_python("print('started')", DEBUG="false", SECRET_KEY=short,
+                            DATABASE_URL=database_url())
+    assert refused.returncode != 0
+    assert "SECRET_KEY is 32 characters long" in refused.stderr
+    allowed = django_python("print('started')", DEBUG="true", SECRET_KEY=short,
+                            DATABASE_URL=database_url())
+    assert allowed.returncode == 0, allowed.stderr

@@ -245,7 +245,9 @@ def _cell_text(value) -> str:
     return str(value).strip()
 
 
-_FMT_BRACKET = re.compile(r"\[\$([^\]\-]*)(?:-([0-9A-Fa-f]+))?\]")
+# Bracketed parts never span another "[": a format of many "[" costs one
+# scan, not one per "[" (the patterns stay linear in the format's length).
+_FMT_BRACKET = re.compile(r"\[\$([^\[\]\-]*)(?:-([0-9A-Fa-f]+))?\]")
 _FMT_QUOTED = re.compile(r'"([^"]*)"')
 # "$" means a currency only with a locale that says which dollar.
 _DOLLAR_LCID = {
@@ -292,7 +294,7 @@ def currency_from_number_format(fmt: str | None) -> str | None:
 
 
 _FMT_ESCAPE_OR_PAD = re.compile(r"\\(.)|[_*].")
-_FMT_DROP = re.compile(r'"[^"]*+"|\[[^\]]*+\]|\\.|_.|\*.')
+_FMT_DROP = re.compile(r'"[^"]*+"|\[[^\[\]]*+\]|\\.|_.|\*.')
 _FMT_PLACES = re.compile(r"\.([0#?]++)")
 
 

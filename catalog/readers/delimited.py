@@ -24,11 +24,30 @@ from catalog.readers.common import (
 DELIMITERS = (",", ";", "\t", "|")
 
 
+MSG_CUT_UTF16 = ("the file is UTF-16 text that ends in the middle of a character (an odd "
+                 "number of bytes): it was cut short; save or export it again")
+MSG_NUL = ("line {line} holds a NUL character, which no text cell can: the file is not a "
+           "plain text CSV; save it again as CSV or XLSX")
+
+
 def _decode(data: bytes) -> str:
+    text = _decode_bytes(data)
+    # A NUL can be neither stored nor published (PostgreSQL text refuses it):
+    # refused here, every time, rather than failing each attempt later.
+    at = text.find("\x00")
+    if at >= 0:
+        raise UnreadableSheet(MSG_NUL.format(line=text.count("\n", 0, at) + 1))
+    return text
+
+
+def _decode_bytes(data: bytes) -> str:
     if data.startswith(b"\xef\xbb\xbf"):
         return data[3:].decode("utf-8", errors="replace")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise UnreadableSheet(MSG_CUT_UTF16) from None
     if b"\x00" in data[:4096]:
         raise UnreadableSheet(
             "the bytes are not text (NUL bytes found) and not an XLSX workbook: "

@@ -165,6 +165,75 @@ def legit_sparse_xlsx() -> bytes:
     return xlsx_bytes({"S": worksheet(ITEM_ROWS + inline_row(5000, ["end of list"]))})
 
 
+# --- amplification: small to read, big once every reference is written out --------
+
+
+def _long_text(length: int, seed: int) -> str:
+    rnd = random.Random(seed)
+    return "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(length))
+
+
+def _shared_item_rows(first: int, count: int, prefix: str = "") -> str:
+    """Item rows whose description is shared string 0."""
+    return "".join(
+        f'<row r="{r}"><c r="A{r}" t="inlineStr"><is><t>{prefix}S-{r}</t></is></c>'
+        f'<c r="B{r}" t="s"><v>0</v></c>'
+        f'<c r="C{r}" t="inlineStr"><is><t>kg</t></is></c><c r="D{r}"><v>{r}.5</v></c>'
+        f'<c r="E{r}" t="inlineStr"><is><t>EUR</t></is></c></row>'
+        for r in range(first, first + count))
+
+
+def _one_shared_string(text: str) -> bytes:
+    return (f'<?xml version="1.0" encoding="UTF-8"?><sst xmlns="{NS}" count="1" uniqueCount="1">'
+            f"<si><t>{text}</t></si></sst>").encode()
+
+
+def shared_string_references_xlsx(rows: int = 20_000, length: int = 30_000) -> bytes:
+    """One 30,000-character shared string named as the description of 20,000
+    items: about 600 MB once every reference is written out."""
+    return xlsx_bytes({"S": worksheet(ITEM_ROWS.replace("Apples", "Pears")
+                                      + _shared_item_rows(3, rows))},
+                      shared_strings=_one_shared_string(_long_text(length, 5)))
+
+
+def repeated_inline_strings_xlsx(rows: int = 2_500, length: int = 30_000) -> bytes:
+    """The same 30,000-character inline string in 2,500 rows: each a copy of
+    its own, compressed to a few hundred bytes by the ZIP."""
+    text = _long_text(length, 9)
+    body = "".join(inline_row(r, [f"S-{r}", text, "kg", f"{r}.5", "EUR"])
+                   for r in range(3, 3 + rows))
+    return xlsx_bytes({"S": worksheet(ITEM_ROWS + body)})
+
+
+def sheets_of_references_xlsx(sheets: int = 50, rows: int = 500, length: int = 30_000) -> bytes:
+    """50 sheets of 500 items whose description is the one shared string."""
+    return xlsx_bytes({f"S{i}": worksheet(ITEM_ROWS + _shared_item_rows(3, rows, prefix=f"{i}-"))
+                       for i in range(1, sheets + 1)},
+                      shared_strings=_one_shared_string(_long_text(length, 13)))
+
+
+def long_descriptions_csv(rows: int = 200, length: int = 16_000) -> bytes:
+    """Descriptions of 16,000 characters: within every limit, longer than any real one."""
+    text = _long_text(length, 17)
+    return (HEADER + "".join(f"S-{r},{text},kg,{r}.5,EUR\n" for r in range(rows))).encode()
+
+
+def odd_length_utf16_csv() -> bytes:
+    """UTF-16 with a byte-order mark, cut one byte into a character."""
+    return b"\xff\xfe" + (HEADER + "A-1,Apples,kg,1.50,EUR\n").encode("utf-16-le") + b"A"
+
+
+def late_nul_byte_csv() -> bytes:
+    """A NUL inside a cell, past the first few kilobytes the type check looks at."""
+    filler = "".join(f"S-{r},Item {r},kg,{r}.5,EUR\n" for r in range(400))
+    return (HEADER + filler + "B-2,Pe\x00ars,kg,2,EUR\n").encode()
+
+
+# The amplification family: each ends in needs_attention or publishes values
+# cut to a plausible length and flagged.
+AMPLIFICATION = ("shared-string-references.xlsx", "repeated-inline-strings.xlsx",
+                 "sheets-of-references.xlsx", "long-descriptions.csv")
+
 # name -> (upload file name, builder, expectation)
 CORPUS = {
     "digits-description.csv": ("digits.csv", digits_description_csv, "any"),
@@ -182,6 +251,12 @@ CORPUS = {
     "far-column.xlsx": ("wide.xlsx", many_columns_xlsx, "refused"),
     "last-excel-row.xlsx": ("far.xlsx", wide_sparse_sheet_xlsx, "refused"),
     "legit-sparse.xlsx": ("note.xlsx", legit_sparse_xlsx, "read"),
+    "shared-string-references.xlsx": ("refs.xlsx", shared_string_references_xlsx, "any"),
+    "repeated-inline-strings.xlsx": ("inline.xlsx", repeated_inline_strings_xlsx, "any"),
+    "sheets-of-references.xlsx": ("refsheets.xlsx", sheets_of_references_xlsx, "any"),
+    "long-descriptions.csv": ("longdesc.csv", long_descriptions_csv, "any"),
+    "odd-length-utf16.csv": ("utf16.csv", odd_length_utf16_csv, "refused"),
+    "late-nul-byte.csv": ("nul.csv", late_nul_byte_csv, "refused"),
 }
 
 

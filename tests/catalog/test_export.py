@@ -153,3 +153,12 @@ def test_downloaded_xlsx_keeps_formula_leading_text_as_strings(client, member, h
     assert not [c for c in cells if isinstance(c.value, str) and c.value.startswith("'")]
     texts = {c.value for row in rows[1:] for c in row[:2]}
     assert texts >= {text.replace("\r", "\n") for text in DANGEROUS[:hostile_revision.item_count]}
+
+
+def test_a_control_character_in_a_published_cell_does_not_break_the_xlsx_export():
+    row = {"sku": "C-1", "description": "Bolt\x1b[31m red\x07", "unit": "p\x00c", "unit_code": "",
+           "pack_size": None, "unit_price": Decimal("1.50"), "currency": "EUR",
+           "source_sheet": "Prices\x0b", "source_row": 2}
+    [_, cells] = read_xlsx(rows_to_xlsx([row]))
+    assert [cells[0].value, cells[1].value, cells[2].value, cells[7].value] == [
+        "C-1", "Bolt\ufffd[31m red\ufffd", "p\ufffdc", "Prices\ufffd"]

@@ -2,6 +2,7 @@
 an uploader reads, on the first attempt; the worker goes on, and a clean job
 of another workspace is not held up by a hostile one."""
 
+import json
 import re
 import time
 
@@ -9,7 +10,7 @@ import pytest
 
 from jobs.models import Attempt, Job, State
 from jobs.worker import Worker
-from tests.catalog.hostile import CORPUS
+from tests.catalog.hostile import AMPLIFICATION, CORPUS
 from tests.catalog.test_parse_sheet import CLEAN_CSV, admit_sheet
 from tests.helpers import wait_for
 
@@ -100,3 +101,27 @@ def test_a_hostile_job_does_not_hold_up_a_clean_job_of_another_workspace(
     hostile.refresh_from_db()
     # Its lease was renewed throughout: one attempt, never handed over.
     assert hostile.attempt == 1, hostile.reason
+
+
+@pytest.mark.parametrize("name", AMPLIFICATION)
+def test_amplified_file_is_refused_or_published_bounded_and_flagged(workspace, name):
+    from jobs.models import JobCheckpoint
+
+    filename, build, _ = CORPUS[name]
+    data = build()
+    job = admit_sheet(workspace, filename, data)
+    Worker(worker_id="w").run_one()
+    job.refresh_from_db()
+    assert job.attempt == 1, job.reason
+    assert job.state in (State.NEEDS_ATTENTION, State.AWAITING_REVIEW), (job.state, job.reason)
+    if job.state == State.NEEDS_ATTENTION:
+        assert "expands to more than 64 MB" in job.reason or "MB to read" in job.reason, job.reason
+        return
+    descriptions = [item["description"] for item in job.output["items"]]
+    assert max(map(len, descriptions)) <= 4_000
+    assert all(("too_large", "description") in {(f["code"], f["field"]) for f in item["flags"]}
+               for item in job.output["items"])
+    # What the job stored stays within a small multiple of the upload.
+    stored = len(json.dumps(job.output)) + sum(
+        len(json.dumps(data)) for data in JobCheckpoint.objects.filter(job=job).values_list("data", flat=True))
+    assert stored < 10 * len(data)

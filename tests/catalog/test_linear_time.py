@@ -14,6 +14,8 @@ import types
 import pytest
 
 import catalog.codepages
+import catalog.readers.common
+import catalog.xlsx
 import catalog.extraction.columns
 import catalog.extraction.headers
 import catalog.extraction.layout
@@ -75,8 +77,8 @@ def _best_time(func, text: str, loops: int, repeat: int = 7) -> float:
     return best
 
 
-def _ratio(func, unit: str) -> float:
-    small_text, large_text = adversarial(unit, SMALL), adversarial(unit, LARGE)
+def _ratio(func, unit: str, small_n: int = SMALL, large_n: int = LARGE) -> float:
+    small_text, large_text = adversarial(unit, small_n), adversarial(unit, large_n)
     func(large_text)  # warm up: the first pass over a large text pays for its allocation
     once = _best_time(func, small_text, 1, repeat=1)
     loops = max(1, min(200, int(0.002 / max(once, 1e-7))))  # about 2 ms per small run
@@ -131,3 +133,32 @@ def test_patterns_are_collected_from_every_extraction_module():
     assert {p.rsplit(".", 1)[0].split("[")[0] for p in PATTERNS} >= {
         m.__name__ for m in MODULES if any(isinstance(v, re.Pattern) for v in vars(m).values())}
     assert all(isinstance(m, types.ModuleType) for m in MODULES)
+
+
+# Number formats come from the workbook's styles, as long as the uploader
+# likes. Measured at 1,000 and 10,000 characters: a quadratic pattern there
+# shows a ratio near 100 in seconds instead of running for minutes.
+FORMAT_UNITS = ("[", "[$", "[$-", "[$-1", '"', '"a', "\\", "_", "*", "0.", ".0", "#,", "[a]")
+
+
+def _uncached_currency(fmt: str):
+    catalog.readers.common._format_cache.clear()
+    return catalog.readers.common.currency_from_number_format(fmt)
+
+
+FORMAT_FUNCTIONS = {
+    "currency_from_number_format": _uncached_currency,
+    "decimal_places_of_format": catalog.readers.common.decimal_places_of_format,
+    "is_date_format": catalog.xlsx.is_date_format,
+}
+FORMAT_PATTERNS = {f"{module.__name__}.{name}": value
+                   for module in (catalog.readers.common, catalog.xlsx)
+                   for name, value in vars(module).items() if isinstance(value, re.Pattern)}
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT_FUNCTIONS) + sorted(FORMAT_PATTERNS))
+def test_number_format_reading_grows_linearly_on_adversarial_formats(name):
+    func = FORMAT_FUNCTIONS.get(name) or FORMAT_PATTERNS[name].search
+    over = [(unit, ratio, limit) for unit in FORMAT_UNITS
+            if (ratio := _ratio(func, unit, SMALL // 10, LARGE // 10)) >= (limit := _limit(unit))]
+    assert over == []

@@ -88,3 +88,34 @@ def test_the_caller_stopping_kills_the_child_at_once():
         run_parse(request(big_csv(150_000, 8)), limits=ParseLimits(), should_stop=should_stop)
     assert not alive(sandbox.last_report.pid)
     assert sandbox.last_report.seconds < 60  # well before the child could have finished
+
+
+def test_a_result_over_the_output_budget_is_refused_with_a_plain_reason():
+    from tests.catalog.hostile import shared_string_references_xlsx
+
+    # 40 KB of workbook; 2,000 references to one 2,000-character string.
+    data = shared_string_references_xlsx(rows=2_000, length=2_000)
+    with pytest.raises(UnreadableSheet) as caught:
+        run_parse({**request(data, "refs.xlsx"), "max_output_mb": 2}, limits=ParseLimits())
+    assert caught.value.reason.startswith("this sheet expands to more than 2 MB of text once read")
+
+
+def test_a_result_within_the_output_budget_is_returned():
+    result = run_parse({**request(CLEAN_CSV), "max_output_mb": 1}, limits=ParseLimits())
+    assert [i["sku"] for i in result["items"]] == ["A-1"]
+
+
+def test_a_child_killed_from_outside_is_not_blamed_on_a_limit():
+    import signal
+
+    from catalog.sandbox import ParserKilled
+
+    def kill_the_child():
+        # As an OOM kill under a container limit would, well within the limits.
+        os.kill(sandbox.last_report.pid, signal.SIGKILL)
+
+    with pytest.raises(ParserKilled) as caught:
+        run_parse(request(big_csv(150_000, 8)), limits=ParseLimits(), should_stop=kill_the_child)
+    assert str(caught.value) == "the parser was killed (signal 9)"
+    assert not isinstance(caught.value, ParseLimitExceeded)
+    assert sandbox.last_report.outcome == "killed"

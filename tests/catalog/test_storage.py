@@ -132,3 +132,36 @@ def _named(content: bytes, name: str):
     handle = io.BytesIO(content)
     handle.name = name
     return handle
+
+
+@pytest.fixture
+def full_disk(tmp_path, settings):
+    """MEDIA_ROOT on a 64 KB tmpfs (needs the right to mount)."""
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    settings.MEDIA_ROOT = folder
+    yield folder
+    subprocess.run(["umount", str(folder)], check=False)
+
+
+def test_an_upload_that_fills_the_disk_answers_507_and_leaves_nothing_behind(member, full_disk):
+    token = apitoken_create(user=member)[1]
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    big = CSV + b"".join(f"S-{i},Item {i},kg,{i}.5,EUR\n".encode() for i in range(20_000))
+    upload = client.post("/api/jobs", {"file": _named(big, "big.csv"), "supplier": "Bolts Ltd"},
+                         HTTP_IDEMPOTENCY_KEY="full-1")
+    assert upload.status_code == 507, upload.content
+    assert upload["Retry-After"]
+    assert upload.json()["type"] == "/problems/insufficient-storage"
+    assert [p.name for p in full_disk.rglob("*") if p.is_file()] == []
+    assert not PriceSheet.objects.exists()
+    # Once there is room the same upload is stored whole.
+    small = client.post("/api/jobs", {"file": _named(CSV, "bolts.csv"), "supplier": "Bolts Ltd"},
+                        HTTP_IDEMPOTENCY_KEY="full-2")
+    assert small.status_code == 202
+    sheet = PriceSheet.objects.get()
+    assert (full_disk / sheet.storage_path).read_bytes() == CSV

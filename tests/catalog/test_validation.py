@@ -101,3 +101,20 @@ def test_needs_review_when_any_item_is_flagged():
 
 def test_no_review_when_all_items_are_clean():
     assert needs_review(validate_items([item()], TABLE)) is False
+
+
+def test_a_description_longer_than_any_real_one_is_cut_and_flagged():
+    from catalog.validation import cut_long_values
+
+    item, flags = cut_long_values({"sku": "A-1", "description": "x" * 16_000, "unit": "kg"})
+    assert len(item["description"]) == 4_000
+    assert [(f["code"], f["field"]) for f in flags] == [("too_large", "description")]
+    assert "16,000 characters" in flags[0]["message"]
+
+
+def test_a_sku_of_a_few_hundred_characters_is_cut_and_flagged():
+    from catalog.validation import cut_long_values
+
+    item, flags = cut_long_values({"sku": "S" * 1_000, "description": "Apples"})
+    assert (len(item["sku"]), item["description"]) == (300, "Apples")
+    assert [(f["code"], f["field"]) for f in flags] == [("too_large", "sku")]

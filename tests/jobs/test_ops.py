@@ -47,7 +47,11 @@ def attempt_of(job, outcome, *, hours_ago: float, number=1):
 
 @pytest.fixture
 def staff(django_user_model):
-    return django_user_model.objects.create_user("sam", is_staff=True)
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user("sam", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_job", content_type__app_label="jobs"))
+    return user
 
 
 def test_dashboard_sends_anonymous_visitors_to_login(client, db):
@@ -58,6 +62,11 @@ def test_dashboard_sends_anonymous_visitors_to_login(client, db):
 
 def test_dashboard_refuses_signed_in_non_staff(client, member):
     client.force_login(member)
+    assert client.get("/ops/").status_code == 403
+
+
+def test_dashboard_refuses_staff_without_the_permission_to_view_jobs(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("stan", is_staff=True))
     assert client.get("/ops/").status_code == 403
 
 

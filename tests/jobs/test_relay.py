@@ -408,3 +408,23 @@ def test_retry_schedule_is_in_database_time(workspace, receiver, settings):
     assert OutboxMessage.objects.filter(
         pk=message.pk, available_at__gt=Now() + timedelta(seconds=49),
         available_at__lt=Now() + timedelta(seconds=101)).exists()
+
+
+def test_the_webhook_timestamp_is_database_time_not_the_relays_clock(workspace, receiver):
+    import dataclasses
+
+    from jobs.relay import Dispatcher
+
+    endpoint_for(workspace, receiver)
+    message_in(workspace)
+    [reservation] = outbox_reserve_batch(batch_size=1, visibility_seconds=60)
+    # As if the database's clock were 10 minutes ahead of this process's.
+    ahead = dataclasses.replace(reservation,
+                                reserved_until=reservation.reserved_until + timedelta(minutes=10))
+    dispatcher = Dispatcher()
+    try:
+        dispatcher.submit(ahead)
+    finally:
+        dispatcher.close()
+    [request] = receiver.requests
+    assert abs(int(request["headers"]["Webhook-Timestamp"]) - (time.time() + 600)) < 30

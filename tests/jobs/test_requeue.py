@@ -46,3 +46,23 @@ def test_requeue_from_any_other_state_is_an_invalid_transition(workspace, state)
         job_requeue_with_input(job_id=job.pk, expected_version=job.version,
                                payload_changes={"mapping": {}}, by_label="rey", reason="r")
     assert Job.objects.get(pk=job.pk).version == job.version
+
+
+def test_requeues_never_raise_the_budget_past_the_ceiling(workspace, settings):
+    settings.JOB_MAX_TOTAL_ATTEMPTS = 10
+    job = job_in(workspace, State.NEEDS_ATTENTION)
+    Job.objects.filter(pk=job.pk).update(attempt=8, max_attempts=8)
+    job.refresh_from_db()
+    job_requeue_with_input(job_id=job.pk, expected_version=job.version,
+                           payload_changes={"mapping": {"x": 1}}, by_label="rey", reason="r")
+    assert Job.objects.get(pk=job.pk).max_attempts == 10  # not 8 + 5
+
+
+def test_past_the_ceiling_each_requeue_allows_one_attempt(workspace, settings):
+    settings.JOB_MAX_TOTAL_ATTEMPTS = 10
+    job = job_in(workspace, State.NEEDS_ATTENTION)
+    Job.objects.filter(pk=job.pk).update(attempt=12, max_attempts=12)
+    job.refresh_from_db()
+    job_requeue_with_input(job_id=job.pk, expected_version=job.version,
+                           payload_changes={"mapping": {"x": 1}}, by_label="rey", reason="r")
+    assert Job.objects.get(pk=job.pk).max_attempts == 13

@@ -631,3 +631,113 @@ def test_job_events_carry_the_same_members_from_sql_and_from_python(workspace, s
     assert attention == {"job_id": str(failed.pk), "kind": "noop", "state": "needs_attention",
                          "attempt": 1, "reason": "boom"}
     assert set(admitted) == {"job_id", "kind", "state", "attempt"}
+
+
+def _waiting_on_lock(table: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                       "AND query LIKE %s AND pid <> pg_backend_pid()", [f"%{table}%"])
+        return cursor.fetchone() is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_lease_renewal_does_not_wait_behind_the_workers_own_checkpoint_write(workspace):
+    import psycopg
+
+    from tests.helpers import database_url
+
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    errors = []
+
+    def write_checkpoint():
+        try:
+            job_checkpoint(claim=claim, name="table", data={"rows": ["x" * 1000] * 100})
+        except Exception as exc:  # noqa: BLE001  reported to the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    with psycopg.connect(database_url()) as blocker:
+        # Stall the checkpoint's data write (as a slow write of a large one
+        # would be) by holding a lock that INSERTs into the table wait for.
+        blocker.execute("LOCK TABLE jobs_jobcheckpoint IN SHARE MODE")
+        writer = threading.Thread(target=write_checkpoint)
+        writer.start()
+        try:
+            wait_for(lambda: _waiting_on_lock("jobs_jobcheckpoint"),
+                     message="the checkpoint write to wait")
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = '2s'")
+            try:
+                job_heartbeat(claim=claim)  # would wait behind the job's row lock
+            finally:
+                with connection.cursor() as cursor:
+                    cursor.execute("RESET lock_timeout")
+        finally:
+            blocker.rollback()
+            writer.join(30)
+    assert errors == []
+    assert JobCheckpoint.objects.get(job_id=claim.job_id, name="table").data["rows"][0] == "x" * 1000
+    assert not JobCheckpoint.objects.filter(job_id=claim.job_id).exclude(name="table").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_recovery_ends_the_session_that_holds_a_long_expired_job_and_requeues_it(workspace, settings):
+    import psycopg
+
+    from jobs.services import jobs_end_stalled_sessions
+    from tests.helpers import database_url
+
+    settings.JOB_LEASE_SECONDS = 0.5
+    admit(workspace)
+    other = admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    Job.objects.filter(pk=claim.job_id).update(lease_until=Now() + timedelta(seconds=0.3))
+    stalled = psycopg.connect(database_url())
+    try:
+        # A worker paused inside its transaction: it holds the job's row.
+        stalled.execute("SELECT id FROM jobs_job WHERE id = %s FOR UPDATE", [claim.job_id])
+        pid = stalled.info.backend_pid
+        wait_for(lambda: Job.objects.filter(
+            pk=claim.job_id, lease_until__lt=Now() - timedelta(seconds=1.1)).exists(),
+            message="the lease to have expired two leases ago")
+        assert jobs_expire_leases() == []  # SKIP LOCKED passes over the held row
+        assert jobs_end_stalled_sessions(leases=2) == [(claim.job_id, pid)]
+        with pytest.raises(psycopg.OperationalError):
+            stalled.execute("SELECT 1")
+    finally:
+        stalled.close()
+    assert jobs_expire_leases() == [(claim.job_id, State.RETRYING)]
+    # A job whose row is not held is never a stalled session's.
+    assert Job.objects.get(pk=other.pk).state == State.QUEUED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_recovery_leaves_a_session_alone_while_the_lease_is_recent(workspace, settings):
+    import psycopg
+
+    from jobs.services import jobs_end_stalled_sessions
+    from tests.helpers import database_url
+
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    expire(claim.job_id)  # expired one second ago: a lease of 60 s
+    with psycopg.connect(database_url()) as holder:
+        holder.execute("SELECT id FROM jobs_job WHERE id = %s FOR UPDATE", [claim.job_id])
+        assert jobs_end_stalled_sessions(leases=2) == []
+        assert holder.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_failure_not_charged_to_the_job_extends_its_budget_up_to_the_ceiling(workspace, settings):
+    settings.JOB_MAX_TOTAL_ATTEMPTS = 7
+    job = admit(workspace)
+    Job.objects.filter(pk=job.pk).update(max_attempts=6)
+    for number in (1, 2):
+        Job.objects.filter(pk=job.pk).update(run_after=Now())
+        claim = job_claim_next(worker_id="w1")
+        assert claim.attempt == number
+        assert job_fail(claim=claim, error="lock timeout", transient=True, charged=False) == State.RETRYING
+    job.refresh_from_db()
+    assert job.max_attempts == 7  # 6 + 1, then held at the ceiling
+    assert "not counted" in job.reason

@@ -29,16 +29,19 @@ def test_session_options_replace_earlier_limits():
 def test_connections_opened_after_the_call_carry_the_limits(settings):
     settings.JOB_STATEMENT_TIMEOUT_MS = 45000
     settings.JOB_LOCK_TIMEOUT_MS = 1500
+    settings.JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS = 20000
     options = connections.settings["default"].setdefault("OPTIONS", {})
-    before = options.get("options")
+    saved = dict(options)
     seen = {}
 
     def new_thread_connection():
         try:
             with connection.cursor() as cursor:
-                for name in ("statement_timeout", "lock_timeout"):
+                for name in ("statement_timeout", "lock_timeout",
+                             "idle_in_transaction_session_timeout"):
                     cursor.execute(f"SHOW {name}")
                     seen[name] = cursor.fetchone()[0]
+            seen["keepalives_idle"] = connection.connection.info.get_parameters().get("keepalives_idle")
         finally:
             connection.close()
 
@@ -48,12 +51,11 @@ def test_connections_opened_after_the_call_carry_the_limits(settings):
         thread.start()
         thread.join(30)
     finally:
-        if before is None:
-            options.pop("options", None)
-        else:
-            options["options"] = before
+        options.clear()
+        options.update(saved)
         connection.close()
-    assert seen == {"statement_timeout": "45s", "lock_timeout": "1500ms"}
+    assert seen == {"statement_timeout": "45s", "lock_timeout": "1500ms",
+                    "idle_in_transaction_session_timeout": "20s", "keepalives_idle": "30"}
 
 
 @pytest.mark.processes

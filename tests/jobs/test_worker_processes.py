@@ -174,3 +174,15 @@ def test_burst_worker_drains_queue_and_exits(workspace, processes):
     worker = processes.worker("burst", "--burst", "--concurrency", "2")
     assert worker.wait(timeout=60) == 0
     assert Job.objects.filter(pk__in=[j.pk for j in jobs], state=State.COMPLETED).count() == 20
+
+
+def test_shutdown_timeout_releases_a_job_that_does_not_check_in_and_exits(workspace, processes):
+    job = admit(workspace, "sleep", {"seconds": 600})
+    a = processes.worker("worker-a", "--shutdown-timeout", "1", **FAST)
+    wait_for(lambda: running_attempt(job.pk, 1), message="the worker to claim the job")
+    a.send_signal(signal.SIGTERM)
+    assert a.wait(timeout=20) == 1, processes.output(a)
+    released = job_row(job.pk)
+    assert (released.state, released.lease_token) == (State.RETRYING, None)
+    assert released.max_attempts == released.attempt + 5  # the attempt does not count
+    assert Attempt.objects.get(job=job, number=1).outcome == "released"

@@ -30,5 +30,20 @@ class Command(BaseCommand):
                 password = getpass.getpass(f"password for {username}: ")
             except (EOFError, KeyboardInterrupt):
                 password = None
+        if password:
+            self._validate(username, password)
         membership_add(workspace=workspace, username=username, role=role, password=password or None)
         self.stdout.write(f"{username} is {role} in {workspace.slug}")
+
+    def _validate(self, username: str, password: str) -> None:
+        """AUTH_PASSWORD_VALIDATORS, as the admin's password forms apply them."""
+        from django.contrib.auth import get_user_model
+        from django.contrib.auth.password_validation import validate_password
+        from django.core.exceptions import ValidationError
+
+        model = get_user_model()
+        user = model.objects.filter(username=username).first() or model(username=username)
+        try:
+            validate_password(password, user=user)
+        except ValidationError as exc:
+            raise CommandError("the password is refused: " + " ".join(exc.messages)) from None

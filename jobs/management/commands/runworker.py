@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from jobs.management.argtypes import positive_int
+from jobs.management.argtypes import positive_int, positive_seconds
 from jobs.sessions import use_job_session_limits
 from jobs.worker import Worker
 
@@ -22,9 +22,14 @@ class Command(BaseCommand):
                                  "worker runs in under JOB_PREFETCH_SHORT_SECONDS")
         parser.add_argument("--relay", action="store_true",
                             help="also deliver outbox messages in this process")
+        parser.add_argument("--shutdown-timeout", type=positive_seconds, default=None,
+                            help="seconds a graceful stop (SIGTERM) may take: then the jobs "
+                                 "still in hand are released (not counted) and the process "
+                                 "exits; default: wait for them")
 
     def handle(self, *args, concurrency: int, burst: bool, worker_id: str | None,
-               relay: bool, prefetch: int | None, **options) -> None:
+               relay: bool, prefetch: int | None, shutdown_timeout: float | None,
+               **options) -> None:
         use_job_session_limits()
         Worker(worker_id=worker_id, concurrency=concurrency, burst=burst, relay=relay,
-               prefetch=prefetch).run()
+               prefetch=prefetch, shutdown_timeout=shutdown_timeout).run()
