@@ -12,7 +12,7 @@ export DJANGO_SETTINGS_MODULE := config.settings
 export SECRET_KEY ?= $(shell test -s .secret_key || $(PYTHON) -c "import secrets; print(secrets.token_urlsafe(50))" > .secret_key; cat .secret_key)
 export HTTPS ?= false
 
-.PHONY: setup db run test test-fast apitoken stop-db reset-db clean
+.PHONY: setup db run test test-fast apitoken api stop-db reset-db clean train
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,7 @@ run: export WEBHOOK_ALLOW_INSECURE ?= true
 run: export WEBHOOK_ALLOW_PRIVATE_NETWORKS ?= true
 run: setup
 	$(BIN)/python manage.py seeddemo --url http://$(HOST):$(PORT)/
+	@echo $(PORT) > .port  # where a second terminal's `make -s api` finds the server
 	@echo "Pricesheet on http://$(HOST):$(PORT)/  (Ctrl-C stops web, worker and relay)"
 	@bash -c 'set -m; trap "kill -TERM \$$(jobs -p) 2>/dev/null; wait; exit 0" INT TERM; \
 	  $(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 2 --threads 4 \
@@ -60,10 +61,17 @@ test-fast: $(VENV)/.installed-dev db
 	$(BIN)/python -m pytest -m "not browser and not soak" $(PYTEST_ARGS)
 
 # Print a new API token for TOKEN_USER (the demo user by default), with the
-# settings `make run` uses: `TOKEN=$$(make -s apitoken)`.
+# settings `make run` uses: `TOKEN=$$(make -s apitoken)`; a read-only one:
+# `TOKEN=$$(make -s apitoken SCOPE=read)`.
 TOKEN_USER ?= demo
+SCOPE ?= full
 apitoken: db
-	@$(BIN)/python manage.py createapitoken $(TOKEN_USER)
+	@$(BIN)/python manage.py createapitoken $(TOKEN_USER) --scope $(SCOPE)
+
+# Print the API's address: the port the last `make run` here listens on
+# (kept in .port), else PORT: `API=$$(make -s api)`.
+api:
+	@echo "http://$(HOST):$$(cat .port 2>/dev/null || echo $(PORT))/api"
 
 # Stop the embedded server this folder's .pgdata/ runs, or say why there is nothing to stop.
 stop-db:
@@ -76,3 +84,8 @@ reset-db: $(VENV)/.installed
 
 clean: stop-db
 	rm -rf $(VENV) .pgdata media staticfiles
+
+# `make train`: fit the column model on the labeled development part of the
+# corpus (../shared/corpus) and write catalog/extraction/column_model.json.
+train: $(VENV)/.installed-dev
+	$(BIN)/python bench/corpus/train.py

@@ -1,6 +1,6 @@
 """Accuracy of the built-in extractor, per sheet and in total.
 
-    python bench/extraction_accuracy.py [--truth DIR] [--real DIR] [--no-generated]
+    python bench/extraction_accuracy.py [--truth DIR] [--real DIR] [--no-generated] [--corpus-only] [-v]
 
 Sheets scored: the invented sheets of tests/catalog/sheetgen.py (generated
 here, with their ground truth) and the hand-made ground truth of
@@ -14,7 +14,10 @@ here, with their ground truth) and the hand-made ground truth of
   item; the worst defect, so the number that matters most;
 - rows dropped silently: truth item rows that are not items of a sheet that
   was not refused.
-Then the outcome of every real sheet (no truth needed). Needs no database.
+Then the outcome of every real sheet (no truth needed), and the labeled
+corpus (bench/corpus/labels/, values read from ../shared/corpus/): the
+development and the test part separately, scored by bench/corpus/scoring.py,
+and the column model's calibration table. Needs no database.
 """
 
 from __future__ import annotations
@@ -135,7 +138,15 @@ def main(argv=None) -> int:
     parser.add_argument("--truth", type=Path, default=DEFAULT_TRUTH)
     parser.add_argument("--real", type=Path, default=DEFAULT_REAL)
     parser.add_argument("--no-generated", action="store_true", help="skip the invented sheets")
+    parser.add_argument("--corpus-only", action="store_true", help="only the labeled corpus")
+    parser.add_argument("-v", "--verbose", action="store_true", help="one line per labeled file")
+    parser.add_argument("--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels")
+    parser.add_argument("--rules", action="store_true",
+                        help="score the corpus with the hand-weighted column rules instead of the column model")
     args = parser.parse_args(argv)
+    if args.corpus_only:
+        print_corpus(args.verbose, args.labels, not args.rules)
+        return 0
     scores = [] if args.no_generated else [score(name, make()) for name, make in sorted(sheetgen.SHEETS.items())]
     if args.truth.is_dir() and args.real.is_dir():
         for path in sorted(args.truth.glob("*.json")):
@@ -145,7 +156,26 @@ def main(argv=None) -> int:
     print_total(scores)
     if args.real.is_dir():
         print_outcomes(args.real)
+    print_corpus(args.verbose, args.labels, not args.rules)
     return 0
+
+
+def print_corpus(verbose: bool, folders: list[Path] | None = None, column_model: bool = True) -> None:
+    from bench.corpus import labels as corpus_labels
+    from bench.corpus.scoring import calibration, print_calibration, print_summary, score_file
+
+    if not corpus_labels.CORPUS.is_dir():
+        print("\n(no ../shared/corpus: the labeled corpus is not scored)")
+        return
+    labeled = corpus_labels.load_all(*(folders or ()))
+    for part, files in corpus_labels.split().items():
+        if part not in ("development", "test"):
+            continue
+        scores = [score_file(labeled[f], column_model=column_model) for f in files if f in labeled]
+        print_summary(f"labeled corpus, {part} part ({len(scores)} of {len(files)} files labeled)", scores, verbose)
+        if column_model:
+            print_calibration(part + (" (in sample: the model was fitted on it; make train prints it out of fold)"
+                                      if part == "development" else ""), calibration(labeled, files))
 
 
 if __name__ == "__main__":

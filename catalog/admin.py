@@ -144,6 +144,10 @@ class SupplierLayoutAdmin(admin.ModelAdmin):
             header = entry.get("header_row") or "none"
             given = entry.get("columns") or {}
             columns = ", ".join(f"{role} {given[role]}" for role in ROLES if given.get(role))
+            matrix = entry.get("matrix")
+            if isinstance(matrix, dict):
+                columns = (f"price matrix, row labels {', '.join(matrix.get('row_labels') or [])}, "
+                           f"body {matrix.get('body')}")
             lines.append(f"{entry.get('sheet')}: header row {header}; {columns}")
         currency = (obj.mapping or {}).get("currency")
         if currency:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import csv
 import io
+import zipfile
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -30,9 +32,11 @@ from catalog.extraction.money import plain_decimal
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 COLUMNS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "currency",
-           "source_sheet", "source_row")
+           "source_sheet", "source_row", "provenance")
 HEADERS = ("SKU", "Description", "Unit", "Unit code", "Pack size", "Unit price", "Currency",
-           "Source sheet", "Source row")
+           "Source sheet", "Source row", "Set by a reviewer")
+# The item fields a reviewer may set, whose provenance is kept.
+PROVENANCE_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
 NUMERIC_COLUMNS = frozenset({"pack_size", "unit_price", "source_row"})
 XLSX_SHEET_TITLE = "Catalog"
 MIN_PRICE_PLACES, MAX_PRICE_PLACES = 2, 6
@@ -98,7 +102,29 @@ def item_price_text(item: Mapping[str, Any]) -> str:
     return price_text(value, item_price_places(item))
 
 
+def published_provenance(item: Mapping[str, Any]) -> dict:
+    """The provenance a published item keeps: for each field a reviewer set,
+    who, when and what was extracted (from the review's `provenance`)."""
+    kept = {}
+    for name, entry in (item.get("provenance") or {}).items():
+        if name in PROVENANCE_FIELDS and isinstance(entry, Mapping):
+            kept[name] = {"by": str(entry.get("by") or ""), "at": str(entry.get("at") or ""),
+                          "extracted": entry.get("extracted")}
+    return kept
+
+
+def provenance_text(provenance: Mapping[str, Any] | None) -> str:
+    """"unit_price by rey at 2026-05-04T10:00:00+00:00; unit by ..." for the
+    fields a reviewer set, in the order of the columns; empty when every
+    value is extracted."""
+    provenance = provenance or {}
+    return "; ".join(f"{name} by {provenance[name].get('by')} at {provenance[name].get('at')}"
+                     for name in PROVENANCE_FIELDS if isinstance(provenance.get(name), Mapping))
+
+
 def _text(column: str, value: Any, places: int | None = None) -> str:
+    if column == "provenance":
+        return escape_cell(provenance_text(value))
     if column == "unit_price":
         return escape_cell(price_text(value, places))
     if column in NUMERIC_COLUMNS:
@@ -140,7 +166,8 @@ def rows_to_xlsx(rows: Iterable[Mapping[str, Any]]) -> bytes:
                 else:
                     shown = len(number_text(value))
             else:
-                text = "" if value is None else xml_text(str(value))
+                text = provenance_text(value) if column == "provenance" else (
+                    "" if value is None else xml_text(str(value)))
                 if not text:
                     continue
                 cell = sheet.cell(row=r, column=c, value=text)
@@ -155,3 +182,34 @@ def rows_to_xlsx(rows: Iterable[Mapping[str, Any]]) -> bytes:
     out = io.BytesIO()
     workbook.save(out)
     return out.getvalue()
+
+
+def deterministic_xlsx(data: bytes, when: datetime) -> bytes:
+    """The same workbook with every timestamp set to `when`: openpyxl stamps
+    the save time into the zip entries and the document properties, which
+    would give each download of one revision different bytes (and a strong
+    ETag must name exactly one byte sequence)."""
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            content = source.read(entry.filename)
+            if entry.filename == "docProps/core.xml":
+                content = _restamp(content, stamp)
+            info = zipfile.ZipInfo(entry.filename, date_time=when.timetuple()[:6])
+            info.compress_type = zipfile.ZIP_DEFLATED
+            target.writestr(info, content)
+    return out.getvalue()
+
+
+def _restamp(core_xml: bytes, stamp: bytes) -> bytes:
+    for tag in (b"dcterms:created", b"dcterms:modified"):
+        start = core_xml.find(b"<" + tag)
+        if start < 0:
+            continue
+        open_end = core_xml.find(b">", start) + 1
+        close = core_xml.find(b"</" + tag + b">", open_end)
+        if open_end > 0 and close > 0:
+            core_xml = core_xml[:open_end] + stamp + core_xml[close:]
+    return core_xml

@@ -144,6 +144,8 @@ REGISTRY: dict[Code, FlagType] = {t.code: t for t in (
               "sku": "Row {row} of sheet {sheet!r} does not contain the SKU {sku!r}.",
               "description": "Row {row} of sheet {sheet!r} does not contain the description.",
               "price": "Row {row} of sheet {sheet!r} does not contain the price {price}.",
+              "no_cell": "The cited cell {column}{row} is outside sheet {sheet!r}.",
+              "cell_price": "Cell {column}{row} of sheet {sheet!r} does not hold the price {price}.",
           }),
     _type(Code.DUPLICATE_SKU, "SKU repeated", ["sku"], **_CHECKED,
           messages="SKU {sku!r} appears {count} times with different prices ({prices})."),

@@ -8,6 +8,11 @@ remembered supplier layout::
                              "pack_size": None, "unit_price": "F", "currency": None}}],
      "currency": "EUR" | None}
 
+A price matrix is mapped with ``"matrix": {"row_labels": ["A"],
+"column_header_rows": [3], "body": "B4:Z40", "dimension_unit": "cm"}``
+instead of ``columns`` (catalog.extraction.matrix says what each field
+means); its first column header row is its ``header_row``.
+
 Column letters are a spreadsheet's, rows are 1-based. Only the sheets
 listed are read. `currency` is the sheet's currency: it applies to every
 price whose own cell, currency column or number format names none.
@@ -31,6 +36,7 @@ from catalog.currencies import is_active_currency
 from catalog.errors import SheetError
 from catalog.items import VALUE_FIELDS
 from catalog.extraction import col_index, col_letter, extract, fold, parse_decimal
+from catalog.extraction.matrix import matrix_parse
 from catalog.reading import Sheet, Table
 
 ROLES = VALUE_FIELDS  # a column is read as one of the item's values
@@ -52,6 +58,8 @@ MSG_NO_COLUMN = "Sheet {name!r}: {role} column {letter} does not exist (the shee
 MSG_COLUMN_TWICE = "Sheet {name!r}: column {letter} is given two roles ({roles})."
 MSG_NO_PRICE = "Sheet {name!r}: name the unit price column (`unit_price`)."
 MSG_NO_ITEM = "Sheet {name!r}: name a description column or a SKU column (or both)."
+MSG_COLUMNS_AND_MATRIX = ("Sheet {name!r}: give either `columns` (an item list) or `matrix` (a price "
+                          "matrix), not both.")
 MSG_BAD_CURRENCY = "`currency` {value!r} is not an active ISO 4217 code (EUR, USD, ...), or null."
 
 _LETTERS_RE = re.compile(r"^[A-Z]{1,3}$")
@@ -115,12 +123,27 @@ def mapping_parse(data: Any, table: Table) -> dict:
             errors.append(MSG_SHEET_TWICE.format(name=name))
             continue
         seen.add(name)
-        got = _sheet_parse(entry, sheet, errors)
+        parse = _matrix_sheet_parse if entry.get("matrix") is not None else _sheet_parse
+        got = parse(entry, sheet, errors)
         if got is not None:
             sheets.append(got)
     if errors:
         raise MappingInvalid(errors)
     return {"sheets": sheets, "currency": currency}
+
+
+def _matrix_sheet_parse(entry: dict, sheet: Sheet, errors: list[str]) -> dict | None:
+    """A sheet mapped as a price matrix (catalog.extraction.matrix): its
+    first column header row stands as the header row a layout is known by."""
+    columns = entry.get("columns")
+    if columns and (not isinstance(columns, dict) or any(columns.values())):
+        errors.append(MSG_COLUMNS_AND_MATRIX.format(name=sheet.name))
+        return None
+    matrix, problems = matrix_parse(entry["matrix"], sheet)
+    errors.extend(problems)
+    if matrix is None:
+        return None
+    return {"sheet": sheet.name, "header_row": matrix["column_header_rows"][0], "matrix": matrix}
 
 
 def _sheet_parse(entry: dict, sheet: Sheet, errors: list[str]) -> dict | None:

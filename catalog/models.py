@@ -105,6 +105,13 @@ class CatalogItem(models.Model):
     currency = models.CharField(max_length=3)
     source_sheet = models.CharField(max_length=200)
     source_row = models.PositiveIntegerField()
+    # The cited cell's column letter for an item of a price matrix (one item
+    # per cell); empty for an item read from a row.
+    source_column = models.CharField(max_length=3, blank=True, default="")
+    # The fields a reviewer set, each {"by": username, "at": ISO time,
+    # "extracted": the value the extractor gave}; a field not named here
+    # holds the extracted value.
+    provenance = models.JSONField(default=dict, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["revision", "sku"])]

@@ -15,8 +15,6 @@ them and revalidate, shared caches never store them (they are per user).
 from __future__ import annotations
 
 import hashlib
-import io
-import zipfile
 from datetime import datetime
 from decimal import Decimal
 from typing import Literal
@@ -29,11 +27,12 @@ from django.utils.text import slugify
 from ninja import Header, Query, Router, Schema
 from pydantic import ConfigDict, Field, create_model
 
-from catalog.export import price_text, rows_to_csv, rows_to_xlsx
+from catalog.export import deterministic_xlsx, price_text, rows_to_csv, rows_to_xlsx
 from catalog.items import VALUE_FIELDS, Item
 from catalog.models import CatalogItem, CatalogRevision, Supplier
 from catalog.selectors import (
     revision_diff,
+    item_provenance,
     revision_export_rows,
     revision_get_public,
     revision_items,
@@ -57,12 +56,21 @@ PAGE_SIZE = 50
 PAGE_SIZE_MAX = 500
 # Part of every ETag: bump it when a representation changes, so clients
 # holding an old ETag get the new form instead of a 304.
-REPRESENTATION = "1"
+REPRESENTATION = "2"  # 2: items carry `provenance`; exports its column
 REVISION_CACHE_CONTROL = "private, no-cache"
 VARY = "Accept, Authorization, Cookie"
 
 
 # --- shapes ----------------------------------------------------------------------
+
+
+class FieldProvenance(Open):
+    model_config = ConfigDict(title="FieldProvenance", extra="allow")
+
+    source: Literal["extracted", "reviewer"]
+    by: str | None = Field(None, description="The reviewer's username (source reviewer).")
+    at: str | None = Field(None, description="When the reviewer set it, ISO 8601.")
+    extracted: str | int | float | None = Field(None, description="The value the extractor gave.")
 
 
 class _PublishedItem(Open):
@@ -82,7 +90,12 @@ CatalogItemOut = create_model(
     **{name: _PUBLISHED.get(name, (Item.model_fields[name].annotation, Item.model_fields[name]))
        for name in VALUE_FIELDS},
     unit_code=(str | None, Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")),
-    source=(dict[str, str | int], Field(description="{sheet, row}: where the item was read.")),
+    source=(dict[str, str | int], Field(description="{sheet, row}: where the item was read; "
+                                                    "`column` too for a price matrix's cell.")),
+    provenance=(dict[str, FieldProvenance], Field(
+        description="Per field (sku, description, unit, pack_size, unit_price, currency): "
+                    "extracted from the sheet, or set by a reviewer (who, when, and the "
+                    "value that was extracted).")),
 )
 
 
@@ -195,8 +208,17 @@ def item_json(item: CatalogItem | dict) -> dict:
         "pack_size": _number(get("pack_size")),
         "unit_price": price_text(get("unit_price"), get("price_places")),
         "currency": get("currency"),
-        "source": {"sheet": get("source_sheet"), "row": get("source_row")},
+        "source": _source(get),
+        "provenance": item_provenance(get("provenance")),
     }
+
+
+def _source(get) -> dict:
+    """{sheet, row}, and the column of a price matrix's cell."""
+    source = {"sheet": get("source_sheet"), "row": get("source_row")}
+    if get("source_column"):
+        source["column"] = get("source_column")
+    return source
 
 
 def supplier_json(supplier: Supplier) -> dict:
@@ -234,37 +256,6 @@ def revision_json(revision: CatalogRevision) -> dict:
         "links": {"self": reverse("api:revision", args=[revision.public_id]),
                   "items": items, "csv": f"{items}?format=csv", "xlsx": f"{items}?format=xlsx"},
     }
-
-
-def deterministic_xlsx(data: bytes, when: datetime) -> bytes:
-    """The same workbook with every timestamp set to `when`: openpyxl stamps
-    the save time into the zip entries and the document properties, which
-    would give each download of one revision different bytes (and a strong
-    ETag must name exactly one byte sequence)."""
-    stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as source, \
-            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
-        for entry in source.infolist():
-            content = source.read(entry.filename)
-            if entry.filename == "docProps/core.xml":
-                content = _restamp(content, stamp)
-            info = zipfile.ZipInfo(entry.filename, date_time=when.timetuple()[:6])
-            info.compress_type = zipfile.ZIP_DEFLATED
-            target.writestr(info, content)
-    return out.getvalue()
-
-
-def _restamp(core_xml: bytes, stamp: bytes) -> bytes:
-    for tag in (b"dcterms:created", b"dcterms:modified"):
-        start = core_xml.find(b"<" + tag)
-        if start < 0:
-            continue
-        open_end = core_xml.find(b">", start) + 1
-        close = core_xml.find(b"</" + tag + b">", open_end)
-        if open_end > 0 and close > 0:
-            core_xml = core_xml[:open_end] + stamp + core_xml[close:]
-    return core_xml
 
 
 # --- HTTP helpers ----------------------------------------------------------------

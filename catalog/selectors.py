@@ -16,6 +16,7 @@ from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 
 from accounts.models import Membership
+from catalog.export import PROVENANCE_FIELDS, price_text
 from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
@@ -24,7 +25,7 @@ User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = tuple(name for name in VALUE_FIELDS if name != "sku")  # the SKU is the key
 ITEM_FIELDS = MODEL_FIELDS
 EXPORT_FIELDS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "price_places",
-                 "currency", "source_sheet", "source_row")
+                 "currency", "source_sheet", "source_row", "provenance")
 
 
 def member_workspace_ids(*, user: User) -> QuerySet:
@@ -191,6 +192,19 @@ def revision_items(*, revision: CatalogRevision, query: str = "", sku: str = "")
     return items
 
 
+def item_provenance(stored: dict | None) -> dict:
+    """Per field of a published item, where its value came from: extracted
+    from the sheet, or set by a reviewer (who, when, and what was extracted)."""
+    stored = stored if isinstance(stored, dict) else {}
+    out = {}
+    for name in PROVENANCE_FIELDS:
+        entry = stored.get(name)
+        out[name] = ({"source": "reviewer", "by": entry.get("by"), "at": entry.get("at"),
+                      "extracted": entry.get("extracted")}
+                     if isinstance(entry, dict) else {"source": "extracted"})
+    return out
+
+
 def revision_export_rows(*, revision: CatalogRevision) -> list[dict[str, Any]]:
     return list(revision.items.order_by("source_sheet", "source_row", "pk").values(*EXPORT_FIELDS))
 
@@ -231,7 +245,7 @@ def _keyed(revision: CatalogRevision | None) -> dict[tuple[str, int], dict[str, 
         return keyed
     seen: dict[str, int] = {}
     rows = revision.items.order_by("source_sheet", "source_row", "pk").values(
-        "sku", *DIFF_FIELDS, "price_places", "unit_code", "source_sheet", "source_row")
+        "sku", *DIFF_FIELDS, "price_places", "unit_code", "source_sheet", "source_row", "source_column")
     for item in rows:
         key = item["sku"] or f"description: {item['description']}"
         n = seen.get(key, 0)
@@ -287,9 +301,10 @@ def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
     if revision_id is None:
         return []
     return [
-        {"sku": sku, "description": description, "unit_price": str(price), "currency": currency}
-        for sku, description, price, currency in CatalogItem.objects.filter(revision_id=revision_id)
-        .values_list("sku", "description", "unit_price", "currency").iterator()
+        {"sku": sku, "description": description, "unit_price": str(price), "currency": currency,
+         "price_text": price_text(price, places)}  # as the catalog shows it, for messages
+        for sku, description, price, places, currency in CatalogItem.objects.filter(revision_id=revision_id)
+        .values_list("sku", "description", "unit_price", "price_places", "currency").iterator()
     ]
 
 

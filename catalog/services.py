@@ -10,9 +10,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from accounts.models import Workspace
-from catalog.export import item_price_places
+from catalog.export import item_price_places, published_provenance
 from catalog.mapping import mapping_parse
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from catalog.reading import Table
@@ -166,11 +167,11 @@ def _revision_is(revision: CatalogRevision, sha256: str, items: list[dict]) -> b
     if not PriceSheet.objects.filter(pk=published_from, sha256=sha256).exists():
         return False
     fields = ("sku", "description", "unit", "pack_size", "unit_price", "currency",
-              "source_sheet", "source_row")
+              "source_sheet", "source_row", "source_column")
     published = list(revision.items.order_by("pk").values_list(*fields))
     staged = [(item["sku"] or "", item.get("description") or "", item.get("unit"), _pack_size(item),
                Decimal(item["unit_price"]), item["currency"], item["source"]["sheet"],
-               item["source"]["row"]) for item in items]
+               item["source"]["row"], item["source"].get("column") or "") for item in items]
     return published == staged
 
 
@@ -187,7 +188,7 @@ def _next_number(*, workspace_id: int, supplier: Supplier | None) -> int:
 
 
 _ITEM_COLUMNS = ("revision_id", "sku", "description", "unit", "unit_code", "pack_size", "unit_price",
-                 "price_places", "currency", "source_sheet", "source_row")
+                 "price_places", "currency", "source_sheet", "source_row", "source_column", "provenance")
 
 
 def _items_copy(revision: CatalogRevision, items: list[dict]) -> None:
@@ -201,7 +202,8 @@ def _items_copy(revision: CatalogRevision, items: list[dict]) -> None:
                 revision.pk, item["sku"] or "", item.get("description") or "", item.get("unit"),
                 unit_code(item.get("unit")) or "", _pack_size(item), Decimal(item["unit_price"]),
                 item_price_places(item), item["currency"], item["source"]["sheet"],
-                item["source"]["row"],
+                item["source"]["row"], item["source"].get("column") or "",
+                Jsonb(published_provenance(item)),
             ))
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from catalog.export import item_price_text, price_text
 from catalog.currencies import is_active_currency
-from catalog.extraction import find_currencies, fold, parse_decimal, price_value, unit_ambiguity
+from catalog.extraction import col_index, find_currencies, fold, parse_decimal, price_value, unit_ambiguity
 from catalog.flags import Code, flag, flag_message
 from catalog.reading import Table
 from catalog.units import unit_is_ambiguous, unit_label, unit_normalize
@@ -35,6 +36,14 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
         return [flag(Code.UNSUPPORTED_SOURCE, "source", variant="no_row",
                      row=row_no, sheet=sheet_name, count=len(sheet.rows))]
     row = sheet.rows[row_no - 1]
+    if "column" in source:
+        return _cell_source_flags(item, price, row, source)
+    return _row_source_flags(item, price, row, row_no, sheet_name)
+
+
+def _row_source_flags(item: dict, price: Decimal | None, row: list[str], row_no: int,
+                      sheet_name: str) -> list[dict]:
+    """An item cites its row: that row holds its SKU (or description) and its price."""
     flags = []
     sku = (item.get("sku") or "").strip()
     if sku:
@@ -69,6 +78,20 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
         flags.append(flag(Code.UNSUPPORTED_SOURCE, "unit_price", variant="price",
                           row=row_no, sheet=sheet_name, price=price_text))
     return flags
+
+
+def _cell_source_flags(item: dict, price: Decimal | None, row: list[str], source: dict) -> list[dict]:
+    """A matrix item cites its cell: that cell holds the price (its
+    description is built from the row's and the column's labels)."""
+    col = col_index(source["column"]) if isinstance(source["column"], str) else None
+    where = dict(row=source["row"], sheet=source["sheet"], column=source["column"])
+    if col is None or col >= len(row):
+        return [flag(Code.UNSUPPORTED_SOURCE, "source", variant="no_cell", **where)]
+    text = row[col]
+    price_text = str(item.get("unit_price") or "")
+    if text != price_text and (price is None or price not in _cell_prices(text)):
+        return [flag(Code.UNSUPPORTED_SOURCE, "unit_price", variant="cell_price", **where, price=price_text)]
+    return []
 
 
 # What the catalog's columns hold besides the price (catalog.models.CatalogItem;
@@ -236,7 +259,7 @@ def _previous_index(previous) -> tuple[dict, dict]:
         price = price_value(old.get("unit_price"))
         if price is None or price <= 0:
             continue
-        entry = (price, old.get("currency"))
+        entry = (price, old.get("currency"), old.get("price_text") or price_text(price))
         if (old.get("sku") or "").strip():
             by_sku[old["sku"].strip()] = entry
         else:
@@ -253,8 +276,10 @@ def _price_change(item: dict, by_sku: dict, by_desc: dict, ratio: Decimal) -> di
     change = (new - old[0]) / old[0]
     if abs(change) <= ratio:
         return None
-    return flag(Code.PRICE_CHANGED, "unit_price", old=old[0], new=new, currency=item.get("currency") or "",
-                change=change, extra={"old": str(old[0]), "new": str(new)})
+    # Both prices as the catalog and the grid show them ("223.93", not "223.930000").
+    return flag(Code.PRICE_CHANGED, "unit_price", old=old[2], new=item_price_text(item),
+                currency=item.get("currency") or "", change=change,
+                extra={"old": str(old[0]), "new": str(new)})
 
 
 def review_flags(items: list[dict], *, previous: list[dict] | None = None,
@@ -373,3 +398,10 @@ def check_model_items(items: list[dict], table: Table) -> list[dict]:
             copy["flags"] += _model_flags(item, sheet, *context[sheet.name])
         out.append(copy)
     return out
+
+
+def unit_problem(unit: str, description: str = "") -> str | None:
+    """What validation says of a unit a reviewer types (None: it is a known
+    unit for this item), so a cell can be checked as it is committed."""
+    flags = _unit_flags(unit, description) if unit and unit.strip() else []
+    return flags[0]["message"] if flags else None

@@ -155,7 +155,10 @@ else:
     raise ImproperlyConfigured("SHEETS_STORAGE must be 'filesystem' or 's3'")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # Each file under a name holding its content's hash, with a gzip copy
+    # beside it (`collectstatic`, run by `make setup`): WhiteNoise
+    # serves them compressed and cacheable for ever.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     "sheets": _sheets_storage,
 }
 

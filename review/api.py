@@ -36,16 +36,19 @@ from jobs.http import (
 )
 from jobs.models import Job
 from jobs.problems import Problem, api_view, not_found, register_titles
-from review.parsing import BadEdits, edits_from_json, version_from_json
+from review.parsing import BadEdits, edits_from_json, filter_from_json, version_from_json
 from review.selectors import (
     EDITABLE_FIELDS,
     NotAReviewer,
+    index_ranges,
+    review_grid_state,
     review_item_page_json,
+    review_matching_indexes,
     review_job_get,
     review_source_rows,
 )
 from review.decisions import ApprovalBlocked, ReasonRequired, ReviewStale, SourceTableMissing
-from review.edits import SCOPES, EditRejected
+from review.edits import SCOPES, EditRejected, value_check
 from review.services import (
     review_approve,
     review_preview,
@@ -101,12 +104,22 @@ class ItemEdit(Schema):
     omit: JsonBool | None = None
 
 
+class ItemFilter(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    flag: Text | None = Field(None, description="A flag code (catalog/flags.py); any code when left out.")
+    field: Literal[(*EDITABLE_FIELDS, "row")] | None = Field(  # type: ignore[valid-type]
+        None, description='The flag\'s field, or "row"; any when left out.')
+    blocking: JsonBool = Field(False, description="Only flags that block approval.")
+
+
 class SheetValue(Schema):
     model_config = ConfigDict(extra="forbid")
 
     field: EditableField
     value: Value
     scope: Scope = "all"
+    where: ItemFilter | None = Field(None, description="Only the items this filter picks.")
 
 
 class Replacement(Schema):
@@ -127,6 +140,8 @@ class ApproveRequest(Schema):
     sets: list[SheetValue] | None = None
     items: list[ItemEdit] | None = None
     replace: list[Replacement] | None = None
+    omit: ItemFilter | None = Field(None, description="Omit every item this filter picks.")
+    restore: ItemFilter | None = Field(None, description="Restore every item this filter picks.")
 
     @model_validator(mode="after")
     def _each_item_once(self):
@@ -287,7 +302,10 @@ def grid_save_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
         raise _refused(exc) from None
     except SourceTableMissing as exc:
         raise Problem(409, "source-missing", exc.message) from None
-    return JsonResponse({"version": saved, "changed": saved != version})
+    # The grid redraws from this answer (version, flags, summary) without a reload.
+    _, job = _reviewer_job(request, id)
+    state = review_grid_state(snapshot=review_snapshot_current(job=job))
+    return JsonResponse({**state, "version": saved, "changed": saved != version})
 
 
 @csrf_exempt
@@ -332,3 +350,40 @@ def grid_source_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     around = min(_int(request, "around", default=15, low=0), SOURCE_AROUND_MAX)
     return JsonResponse(review_source_rows(job=job, sheet=request.GET.get("sheet", ""),
                                            row=row, around=around))
+
+
+@csrf_exempt
+@api_view
+def grid_matches_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
+    """The items a filter picks (`flag` code, `field`, `blocking=1`), as
+    inclusive runs of indexes: the grid shows them and selects them all."""
+    _allow(request, "GET", "HEAD")
+    _, job = _reviewer_job(request, id)
+    try:
+        where = filter_from_json({"flag": request.GET.get("flag", ""),
+                                  "field": request.GET.get("field", ""),
+                                  "blocking": request.GET.get("blocking") in ("1", "true")})
+    except BadEdits as exc:
+        raise Problem(400, "invalid-request", exc.message) from None
+    snapshot = review_snapshot_current(job=job)
+    indexes = review_matching_indexes(snapshot=snapshot, where=where)
+    return JsonResponse({"version": snapshot.version, "count": len(indexes),
+                         "ranges": index_ranges(indexes)})
+
+
+@csrf_exempt
+@api_view
+def grid_check_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
+    """One cell's value checked as the reviewer commits it (`field`, `value`,
+    and the item's `description` for units): {ok, value} or {ok: false, message}."""
+    _allow(request, "GET", "HEAD")
+    _reviewer_job(request, id)
+    try:
+        value, message = value_check(name=request.GET.get("field", ""),
+                                     value=request.GET.get("value", ""),
+                                     description=request.GET.get("description", ""))
+    except EditRejected as exc:
+        raise Problem(400, "invalid-request", exc.message) from None
+    if message:
+        return JsonResponse({"ok": False, "message": message})
+    return JsonResponse({"ok": True, "value": value})

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
 from typing import Any
 
 from catalog.currencies import currency_error
 from catalog.extraction import plain_decimal, typed_price
 from catalog.flags import Clear, Code, UnknownFlag, codes_where, flag_type, is_blocking
 from catalog.reading import Table
-from catalog.validation import validate_items
-from review.selectors import EDITABLE_FIELDS
+from catalog.validation import unit_problem, validate_items
+from review.selectors import EDITABLE_FIELDS, ItemFilter, items_matching
 
 MSG_BAD_CURRENCY = "Item {row}: {error}"
 MSG_BAD_SHEET_CURRENCY = "The currency for the sheet: {error}"
@@ -29,6 +30,9 @@ MSG_BAD_ROW = "Item {row} does not exist in this job."
 MSG_BAD_FIELD = "{field!r} is not a field a reviewer sets; fields are: {fields}."
 MSG_BAD_VALUE = "Item {row}: {message}"
 MSG_BAD_REPLACE = "Find and replace needs the text to find in {field}."
+MSG_CHECK_PRICE = "{value!r} is not a price: type a positive decimal number (for example 1.10)."
+MSG_CHECK_PACK = "{value!r} is not a pack size: type a positive number, or nothing."
+MSG_CHECK_CURRENCY = "{value!r} is not a currency: pick an ISO 4217 code from the list (EUR, USD...)."
 
 SCOPES = ("all", "missing", "flagged")
 CURRENCY_SCOPES = SCOPES
@@ -36,6 +40,8 @@ CURRENCY_SCOPES = SCOPES
 # the same rules the extractors' output meets (a known unit, a positive price,
 # an active currency), never against the source row.
 VALUE_CODES = codes_where(refuses_value=True)
+# The fields a cell checks as it is committed (value_check), before saving.
+CHECKED_FIELDS = ("unit", "pack_size", "unit_price", "currency")
 
 
 class EditRejected(Exception):
@@ -55,6 +61,7 @@ class SheetSet:
     field: str
     value: Any
     scope: str = "all"
+    where: ItemFilter | None = None  # only the items this filter picks
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,22 @@ class ReviewEdits:
     unit: str = ""
     sets: tuple[SheetSet, ...] = ()
     replace: tuple[Replace, ...] = ()
+    # Omit or restore every item a filter picks (by the flags it has now).
+    remove_where: tuple[ItemFilter, ...] = ()
+    restore_where: tuple[ItemFilter, ...] = ()
+
+    def resolved(self, items: list[dict]) -> ReviewEdits:
+        """These edits with the filters turned into item indexes (pure)."""
+        if not (self.remove_where or self.restore_where):
+            return self
+        remove = set(self.remove)
+        restore = set(self.restore)
+        for where in self.remove_where:
+            remove.update(items_matching(items, where))
+        for where in self.restore_where:
+            restore.update(items_matching(items, where))
+        return dataclass_replace(self, remove=frozenset(remove), restore=frozenset(restore - remove),
+                                 remove_where=(), restore_where=())
 
     def all_sets(self) -> list[SheetSet]:
         out = list(self.sets)
@@ -143,6 +166,27 @@ def _parse(name: str, value: Any, row: int | None, errors: list[str]) -> Any:
     raise ValueError(name)
 
 
+def value_check(*, name: str, value: Any, description: str = "") -> tuple[Any, str | None]:
+    """One value a reviewer typed into a cell, checked as the cell is
+    committed: (the value as it would be stored, None) or (None, why it is
+    refused). The same rules as saving: a positive decimal price, an active
+    ISO 4217 code, a known unit (for this item's description), a positive
+    pack size (pure)."""
+    if name not in EDITABLE_FIELDS:
+        raise EditRejected([MSG_BAD_FIELD.format(field=name, fields=", ".join(EDITABLE_FIELDS))])
+    errors: list[str] = []
+    parsed = _parse(name, value, 0, errors)
+    text = _text(value)
+    if errors:
+        return None, {"unit_price": MSG_CHECK_PRICE, "pack_size": MSG_CHECK_PACK}.get(
+            name, MSG_CHECK_CURRENCY).format(value=text)
+    if name == "unit":
+        problem = unit_problem(text, description)
+        if problem:
+            return None, problem
+    return parsed, None
+
+
 def _same(name: str, a: Any, b: Any) -> bool:
     if name == "pack_size" and a is not None and b is not None:
         return _same_decimal(a, b)
@@ -160,7 +204,10 @@ def _clearable_on(item: dict, name: str) -> bool:
     return any(f.get("field") == name and _cleared_by_edit(f) for f in item.get("flags") or [])
 
 
-def _in_scope(item: dict, baseline: dict, name: str, scope: str) -> bool:
+def _in_scope(item: dict, baseline: dict, name: str, scope: str,
+              where: ItemFilter | None = None) -> bool:
+    if where is not None and not where.matches(item):
+        return False
     if scope == "all":
         return True
     if scope == "flagged":
@@ -264,6 +311,7 @@ def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str 
     values set for the sheet. Each field the reviewer set records who set it
     and when, and the value the extractor gave (`provenance`)."""
     errors: list[str] = []
+    edits = edits.resolved(items)
     sets = _checked_sets(edits, len(items), errors)
     needs_baseline = any(rule.scope == "missing" for rule, _ in sets)
     baseline = (validate_items([_strip_flags(i) for i in items], table) if needs_baseline else items)
@@ -330,7 +378,7 @@ def _edited_item(index: int, item: dict, baseline: dict, sets, edits: ReviewEdit
     new = dict(item)
     new["source"] = dict(item.get("source") or {})
     for rule, value in sets:
-        if _in_scope(item, baseline, rule.field, rule.scope):
+        if _in_scope(item, baseline, rule.field, rule.scope, rule.where):
             if not _same(rule.field, new.get(rule.field), value):
                 applied.setdefault(("set", rule.field), []).append(index)
             elif _clearable_on(item, rule.field):

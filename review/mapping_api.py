@@ -4,7 +4,9 @@
 mapping; 404 for a job outside the caller's workspaces (as for an unknown
 id), 403 without the reviewer role, 409 when the job changed since the
 version named or cannot take a mapping in its state, 422 for a mapping the
-sheet cannot take. Errors are problem+json like the rest of the API.
+sheet cannot take. A sheet is mapped by its columns (an item list) or, for a
+price matrix, by a `matrix` form (catalog.extraction.matrix checks it).
+Errors are problem+json like the rest of the API.
 """
 
 import uuid
@@ -47,6 +49,24 @@ MappedColumns = create_model("MappedColumns", __config__=ConfigDict(extra="forbi
     role: (Letter, Field(None, description=_COLUMN_NOTES.get(role))) for role in VALUE_FIELDS})
 
 
+class MatrixForm(Schema):
+    """A price matrix: one item per priced cell of the body (catalog.extraction.matrix)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    row_labels: list[str] = Field(max_length=50, description=(
+        "The column letters that hold the product and its attributes (or the row dimension), "
+        "e.g. [\"A\"]."))
+    column_header_rows: list[json_int(ge=1, le=ROWS_MAX)] = Field(max_length=10, description=(
+        "The 1-based rows above the body whose cells name each body column, e.g. [3]."))
+    body: str = Field(max_length=20, description=(
+        "The priced cells, e.g. \"B4:Z40\"; \"B4:Z\" reads to the sheet's last row."))
+    dimension_unit: str | None = Field(None, max_length=20,
+                                       description="Written after numeric labels: \"cm\", \"ml\".")
+    product: str | None = Field(None, max_length=200, description=(
+        "A name put before every description, for a matrix whose rows are only a dimension."))
+
+
 class MappedSheet(Schema):
     model_config = ConfigDict(extra="forbid")
 
@@ -54,7 +74,8 @@ class MappedSheet(Schema):
                        description="The sheet's name; only the sheets listed are read.")
     header_row: json_int(ge=1, le=ROWS_MAX) | None = Field(
         None, description="1-based; null when there is none.")
-    columns: MappedColumns
+    columns: MappedColumns | None = Field(None, description="An item list's columns (or `matrix`).")
+    matrix: MatrixForm | None = Field(None, description="A price matrix, instead of `columns`.")
 
 
 class MappingRequest(Schema):

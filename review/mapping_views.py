@@ -2,7 +2,10 @@
 
 A reviewer sees each sheet's first rows with the detected header row and the
 role of every column above its cells, and can change the header row, any
-column's role, which sheets are read and the sheet's currency. Applying the
+column's role, which sheets are read and the sheet's currency. A sheet that
+is a price matrix is read "as a matrix" instead: the columns of its row
+labels, its column header row(s), its body and the unit of its dimensions
+(catalog.extraction.matrix), proposed by the extractor when it saw one. Applying the
 mapping sends the job back to the queue; it is read again with it and comes
 back to review. Access is the review console's: reviewers and admins of the
 job's workspace; other members get 403, anyone else a 404.
@@ -10,6 +13,7 @@ job's workspace; other members get 403, anyone else a 404.
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 
@@ -20,6 +24,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from catalog.extraction.matrix import counts_sentence
 from catalog.mapping import OTHER, ROLE_LABELS, ROLES, MappingInvalid, column_letter, sheet_width
 from catalog.selectors import job_reading_report
 from catalog.services import SheetNotRead, job_table, pricesheet_mapping_apply
@@ -36,6 +41,9 @@ MSG_NOT_MAPPABLE = "Nothing was changed: the job is {state}, so its columns cann
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."
 MSG_ROLE_TWICE = "Sheet {name!r}: columns {first} and {second} are both marked {role}; choose one."
 MSG_BAD_ROW = "Sheet {name!r}: the header row {value!r} is not a row number."
+MSG_BAD_MATRIX_ROWS = ("Sheet {name!r}: the column header rows {value!r} are not row numbers "
+                       "(for example \"3\" or \"2, 3\").")
+_LIST_SPLIT = re.compile(r"[\s,;+]+")
 
 # Rows shown under the header row (and at least this many from the top).
 PREVIEW_ROWS = 15
@@ -71,6 +79,9 @@ class MappedSheet:
     rows: list[PreviewRow]
     total_rows: int
     skipped: str = ""
+    mode: str = "columns"  # or "matrix"
+    matrix: dict = field(default_factory=dict)  # the matrix form's fields, as the inputs show them
+    matrix_summary: str = ""
 
 
 @dataclass
@@ -114,16 +125,51 @@ def _current(job: Job) -> tuple[dict[str, dict], str, dict | None, list[str]]:
             "header_row": entry.get("header_row"),
             "skipped": "" if status == "read" else (entry.get("reason") or status),
             "columns": {c.get("column"): c for c in entry.get("columns") or [] if isinstance(c, dict)},
+            "matrix": entry.get("matrix") if isinstance(entry.get("matrix"), dict) else None,
+            "as_matrix": status == "read" and entry.get("kind") == "matrix",
+            "cells": entry.get("cells") if isinstance(entry.get("cells"), dict) else None,
         }
     given = (job.payload or {}).get("mapping")
     currency = ""
     if isinstance(given, dict):
         currency = given.get("currency") or ""
-        chosen = {e["sheet"] for e in given.get("sheets") or [] if isinstance(e, dict)}
+        chosen = {e["sheet"]: e for e in given.get("sheets") or [] if isinstance(e, dict)}
         for name, entry in by_sheet.items():
             entry["read"] = name in chosen
+            if isinstance(chosen.get(name, {}).get("matrix"), dict):
+                entry.update(matrix=chosen[name]["matrix"], as_matrix=True)
     output = job.output if isinstance(job.output, dict) else {}
     return by_sheet, currency, report["layout"], [str(n) for n in output.get("notes") or []]
+
+
+def _matrix_inputs(matrix: dict | None) -> dict:
+    """A matrix form as the page's inputs show it: lists written "A, B"."""
+    matrix = matrix or {}
+
+    def joined(value) -> str:
+        return ", ".join(map(str, value)) if isinstance(value, list) else str(value or "")
+
+    return {"row_labels": joined(matrix.get("row_labels")),
+            "column_header_rows": joined(matrix.get("column_header_rows")),
+            "body": str(matrix.get("body") or ""), "dimension_unit": str(matrix.get("dimension_unit") or ""),
+            "product": str(matrix.get("product") or "")}
+
+
+def _posted_matrix(request: HttpRequest, prefix: str, name: str, errors: list[str]) -> dict:
+    """The matrix form of one sheet, as typed (checked later against the table)."""
+    field = prefix + "matrix-"
+    labels = [t.upper() for t in _LIST_SPLIT.split(request.POST.get(field + "row_labels", "")) if t]
+    raw_rows = request.POST.get(field + "column_header_rows", "")
+    header_rows = []
+    for text in (t for t in _LIST_SPLIT.split(raw_rows) if t):
+        if not text.isdigit():
+            errors.append(MSG_BAD_MATRIX_ROWS.format(name=name, value=raw_rows))
+            break
+        header_rows.append(int(text))
+    return {"row_labels": labels, "column_header_rows": header_rows,
+            "body": request.POST.get(field + "body", "").strip(),
+            "dimension_unit": request.POST.get(field + "dimension_unit", "").strip() or None,
+            "product": request.POST.get(field + "product", "").strip() or None}
 
 
 def mapping_page(*, job: Job, posted: dict | None = None, errors: list[str] | None = None) -> MappingPage:
@@ -139,12 +185,15 @@ def mapping_page(*, job: Job, posted: dict | None = None, errors: list[str] | No
                                           "skipped": ""})
         read, header_row = known["read"], known["header_row"]
         roles = {letter: c.get("role", OTHER) for letter, c in known["columns"].items()}
+        mode, matrix = ("matrix" if known.get("as_matrix") else "columns"), known.get("matrix")
         if posted is not None:
             mine = next((e for e in posted["sheets"] if e["sheet"] == sheet.name), None)
             read = mine is not None
             if mine is not None:
                 header_row = mine["header_row"]
-                roles = {letter: role for role, letter in mine["columns"].items() if letter}
+                roles = {letter: role for role, letter in (mine.get("columns") or {}).items() if letter}
+                mode = "matrix" if "matrix" in mine else "columns"
+                matrix = mine.get("matrix") or matrix
         width = sheet_width(sheet)
         header_cells = sheet.rows[header_row - 1] if header_row and header_row <= len(sheet.rows) else []
         columns = []
@@ -161,9 +210,12 @@ def mapping_page(*, job: Job, posted: dict | None = None, errors: list[str] | No
         rows = [PreviewRow(number=n, cells=list(sheet.rows[n - 1]) + [""] * (width - len(sheet.rows[n - 1])),
                            is_header=n == header_row)
                 for n in range(1, last + 1)]
+        cells = known.get("cells")
         sheets.append(MappedSheet(index=index, name=sheet.name, read=read, header_row=header_row,
                                   columns=columns, rows=rows, total_rows=len(sheet.rows),
-                                  skipped=known.get("skipped", "")))
+                                  skipped=known.get("skipped", ""), mode=mode,
+                                  matrix=_matrix_inputs(matrix),
+                                  matrix_summary=counts_sentence(cells) if cells else ""))
     if sheets and not any(s.read for s in sheets):
         sheets[0].read = True  # a refused sheet: start from the first one
     return MappingPage(
@@ -185,6 +237,10 @@ def _posted_mapping(request: HttpRequest) -> tuple[dict, list[str]]:
         if not request.POST.get(prefix + "read"):
             continue
         name = request.POST[prefix + "name"]
+        if request.POST.get(prefix + "mode") == "matrix":
+            sheets.append({"sheet": name, "header_row": None,
+                           "matrix": _posted_matrix(request, prefix, name, errors)})
+            continue
         raw_row = request.POST.get(prefix + "header_row", "").strip()
         header_row = None
         if raw_row:

@@ -7,15 +7,23 @@ read into `ReviewEdits`. Pure: no ORM, no request.
      "items": [{"index": 3, "set": {"unit_price": "1.10"}},
                {"index": 7, "omit": true}, {"index": 8, "omit": false}],
      "replace": [{"field": "unit", "find": "Stk", "replace": "pc", "whole": true}],
-     "sets": [{"field": "unit", "value": "pc", "scope": "missing"}]}   # several sheet values
+     "sets": [{"field": "unit", "value": "pc", "scope": "missing"}],   # several sheet values
+     "omit": {"flag": CODE},                              # every item a filter picks
+     "restore": {"flag": CODE, "field": "sku", "blocking": false}}
+                                                         # CODE: a code of catalog/flags.py
+
+A filter (`omit`, `restore`, and `where` in an entry of `sets`) picks the
+items with a flag of code `flag`, on `field` ("row": about no one field),
+blocking approval when `blocking` is true; a key left out matches any flag.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from review.selectors import EDITABLE_FIELDS
+from catalog.flags import CODES
 from review.edits import SCOPES, Replace, ReviewEdits, SheetSet
+from review.selectors import EDITABLE_FIELDS, ItemFilter
 
 MSG_NOT_OBJECT = "The body must be a JSON object."
 MSG_VERSION = "`version` must be the job's version (a positive whole number) as you read it."
@@ -33,7 +41,13 @@ MSG_REPLACE = ("`replace` must be a list of {{\"field\", \"find\", \"replace\", 
 
 MSG_SETS = "`sets` must be a list of {{\"field\", \"value\", \"scope\"}} objects; scopes: {scopes}."
 
-TOP_KEYS = ("version", "set", "scope", "sets", "items", "replace")
+MSG_FILTER = ("`{where}` must be a filter object {{\"flag\": code, \"field\": name or \"row\", "
+              "\"blocking\": true or false}}.")
+
+MSG_FILTER_CODE = "`{where}.flag` is {code!r}, which is not a flag code; codes are: {codes}."
+
+TOP_KEYS = ("version", "set", "scope", "sets", "items", "replace", "omit", "restore")
+FILTER_KEYS = ("flag", "field", "blocking")
 ITEM_KEYS = ("index", "set", "omit")
 
 
@@ -75,14 +89,29 @@ def _unknown(raw: dict, allowed: tuple[str, ...]) -> None:
                                                allowed=", ".join(allowed)))
 
 
+def filter_from_json(raw: Any, where: str = "filter") -> ItemFilter:
+    """A filter object read into an ItemFilter; BadEdits when it is not one."""
+    if not isinstance(raw, dict):
+        raise BadEdits(MSG_FILTER.format(where=where))
+    _unknown(raw, FILTER_KEYS)
+    flag, name, blocking = raw.get("flag") or "", raw.get("field") or "", raw.get("blocking", False)
+    if (not isinstance(flag, str) or not isinstance(name, str) or not isinstance(blocking, bool)
+            or name not in ("", "row", *EDITABLE_FIELDS)):
+        raise BadEdits(MSG_FILTER.format(where=where))
+    if flag.strip() and flag.strip() not in CODES:
+        raise BadEdits(MSG_FILTER_CODE.format(where=where, code=flag, codes=", ".join(CODES)))
+    return ItemFilter(flag=flag.strip(), field=name, blocking=blocking)
+
+
 def _sheet_sets(raw: Any) -> list[SheetSet]:
     out = []
     for rule in raw or []:
         if not isinstance(rule, dict) or rule.get("scope", "all") not in SCOPES:
             raise BadEdits(MSG_SETS.format(scopes=", ".join(SCOPES)))
-        _unknown(rule, ("field", "value", "scope"))
+        _unknown(rule, ("field", "value", "scope", "where"))
         value = _values({rule.get("field"): rule.get("value")}, "sets[].").popitem()[1]
-        out.append(SheetSet(rule["field"], value, rule.get("scope", "all")))
+        where = filter_from_json(rule["where"], "sets[].where") if "where" in rule else None
+        out.append(SheetSet(rule["field"], value, rule.get("scope", "all"), where))
     return out
 
 
@@ -130,4 +159,12 @@ def edits_from_json(data: Any) -> ReviewEdits:
             raise BadEdits(MSG_REPLACE)
         replace.append(Replace(rule["field"], rule["find"], rule["replace"], bool(rule.get("whole"))))
     return ReviewEdits(rows=rows, remove=frozenset(omit), restore=frozenset(restore), sets=sets,
-                       replace=tuple(replace))
+                       replace=tuple(replace),
+                       remove_where=_filters(data.get("omit"), "omit"),
+                       restore_where=_filters(data.get("restore"), "restore"))
+
+
+def _filters(raw: Any, where: str) -> tuple[ItemFilter, ...]:
+    if raw is None:
+        return ()
+    return (filter_from_json(raw, where),)

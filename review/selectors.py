@@ -12,13 +12,14 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 from accounts.models import Membership
 from catalog.currencies import currency_choices
 from catalog.export import item_price_text
 from catalog.extraction import plain_decimal
-from catalog.flags import UnknownFlag, flag_type
+from catalog.flags import UnknownFlag, flag_type, is_blocking
 from catalog.items import REVIEW_KEYS, VALUE_FIELDS, Item
 from catalog.models import CatalogRevision
 from catalog.selectors import job_sheets
@@ -186,10 +187,69 @@ def _is_decimal(value: Any) -> bool:
     return number is not None and number.is_finite()
 
 
+def flag_name(code: str) -> str:
+    """The registry's readable name (the code itself for one it does not know)."""
+    try:
+        return flag_type(code).name
+    except UnknownFlag:
+        return code
+
+
+def flag_blocks(code: str) -> bool:
+    """Whether a flag of `code` stops approval (the registry says; an
+    unknown code blocks); any other is advisory, answered by approving."""
+    return is_blocking({"code": code})
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """Which items a filter picks: those with a flag of `flag` (any code when
+    empty), on `field` (any when empty; "row" for flags about no one field),
+    and only blocking flags with `blocking`. A filter naming nothing picks
+    every flagged item."""
+
+    flag: str = ""
+    field: str = ""
+    blocking: bool = False
+
+    def matches(self, item: dict) -> bool:
+        for flag in item.get("flags") or []:
+            if not isinstance(flag, dict):
+                continue
+            code = flag.get("code") or ""
+            if self.flag and code != self.flag:
+                continue
+            if self.field and (flag.get("field") or "row") != self.field:
+                continue
+            if self.blocking and not flag_blocks(code):
+                continue
+            return True
+        return False
+
+
+def items_matching(items: list[dict], where: ItemFilter) -> list[int]:
+    """The indexes of the items `where` picks, omitted ones included (so a
+    filter can restore what it omitted) (pure)."""
+    return [n for n, item in enumerate(items) if isinstance(item, dict) and where.matches(item)]
+
+
+def index_ranges(indexes: list[int]) -> list[list[int]]:
+    """Sorted indexes as inclusive runs: [0..49999] all flagged is one pair,
+    so what a page or an answer carries for a huge sheet stays small."""
+    runs: list[list[int]] = []
+    for index in indexes:
+        if runs and runs[-1][1] == index - 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return runs
+
+
 def snapshot_summary(items: list[dict]) -> dict:
     """Flagged item indexes, flag counts per reason (with the first item that
-    has each), omitted and hand-changed counts (pure)."""
-    flagged, reasons, flags, omitted, changed = [], {}, 0, 0, 0
+    has each), blocking and advisory flags counted apart, omitted and
+    hand-changed counts (pure)."""
+    flagged, reasons, flags, blocking, omitted, changed = [], {}, 0, 0, 0, 0
     for index, item in enumerate(items):
         if item.get("omitted"):
             omitted += 1
@@ -202,7 +262,9 @@ def snapshot_summary(items: list[dict]) -> dict:
             for code in codes:
                 reason = reasons.setdefault(code, {"code": code, "count": 0, "first_index": index})
                 reason["count"] += 1
-    return {"flagged": flagged, "flag_count": flags, "omitted": omitted, "changed_by_hand": changed,
+                blocking += flag_blocks(code)
+    return {"flagged": flagged, "flag_count": flags, "blocking_count": blocking,
+            "advisory_count": flags - blocking, "omitted": omitted, "changed_by_hand": changed,
             "reasons": sorted(reasons.values(), key=lambda r: (-r["count"], r["code"]))}
 
 
@@ -247,10 +309,11 @@ class FlagReason:
     @property
     def name(self) -> str:
         """The registry's readable name (the code itself for one it does not know)."""
-        try:
-            return flag_type(self.code).name
-        except UnknownFlag:
-            return self.code
+        return flag_name(self.code)
+
+    @property
+    def blocking(self) -> bool:
+        return flag_blocks(self.code)
 
     @property
     def hint(self) -> str:
@@ -267,6 +330,8 @@ class ReviewPage:
     flagged: list[int]
     reasons: list[FlagReason]
     flag_count: int
+    blocking_count: int
+    advisory_count: int
     omitted: int
     changed_by_hand: int
     sheets: list[str]
@@ -286,6 +351,25 @@ def review_flag_summary(*, snapshot: ReviewSnapshot) -> dict:
     return summary
 
 
+def _blocking_counts(summary: dict) -> dict:
+    """Blocking and advisory flags of a summary (older snapshots did not
+    count them apart: counted from the reasons)."""
+    if "blocking_count" in summary:
+        return {"blocking_count": summary["blocking_count"],
+                "advisory_count": summary["advisory_count"]}
+    blocking = sum(r.count for r in summary["reasons"] if r.blocking)
+    return {"blocking_count": blocking, "advisory_count": summary["flag_count"] - blocking}
+
+
+def review_matching_indexes(*, snapshot: ReviewSnapshot, where: ItemFilter) -> list[int]:
+    """The indexes of the snapshot's items `where` picks, read chunk by chunk."""
+    out: list[int] = []
+    for text in (ReviewChunk.objects.filter(snapshot=snapshot).order_by("number")
+                 .values_list("items_json", flat=True).iterator()):
+        out.extend(item["index"] for item in json.loads(text) if where.matches(item))
+    return out
+
+
 def review_page(*, job: Job, snapshot: ReviewSnapshot) -> ReviewPage:
     """What the detail page renders itself: the facts, the flag summary and
     the choices. The items and source rows are fetched by the grid in pages."""
@@ -301,6 +385,7 @@ def review_page(*, job: Job, snapshot: ReviewSnapshot) -> ReviewPage:
     return ReviewPage(
         job=job, total=total, flagged=summary["flagged"], reasons=summary["reasons"],
         flag_count=summary["flag_count"], omitted=summary["omitted"],
+        **_blocking_counts(summary),
         changed_by_hand=summary["changed_by_hand"], sheets=[str(n) for n in names],
         currencies=currency_choices(), units=unit_choices(),
         decisions=list(ReviewDecision.objects.filter(job_id=job.pk).order_by("-pk")[:DECISIONS_SHOWN]),
@@ -308,3 +393,13 @@ def review_page(*, job: Job, snapshot: ReviewSnapshot) -> ReviewPage:
         notes=[str(n) for n in (_loaded(notes) if isinstance(_loaded(notes), list) else [])][:NOTES_SHOWN],
         revision=revision, history=job_history_sentence(job=job),
     )
+
+
+def review_grid_state(*, snapshot: ReviewSnapshot) -> dict:
+    """What the grid redraws after a save without reloading the page: the
+    version, the flagged runs and the flag summary (as the page renders it)."""
+    summary = review_flag_summary(snapshot=snapshot)
+    shown = {**summary, **_blocking_counts(summary), "total": snapshot.total}
+    return {"version": snapshot.version, "total": snapshot.total,
+            "flagged": index_ranges(summary["flagged"]),
+            "summary_html": render_to_string("review/_summary.html", {"s": shown})}

@@ -15,4 +15,6 @@ urlpatterns = [
     path("<uuid:id>/source", api.grid_source_view, name="source"),
     path("<uuid:id>/save/", api.grid_save_view, name="save"),
     path("<uuid:id>/preview", api.grid_preview_view, name="preview"),
+    path("<uuid:id>/matches", api.grid_matches_view, name="matches"),
+    path("<uuid:id>/check", api.grid_check_view, name="check"),
 ]

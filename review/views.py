@@ -13,11 +13,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from jobs.models import Job, State
-from catalog.flags import registry_json
+from catalog.flags import Code, registry_json
 from catalog.models import CatalogRevision
 from review.selectors import (
     EDITABLE_FIELDS,
     FIELD_LABELS,
+    index_ranges,
     NotAReviewer,
     job_sources,
     review_job_get,
@@ -26,11 +27,18 @@ from review.selectors import (
     user_is_reviewer_anywhere,
 )
 from review.decisions import ReasonRequired, ReviewStale
+from review.edits import (
+    CHECKED_FIELDS,
+    MSG_CHECK_CURRENCY,
+    MSG_CHECK_PACK,
+    MSG_CHECK_PRICE,
+    VALUE_CODES,
+)
 from review.services import review_reject, review_snapshot_current
 
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of a workspace review its extractions."
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."
-MSG_APPROVED = "Approved: revision {revision_id} published with {item_count} items."
+MSG_APPROVED = "Approved: revision {revision} published with {item_count} items."
 MSG_QUEUE_EMPTY = "Nothing else waits for review."
 MSG_REJECTED = "Rejected: nothing was published; the job needs attention."
 QUEUE_PAGE_SIZE = 50
@@ -51,18 +59,6 @@ def _version(request: HttpRequest) -> int | None:
         return int(request.POST.get("version", ""))
     except ValueError:
         return None
-
-
-def index_ranges(indexes: list[int]) -> list[list[int]]:
-    """Sorted indexes as inclusive runs: [0..49999] all flagged is one pair,
-    so the page of a huge sheet stays small."""
-    runs: list[list[int]] = []
-    for index in indexes:
-        if runs and runs[-1][1] == index - 1:
-            runs[-1][1] = index
-        else:
-            runs.append([index, index])
-    return runs
 
 
 def _back(job_id: uuid.UUID) -> HttpResponse:
@@ -96,10 +92,17 @@ def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
             "flagged": index_ranges(page.flagged), "editable": job.state == State.AWAITING_REVIEW,
             "fields": list(EDITABLE_FIELDS), "labels": FIELD_LABELS,
             "flags": registry_json(),
+            "checked_fields": list(CHECKED_FIELDS),
+            "check_messages": {"unit_price": MSG_CHECK_PRICE, "pack_size": MSG_CHECK_PACK,
+                               "currency": MSG_CHECK_CURRENCY},
+            # The flags a value checked as its cell is committed answers at once.
+            "value_codes": sorted(VALUE_CODES | {Code.UNSUPPORTED_SOURCE}),
             "urls": {"items": reverse("review:items", args=[job.pk]),
                      "source": reverse("review:source", args=[job.pk]),
                      "save": reverse("review:save", args=[job.pk]),
                      "preview": reverse("review:preview", args=[job.pk]),
+                     "matches": reverse("review:matches", args=[job.pk]),
+                     "check": reverse("review:check", args=[job.pk]),
                      "approve": reverse("api:job-approve", args=[job.pk]),
                      "next": reverse("review:next", args=[job.pk])},
         },
@@ -114,7 +117,7 @@ def next_job(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     job = _job_or_deny(request, job_id)
     revision = CatalogRevision.objects.filter(job_id=job.pk).first()
     if revision is not None:
-        messages.success(request, MSG_APPROVED.format(revision_id=revision.pk,
+        messages.success(request, MSG_APPROVED.format(revision=revision.number,
                                                       item_count=revision.item_count))
     following = review_queue(user=request.user).exclude(pk=job.pk).first()
     if following is None:

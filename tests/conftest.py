@@ -23,6 +23,11 @@ def pytest_configure(config):
     # (Django's own test settings do the same); processes the tests start keep
     # the production hashers.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # Pages rendered in the test process read the static files where they are
+    # (no collectstatic, no manifest); tests/config/test_static_files.py checks
+    # the hashed, compressed files the service serves.
+    settings.STORAGES = {**settings.STORAGES, "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,7 @@
-"""The README's commands work as pasted: its HTTP examples run, exactly as
-written, against a real `make run`, and Ctrl-C stops `make run` quietly."""
+"""The README's commands work as pasted: every shell block that is a
+command runs, exactly as written, in a second terminal against a real
+`make run` on a port other than the default, and Ctrl-C stops `make run`
+quietly."""
 
 import os
 import re
@@ -17,10 +19,53 @@ from tests.helpers import ROOT, free_port, subprocess_env, wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+# The shell blocks that are not commands for a second terminal, by their
+# first line, and why.
+NOT_RUN = {
+    "make run    # set up everything": "make run itself, which the test starts",
+    ".venv/bin/python manage.py runworker [--concurrency N]": "the command's synopsis",
+    "SHEETS_STORAGE=s3": "settings for an object store",
+}
+
+
+def readme_sh_blocks() -> list[str]:
+    return re.findall(r"^ *```sh\n(.*?)^ *```", (ROOT / "README.md").read_text(), re.S | re.M)
+
+
 def readme_http_block() -> str:
     text = (ROOT / "README.md").read_text()
     section = text[text.index("### Over HTTP"):]
     return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+
+
+def readme_sync_blocks() -> str:
+    """The downstream sync guide's blocks, run one after the other in one
+    terminal (the webhook example uses what the polling one set)."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Keeping a downstream system in sync"):]
+    section = section[:section.index("\n## ")]
+    return "\n".join(re.findall(r"```sh\n(.*?)```", section, re.S))
+
+
+def second_terminal(port: int) -> dict[str, str]:
+    """None of the settings the test sets for its processes, not even the
+    port: only where the (test) database is."""
+    return {k: v for k, v in subprocess_env().items()
+            if k not in ("SECRET_KEY", "HTTPS", "DJANGO_SETTINGS_MODULE", "PORT")}
+
+
+def run_block(block: str, port: int) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=ROOT,
+                          env=second_terminal(port), capture_output=True, text=True, timeout=120)
+
+
+def test_every_readme_shell_block_is_run_or_said_not_to_be_a_command():
+    blocks = readme_sh_blocks()
+    ran = readme_http_block() + readme_sync_blocks()
+    others = [b for b in blocks if b not in ran]
+    firsts = {b.strip().splitlines()[0] for b in others}
+    assert {line for line in firsts if not any(line.startswith(k) for k in NOT_RUN)} == set()
+    assert len(others) == len(NOT_RUN)
 
 
 def answers(port: int) -> bool:
@@ -62,24 +107,31 @@ def make_run(tmp_path, port: int):
 
 
 def test_readme_http_examples_run_as_written(tmp_path):
+    from catalog.models import Supplier
+
     port = free_port()
+    assert port != 8000
     block = readme_http_block()
     assert "uuidgen" not in block
 
     with make_run(tmp_path, port):
-        # A second terminal: none of the settings the test sets for its
-        # processes, only where the (test) database and the server are.
-        terminal = {k: v for k, v in subprocess_env(PORT=port).items()
-                    if k not in ("SECRET_KEY", "HTTPS", "DJANGO_SETTINGS_MODULE")}
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=ROOT,
-                                env=terminal, capture_output=True, text=True, timeout=120)
+        result = run_block(block, port)
+        assert result.returncode == 0, result.stderr
+        # The sync guide reads a published supplier: the demo's clean sheet.
+        wait_for(lambda: Supplier.objects.filter(current_revision__isnull=False).exists(),
+                 timeout=120, interval=0.2, message="a supplier with a published revision")
+        sync = run_block(readme_sync_blocks(), port)
 
-    assert result.returncode == 0, result.stderr
     out = result.stdout
     assert re.search(r'"state": "(queued|running|completed|awaiting_review)"', out)
     assert '"items": [' in out
     assert '"results": [' in out and '"count": ' in out
     assert "/problems/" in out or '"state": "cancelled"' in out  # cancel answered
+
+    assert sync.returncode == 0, sync.stderr
+    assert '"current_revision_id": "' in sync.stdout
+    assert "HTTP/1.1 304 Not Modified" in sync.stdout, sync.stdout  # nothing new
+    assert '"added": []' in sync.stdout  # the webhook example: changes since the revision held
 
 
 def test_ctrl_c_stops_make_run_quietly(tmp_path):

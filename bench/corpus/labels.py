@@ -16,7 +16,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "labels"
-CORPUS = HERE.parents[1].parent / "shared" / "corpus"
+# ../shared/corpus beside the checkout (a worktree one level deeper looks one level up).
+CORPUS = next((c for c in (HERE.parents[1].parent / "shared" / "corpus",
+                           HERE.parents[1].parent.parent / "shared" / "corpus") if c.is_dir()),
+              HERE.parents[1].parent / "shared" / "corpus")
 
 ITEM_ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
 OTHER_ROLES = ("alt_price", "total", "quantity", "row_index", "barcode", "category", "brand", "stock",
@@ -59,8 +62,10 @@ def load(file: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def load_all() -> dict[str, dict]:
-    return {(lab := json.loads(p.read_text()))["file"]: lab for p in sorted(LABELS.glob("*.json"))}
+def load_all(*folders: Path) -> dict[str, dict]:
+    """Every label of ``folders`` (default: the project's own), by corpus path."""
+    paths = sorted(p for folder in (folders or (LABELS,)) for p in Path(folder).glob("*.json"))
+    return {(lab := json.loads(p.read_text()))["file"]: lab for p in paths}
 
 
 def _check_ranges(where: str, value, problems: list[str]) -> None:

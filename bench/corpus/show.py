@@ -15,7 +15,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-CORPUS = REPO.parent / "shared" / "corpus"
+from bench.corpus.labels import CORPUS  # noqa: E402
 
 
 def col_letter(i: int) -> str:

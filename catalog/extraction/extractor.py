@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 
 from catalog.errors import NotAnItemList
-from catalog.extraction.columns import ROLES, assign_roles, profile_columns
+from catalog.extraction import rules_columns
+from catalog.extraction.columns import ROLES, assign_roles
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
 from catalog.extraction.mapping import MappingError, sheet_mapping
+from catalog.extraction.matrix import MAX_MATRIX_ITEMS, Matrix, counts_sentence, matrix_read, propose_matrix
 from catalog.extraction.money import (
     ISO_CODES, PLAIN_NUMBER_RE, ambiguous_currency_symbol, canonical_decimal, decimal_style,
     detect_currency, find_currencies, parse_decimal,
@@ -40,6 +42,10 @@ MSG_NO_NAME = ("sheet {sheet!r}: no column names the items (no SKU or descriptio
                "a reviewer can still map its columns")
 MSG_NO_ITEMS = ("sheet {sheet!r}: no row below the header has a price; "
                 "a reviewer can still map its columns")
+MSG_MATRIX_PROPOSED = ("a price matrix was recognized: confirm its row labels, column labels, body and unit "
+                       "(one item per priced cell)")
+MSG_MATRIX_TOO_LARGE = ("sheet {sheet!r}: the price matrix has more than {limit:,} priced cells, more items "
+                        "than a sheet may hold; split it into several sheets")
 MSG_REFUSED = "no sheet holds an item list: {details}"
 _ROLE_WORDS = {"unit_price": "price", "sku": "SKU", "description": "description", "unit": "unit",
                "pack_size": "pack size", "currency": "currency", "quantity": "quantity"}
@@ -101,9 +107,11 @@ def _currency_context(sheet: Sheet, header: Header, price: int) -> tuple[str | N
 class _ItemBuilder:
     """Builds the items of one sheet's rows, once its columns are known."""
 
-    def __init__(self, sheet: Sheet, header: Header, cols: Columns, currency: str | None):
+    def __init__(self, sheet: Sheet, header: Header, cols: Columns, currency: str | None,
+                 uncertain: list[dict] | None = None):
         self.sheet = sheet
         self.cols = cols
+        self.uncertain = uncertain or []  # one uncertain_column flag per role in doubt
         self.decimal = decimal_style(cell(r, cols.price) for r in sheet.rows[header.body_start - 1:][:2000])
         self.sheet_code, self.basis, self.doubts = _currency_context(sheet, header, cols.price)
         if currency:
@@ -169,7 +177,7 @@ class _ItemBuilder:
         if written and written > max(0, -value.normalize().as_tuple().exponent):
             # "12.50" is published as "12.5"; pages show it as the sheet did.
             item["source"]["price_places"] = min(written, 6)
-        flags += more + pack_flags
+        flags += more + pack_flags + [dict(f) for f in self.uncertain]
         if flags:
             item["flags"] = flags
         return item
@@ -243,16 +251,54 @@ def _named_by_bands(body: list[list[str]], assignment) -> bool:
     return len(names) >= 3 and sum(1 for n in names if is_band(n)) >= 0.6 * len(names)
 
 
-def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _SheetResult:
+def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: str) -> _SheetResult:
+    """A price matrix read as one item per priced cell; proposed (inferred)
+    it waits for a reviewer's confirmation."""
+    got = matrix_read(sheet, matrix, currency)
+    name = sheet.name
+    if got.too_large:
+        reason = MSG_MATRIX_TOO_LARGE.format(sheet=name, limit=MAX_MATRIX_ITEMS)
+        return _refused(sheet, Header(matrix.header_rows, []), reason, "too large")
+    if not got.items:
+        return _refused(sheet, Header(matrix.header_rows, []), MSG_NO_ITEMS.format(sheet=name), "no items")
+    doubts = list(got.doubts)
+    if source == "inferred":
+        doubts.insert(0, MSG_MATRIX_PROPOSED)
+    labels = ", ".join(col_letter(c) for c in matrix.row_labels)
+    notes = [f"sheet {name!r}: read as a price matrix (row labels {labels}, column labels from row "
+             f"{'+'.join(map(str, matrix.header_rows))}, body {matrix.body}): {counts_sentence(got.counts)}"]
+    if got.currency:
+        notes.append(f"sheet {name!r}: currency {got.currency} from {got.basis}")
+    notes += [f"sheet {name!r}: {d}" for d in got.doubts]
+    report = _report(sheet, Header(matrix.header_rows, []), "read", kind="matrix", matrix=matrix.to_json(),
+                     cells=got.counts, needs_confirmation=bool(doubts), doubts=doubts, source=source)
+    return _SheetResult(got.items, report, notes)
+
+
+def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_model: bool) -> _SheetResult:
     rows = sheet.rows
+    if mapped and mapped.get("matrix"):
+        return _matrix_sheet(sheet, Matrix.from_json(mapped["matrix"]), currency, "reviewer")
     header = header_at(rows, mapped["header_row"]) if mapped else find_header(rows)
     if not mapped:
         kind = not_an_item_list(rows, header)
+        # A product matrix becomes items for a reviewer to confirm; a rate
+        # card stays refused, with the matrix a reviewer may map.
+        proposal = propose_matrix(rows, header=None if kind else header.rows)
+        if proposal and proposal.kind == "matrix":
+            return _matrix_sheet(sheet, proposal.matrix, currency, "inferred")
         if kind:
-            return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
+            got = _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
+            if proposal:
+                got.report["matrix"] = proposal.matrix.to_json()
+            return got
     body = rows[header.body_start - 1:]
     width = max([len(header.labels)] + [len(r) for r in body])
-    assignment = assign_roles(profile_columns(body, width), header.labels, mapped and mapped["columns"])
+    if column_model:
+        assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
+    else:
+        assignment = rules_columns.assign_roles(rules_columns.profile_columns(body, width), header.labels,
+                                                mapped and mapped["columns"])
     if "unit_price" not in assignment.roles:
         named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
         if named:
@@ -263,25 +309,35 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None) -> _She
     if not mapped and _named_by_bands(body, assignment):
         kind = "rate card (prices by weight or size bands)"
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
-    builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency)
+    uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
+                 for role, (col, _why) in getattr(assignment, "doubted", {}).items()]
+    builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
         return _refused(sheet, header, MSG_NO_ITEMS.format(sheet=sheet.name), "no items")
     doubts = [] if mapped else list(assignment.doubts)
     if not header.rows and not mapped:
         doubts.insert(0, "no header row: the columns were read from their values alone")
+    if column_model:
+        confirm = any(c.needs_confirmation for c in assignment.columns) or bool(assignment.doubted)
+    else:
+        confirm = bool(doubts)
     report = _report(sheet, header, "read", columns=[c.to_json() for c in assignment.columns],
-                     needs_confirmation=bool(doubts), doubts=doubts, rows=counts, skipped_rows=listed,
+                     needs_confirmation=confirm and not mapped, doubts=doubts, rows=counts, skipped_rows=listed,
                      source="reviewer" if mapped else "inferred")
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder))
 
 
-def extract(table: Table, mapping: dict | None = None) -> Extraction:
+def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
     """Items and the per-sheet ``columns`` report of ``table`` (pure, no ORM).
 
     ``mapping`` (a reviewer's, or a remembered layout) names, per sheet, the
     header row and the column of each role; the sheets it lists are the only
     ones read, and its ``currency`` stands for the sheets' stated currency.
+    ``column_model`` takes the columns' roles from the fitted column model
+    (``catalog.extraction.columns``: a calibrated probability per role, each
+    column in doubt marked and its values flagged ``uncertain_column``);
+    without it, from the hand-weighted rules of ``rules_columns``.
     Raises ``MappingError`` when the mapping names a sheet or column the
     table does not have.
     """
@@ -297,7 +353,7 @@ def extract(table: Table, mapping: dict | None = None) -> Extraction:
         if not any(any(r) for r in sheet.rows):
             reports.append(_report(sheet, Header((), []), "empty"))
             continue
-        got = _read_sheet(sheet, mapped, currency)
+        got = _read_sheet(sheet, mapped, currency, column_model)
         items += got.items
         notes += got.notes
         reports.append(got.report)
@@ -308,9 +364,9 @@ def extract(table: Table, mapping: dict | None = None) -> Extraction:
     return Extraction(items, notes, reports, confirm, refusal)
 
 
-def extract_items(table: Table, mapping: dict | None = None) -> Extraction:
+def extract_items(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
     """``extract``, raising ``NotAnItemList`` (with the report) when no sheet holds items."""
-    result = extract(table, mapping)
+    result = extract(table, mapping, column_model=column_model)
     if result.refusal:
         exc = NotAnItemList(result.refusal)
         exc.sheets = result.sheets

@@ -7,7 +7,8 @@ Plain data, as a reviewer sends it or a remembered layout stores it::
                              "pack_size": None, "unit_price": "F", "currency": None}}],
      "currency": "EUR" or None}
 
-Columns are spreadsheet letters, rows 1-based. ``mapping_errors`` says, in
+A price matrix is mapped by ``"matrix": {...}`` instead of ``columns``
+(``catalog.extraction.matrix``). Columns are spreadsheet letters, rows 1-based. ``mapping_errors`` says, in
 words, what makes a mapping impossible for a table (the API answers 422).
 """
 
@@ -19,6 +20,7 @@ import re
 
 from catalog.errors import SheetError
 from catalog.items import VALUE_FIELDS
+from catalog.extraction.matrix import matrix_parse
 from catalog.extraction.text import col_index
 
 if TYPE_CHECKING:  # the reader imports this package; only types flow back
@@ -43,6 +45,8 @@ def _sheet_errors(entry, table: Table) -> list[str]:
     sheet = table.sheet(name) if isinstance(name, str) else None
     if sheet is None:
         return [f"the file has no sheet {name!r}"]
+    if entry.get("matrix") is not None:
+        return matrix_parse(entry["matrix"], sheet)[1]
     errors = []
     row = entry.get("header_row")
     if row is not None and (isinstance(row, bool) or not isinstance(row, int) or not 1 <= row <= len(sheet.rows)):
@@ -85,6 +89,8 @@ def sheet_mapping(mapping: dict, sheet: Sheet) -> dict | None:
     """{"header_row", "columns": role -> 0-based column or None} for ``sheet``; None if not listed."""
     for entry in mapping.get("sheets") or []:
         if isinstance(entry, dict) and entry.get("sheet") == sheet.name:
+            if isinstance(entry.get("matrix"), dict):
+                return {"header_row": entry.get("header_row"), "matrix": entry["matrix"]}
             columns = entry.get("columns") or {}
             out = {role: (col_index(columns[role]) if columns.get(role) else None)
                    for role in MAPPED_ROLES}

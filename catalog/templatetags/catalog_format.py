@@ -24,3 +24,10 @@ def item_price(item) -> str:
 def number(value) -> str:
     """12.000 -> "12", None -> ""."""
     return number_text(value)
+
+
+@register.inclusion_tag("catalog/_set_mark.html")
+def set_mark(item, name: str) -> dict:
+    """The mark beside a value a reviewer set: who and when, also for screen readers."""
+    entry = (item.provenance or {}).get(name) if isinstance(item.provenance, dict) else None
+    return {"entry": entry if isinstance(entry, dict) else None}

@@ -35,6 +35,29 @@
   var undoStack = [];
   var redoStack = [];
   var flagged = config.flagged.slice();
+  // The item indexes a filter shows, in order (null: every item). Rows are
+  // drawn by position in this list; everything else speaks item indexes.
+  var view = null;
+  var filterLabel = "";
+
+  function rowCount() { return view ? view.length : config.total; }
+  function indexAt(position) { return view ? view[position] : position; }
+  function positionOf(index) {
+    if (!view) { return index; }
+    var low = 0, high = view.length - 1;
+    while (low <= high) {
+      var mid = (low + high) >> 1;
+      if (view[mid] === index) { return mid; }
+      if (view[mid] < index) { low = mid + 1; } else { high = mid - 1; }
+    }
+    return -1;
+  }
+  // The item `delta` rows away from `index` in the rows shown.
+  function step(index, delta) {
+    var position = positionOf(index);
+    if (position < 0) { position = 0; }
+    return indexAt(Math.max(0, Math.min(rowCount() - 1, position + delta)));
+  }
 
   function emptyPending() { return { rows: {}, omit: {}, sets: [], replace: [] }; }
   function isDirty() {
@@ -119,6 +142,7 @@
     changed();
   }
   function changed() {
+    showCounts();
     setDisabled("undo", undoStack.length === 0);
     setDisabled("redo", redoStack.length === 0);
     render();
@@ -147,7 +171,7 @@
   function visibleRange() {
     var first = Math.max(0, Math.floor(viewport.scrollTop / ROW_HEIGHT) - OVERSCAN);
     var count = Math.ceil(viewport.clientHeight / ROW_HEIGHT) + 2 * OVERSCAN;
-    return { first: first, last: Math.min(config.total - 1, first + count) };
+    return { first: first, last: Math.min(rowCount() - 1, first + count) };
   }
 
   function cellFlags(item, name) {
@@ -158,16 +182,21 @@
   }
 
   function render() {
-    spacer.style.height = (config.total * ROW_HEIGHT) + "px";
+    spacer.style.height = (rowCount() * ROW_HEIGHT) + "px";
     var range = visibleRange();
-    for (var p = Math.floor(range.first / PAGE); p <= Math.floor(range.last / PAGE); p++) { fetchPage(p); }
+    if (range.last >= range.first) {
+      for (var p = Math.floor(indexAt(range.first) / PAGE); p <= Math.floor(indexAt(range.last) / PAGE); p++) {
+        if (!view || pageShown(p, range)) { fetchPage(p); }
+      }
+    }
     var focused = document.activeElement && body.contains(document.activeElement);
     var fragment = document.createDocumentFragment();
-    for (var index = range.first; index <= range.last; index++) {
-      fragment.appendChild(drawRow(index));
+    for (var position = range.first; position <= range.last; position++) {
+      fragment.appendChild(drawRow(indexAt(position), position));
     }
     body.style.transform = "translateY(" + range.first * ROW_HEIGHT + "px)";
-    if (editing && editing.row >= range.first && editing.row <= range.last) {
+    var editingAt = editing ? positionOf(editing.row) : -1;
+    if (editing && editingAt >= range.first && editingAt <= range.last) {
       // Keep the open editor (and what is typed in it) across redraws.
       body.textContent = "";
       body.appendChild(fragment);
@@ -180,12 +209,19 @@
     if (focused) { focusActive(); }
   }
 
-  function drawRow(index) {
+  function pageShown(number, range) {
+    for (var position = range.first; position <= range.last; position++) {
+      if (Math.floor(indexAt(position) / PAGE) === number) { return true; }
+    }
+    return false;
+  }
+
+  function drawRow(index, position) {
     var item = itemAt(index);
     var row = document.createElement("div");
     row.setAttribute("role", "row");
     row.className = "grid-row";
-    row.setAttribute("aria-rowindex", String(index + 2));
+    row.setAttribute("aria-rowindex", String(position + 2));
     row.setAttribute("aria-selected", selected[index] ? "true" : "false");
     row.dataset.index = index;
     if (isOmitted(index)) { row.classList.add("omitted"); }
@@ -204,18 +240,20 @@
         text = String(index + 1);
       } else if (name === "source") {
         var source = item.source || {};
-        text = (source.sheet || "?") + ":" + (source.row || "?");
+        // A matrix item cites its cell ("Sheet1:B3"), a list item its row.
+        text = (source.sheet || "?") + ":" + (source.column || "") + (source.row || "?");
       } else if (name === "state") {
         text = isOmitted(index) ? "omitted" : (isDirty() && rowDirty(index) ? "edited" : "");
       } else {
         text = shown(index, name);
       }
       cell.textContent = text;
+      if (text && name !== "num") { cell.title = text; }  // the whole value, when the column cuts it
       if (item && name !== "num" && name !== "state") {
-        var flags = cellFlags(item, name);
+        var flags = fixedNow(index, name) ? [] : cellFlags(item, name);
         if (flags.length) {
           cell.classList.add("cell-flagged");
-          cell.title = flags.map(function (f) { return f.message; }).join(" ");
+          cell.title = (text ? text + ": " : "") + flags.map(function (f) { return f.message; }).join(" ");
           var hidden = document.createElement("span");
           hidden.className = "visually-hidden";
           hidden.textContent = " (flagged)";
@@ -229,6 +267,17 @@
       row.appendChild(cell);
     });
     return row;
+  }
+
+  // A value checked and set since the last save answers the flags about
+  // what it is (and that the source row does not hold it): their mark goes.
+  function fixedNow(index, name) {
+    if (!EDITABLE[name]) { return false; }
+    var item = itemAt(index);
+    var set = isEdited(index, name) || pending.sets.some(function (rule) {
+      return rule.field === name && inScope(item, name, rule.scope);
+    });
+    return set && cellFlags(item, name).every(function (f) { return config.value_codes.indexOf(f.code) !== -1; });
   }
 
   function rowDirty(index) {
@@ -245,7 +294,7 @@
   }
 
   function scrollToActive() {
-    var top = active.row * ROW_HEIGHT;
+    var top = Math.max(0, positionOf(active.row)) * ROW_HEIGHT;
     if (top < viewport.scrollTop) {
       viewport.scrollTop = top;
     } else if (top + ROW_HEIGHT > viewport.scrollTop + viewport.clientHeight) {
@@ -254,12 +303,12 @@
   }
 
   function moveTo(row, col, options) {
-    if (config.total === 0) { return; }
+    if (rowCount() === 0) { return; }
     var previous = active.row;
-    active = { row: Math.max(0, Math.min(config.total - 1, row)),
-               col: Math.max(0, Math.min(COLUMNS.length - 1, col)) };
+    if (positionOf(row) < 0) { row = step(row, 0); }
+    active = { row: row, col: Math.max(0, Math.min(COLUMNS.length - 1, col)) };
     if (options && options.center) {
-      viewport.scrollTop = Math.max(0, active.row * ROW_HEIGHT - viewport.clientHeight / 2);
+      viewport.scrollTop = Math.max(0, positionOf(active.row) * ROW_HEIGHT - viewport.clientHeight / 2);
     } else {
       scrollToActive();
     }
@@ -310,7 +359,7 @@
     var source = item.source || {};
     if (!source.sheet || !source.row || !sourceRows) { return; }
     var key = source.sheet + "\u0000" + source.row;
-    var done = function (data) { drawSource(data, source.row); };
+    var done = function (data) { drawSource(data, source.row, source.column); };
     if (sourceCache[key]) { done(sourceCache[key]); return; }
     var url = config.urls.source + "?sheet=" + encodeURIComponent(source.sheet) + "&row=" + source.row + "&around=12";
     fetch(url, { credentials: "same-origin" })
@@ -319,7 +368,14 @@
       .catch(function () { sourceRows.textContent = "The source rows could not be loaded."; });
   }
 
-  function drawSource(data, cited) {
+  function columnIndex(letters) {
+    var n = 0;
+    for (var i = 0; i < letters.length; i++) { n = n * 26 + letters.charCodeAt(i) - 64; }
+    return n - 1;
+  }
+
+  function drawSource(data, cited, citedColumn) {
+    var citedCell = citedColumn ? columnIndex(citedColumn) : -1;
     sourceTitle.textContent = "Source · " + data.sheet + (data.total ? " (" + data.total + " rows)" : "");
     sourceRows.textContent = "";
     if (!data.found) {
@@ -340,9 +396,10 @@
       th.scope = "row";
       th.textContent = String(number);
       tr.appendChild(th);
-      cells.forEach(function (text) {
+      cells.forEach(function (text, col) {
         var td = document.createElement("td");
         td.textContent = text;
+        if (number === cited && col === citedCell) { td.className = "cell-current"; }
         tr.appendChild(td);
       });
       tbody.appendChild(tr);
@@ -375,32 +432,97 @@
     return true;
   }
 
-  function finishEdit(keep) {
-    if (!editing) { return; }
+  // A value is checked as its cell is committed (price, currency, unit,
+  // pack): a refused one stays in the open cell with the reason, uncommitted.
+  var currencies = {};
+  document.querySelectorAll("#currency-list option").forEach(function (o) { currencies[o.value] = true; });
+
+  // Price, pack and currency are checked here, at once (the same rules as
+  // the server's, which checks again on save); a unit asks the server,
+  // which knows every written form of every unit.
+  function localCheck(name, value) {
+    var text = value.trim();
+    var refuse = function () {
+      return { ok: false, message: config.check_messages[name].replace("{value!r}", "'" + text + "'") };
+    };
+    if (name === "currency") {
+      if (!text) { return { ok: true, value: "" }; }
+      return currencies[text.toUpperCase()] ? { ok: true, value: text.toUpperCase() } : refuse();
+    }
+    if (name === "unit_price" || name === "pack_size") {
+      if (!text && name === "pack_size") { return { ok: true, value: "" }; }
+      var plain = (text.split(",").length === 2 && text.indexOf(".") === -1) ? text.replace(",", ".") : text;
+      var number = /^\d+(?:\.\d+)?$/.test(plain) ? Number(plain) : NaN;
+      return number > 0 ? { ok: true, value: name === "unit_price" ? plain : String(number) } : refuse();
+    }
+    return null;
+  }
+
+  // `done` gets {ok, value} or {ok: false, message}; at once when it can.
+  function checkValue(name, value, index, done) {
+    if (config.checked_fields.indexOf(name) === -1) { done({ ok: true, value: value }); return; }
+    var local = localCheck(name, value);
+    if (local) { done(local); return; }
+    var item = index === null ? null : itemAt(index);
+    var url = config.urls.check + "?field=" + encodeURIComponent(name) + "&value=" + encodeURIComponent(value) +
+      "&description=" + encodeURIComponent(item ? shown(index, "description") : "");
+    fetch(url, { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) { throw new Error("HTTP " + r.status); }
+      return r.json();
+    }).then(done).catch(function (error) {
+      done({ ok: false, message: "the value could not be checked (" + error.message + "); try again." });
+    });
+  }
+
+  function finishEdit(keep, then, leaving) {
+    if (!editing) { if (then) { then(); } return; }
     var edit = editing;
-    editing = null;
     var name = COLUMNS[edit.col];
     var value = edit.input.value;
-    if (keep && value !== shown(edit.row, name)) {
-      change(function () { setValue(edit.row, name, value); });
-    } else {
+    if (!keep || value === shown(edit.row, name)) {
+      editing = null;
       render();
+      focusActive();
+      if (keep && then) { then(); }
+      return;
     }
-    focusActive();
+    // While the server checks the value, what comes next (the move, a save,
+    // approving) waits for its answer.
+    if (edit.checking) { if (then) { edit.waiting.push(then); } return; }
+    edit.checking = true;
+    edit.waiting = then ? [then] : [];
+    checkValue(name, value, edit.row, function (answer) {
+      edit.checking = false;
+      if (editing !== edit) { return; }
+      if (!answer.ok) {
+        edit.input.setAttribute("aria-invalid", "true");
+        edit.input.setAttribute("aria-describedby", "grid-message");
+        edit.input.title = answer.message;
+        say("Not kept: " + answer.message, "error");
+        if (!leaving) { edit.input.focus(); }
+        return;
+      }
+      editing = null;
+      var kept = answer.value === null || answer.value === undefined ? "" : String(answer.value);
+      say("");
+      change(function () { setValue(edit.row, name, kept); });
+      focusActive();
+      edit.waiting.forEach(function (next) { next(); });
+    });
   }
 
   function editorKey(event) {
     if (event.key === "Enter") {
       event.preventDefault();
-      finishEdit(true);
-      moveTo(active.row + 1, active.col);
+      finishEdit(true, function () { moveTo(step(active.row, 1), active.col); });
     } else if (event.key === "Escape") {
       event.preventDefault();
       finishEdit(false);
+      say("");
     } else if (event.key === "Tab") {
       event.preventDefault();
-      finishEdit(true);
-      moveTo(active.row, active.col + (event.shiftKey ? -1 : 1));
+      var col = active.col + (event.shiftKey ? -1 : 1);
+      finishEdit(true, function () { moveTo(active.row, col); });
     }
   }
 
@@ -412,14 +534,14 @@
 
   function toggleSelect(index, extend) {
     if (extend && anchor !== null) {
-      var low = Math.min(anchor, index), high = Math.max(anchor, index);
-      for (var i = low; i <= high; i++) { selected[i] = true; }
+      var low = Math.min(positionOf(anchor), positionOf(index));
+      var high = Math.max(positionOf(anchor), positionOf(index));
+      for (var i = Math.max(0, low); i <= high; i++) { selected[indexAt(i)] = true; }
     } else {
       if (selected[index]) { delete selected[index]; } else { selected[index] = true; }
       anchor = index;
     }
-    var count = Object.keys(selected).length;
-    document.getElementById("selection-count").textContent = count ? count + " selected" : "";
+    showCounts();
     render();
     focusActive();
   }
@@ -432,8 +554,8 @@
       var value = shown(rows[0], name);
       change(function () { rows.slice(1).forEach(function (i) { setValue(i, name, value); }); });
       say("Filled " + config.labels[name] + " down into " + (rows.length - 1) + " items.");
-    } else if (active.row > 0) {
-      var above = shown(active.row - 1, name);
+    } else if (positionOf(active.row) > 0) {
+      var above = shown(step(active.row, -1), name);
       change(function () { setValue(active.row, name, above); });
     }
   }
@@ -452,10 +574,11 @@
   }
 
   // Flagged items come as inclusive runs [first, last], in order.
-  function nextFlagged(step) {
+  function nextFlagged(direction) {
+    if (view) { goToFlaggedCell(step(active.row, direction > 0 ? 1 : -1)); return; }
     if (!flagged.length) { say("No item is flagged."); return; }
     var row = active.row, target = null, i;
-    if (step > 0) {
+    if (direction > 0) {
       for (i = 0; i < flagged.length; i++) {
         if (flagged[i][1] > row) { target = Math.max(flagged[i][0], row + 1); break; }
       }
@@ -470,6 +593,7 @@
   }
 
   function goToFlaggedCell(index) {
+    if (view && positionOf(index) < 0) { clearFilter(); }
     var col = 1;
     var item = itemAt(index);
     if (item) {
@@ -493,20 +617,21 @@
     var ctrl = event.ctrlKey || event.metaKey;
     var pageRows = Math.max(1, Math.floor(viewport.clientHeight / ROW_HEIGHT) - 1);
     var handled = true;
-    if (key === "ArrowDown") { moveTo(active.row + 1, active.col); }
-    else if (key === "ArrowUp") { moveTo(active.row - 1, active.col); }
+    if (key === "ArrowDown") { moveTo(step(active.row, 1), active.col); }
+    else if (key === "ArrowUp") { moveTo(step(active.row, -1), active.col); }
     else if (key === "ArrowRight") { moveTo(active.row, active.col + 1); }
     else if (key === "ArrowLeft") { moveTo(active.row, active.col - 1); }
-    else if (key === "PageDown") { moveTo(active.row + pageRows, active.col); }
-    else if (key === "PageUp") { moveTo(active.row - pageRows, active.col); }
-    else if (key === "Home") { moveTo(ctrl ? 0 : active.row, 0); }
-    else if (key === "End") { moveTo(ctrl ? config.total - 1 : active.row, COLUMNS.length - 1); }
+    else if (key === "PageDown") { moveTo(step(active.row, pageRows), active.col); }
+    else if (key === "PageUp") { moveTo(step(active.row, -pageRows), active.col); }
+    else if (key === "Home") { moveTo(ctrl ? indexAt(0) : active.row, 0); }
+    else if (key === "End") { moveTo(ctrl ? indexAt(rowCount() - 1) : active.row, COLUMNS.length - 1); }
     else if (key === "Tab") {
       var col = active.col + (event.shiftKey ? -1 : 1);
       if (col < 0 || col >= COLUMNS.length) { handled = false; } else { moveTo(active.row, col); }
     }
     else if (key === "Enter" || key === "F2") { handled = startEdit(); }
     else if (key === "F8") { nextFlagged(event.shiftKey ? -1 : 1); }
+    else if (ctrl && (key === "s" || key === "S")) { save(); }
     else if (key === " " ) { toggleSelect(active.row, event.shiftKey); }
     else if (ctrl && (key === "d" || key === "D")) { fillDown(); }
     else if (ctrl && !event.shiftKey && (key === "z" || key === "Z")) { undo(); }
@@ -535,7 +660,9 @@
     if (event.target.closest('[role="gridcell"]')) { startEdit(); }
   });
   grid.addEventListener("focusout", function (event) {
-    if (editing && event.target === editing.input && !grid.contains(event.relatedTarget)) { finishEdit(true); }
+    if (editing && event.target === editing.input && !grid.contains(event.relatedTarget)) {
+      finishEdit(true, null, true);
+    }
   });
 
   var ticking = false;
@@ -549,6 +676,10 @@
   function on(id, type, handler) {
     var node = document.getElementById(id);
     if (node) { node.addEventListener(type, handler); }
+  }
+  function setHidden(id, value) {
+    var node = document.getElementById(id);
+    if (node) { node.hidden = value; }
   }
   function setDisabled(id, value) {
     var node = document.getElementById(id);
@@ -580,6 +711,23 @@
     var value = document.getElementById("set-value").value.trim();
     var scope = document.getElementById("set-scope").value;
     if (name === "currency") { value = value.toUpperCase(); }
+    var box = document.getElementById("set-value");
+    if (value !== "") {
+      checkValue(name, value, null, function (answer) {
+        if (!answer.ok) {
+          box.setAttribute("aria-invalid", "true");
+          say("Not applied: " + answer.message, "error");
+          box.focus();
+          return;
+        }
+        box.removeAttribute("aria-invalid");
+        applySet(name, String(answer.value), scope);
+      });
+      return;
+    }
+    applySet(name, value, scope);
+  });
+  function applySet(name, value, scope) {
     if (scope === "selected") {
       var rows = targets();
       change(function () { rows.forEach(function (i) { setValue(i, name, value); }); });
@@ -588,14 +736,17 @@
       change(function () { pending.sets.push({ field: name, value: value, scope: scope }); });
       say(config.labels[name] + " set to " + (value || "nothing") + " for " + scope + " items; not saved yet.");
     }
-  });
+  }
   on("map-form", "submit", function (event) {
     event.preventDefault();
     var from = document.getElementById("map-from").value.trim();
     var to = document.getElementById("map-to").value.trim();
     if (!from) { say("Say which unit word to map."); return; }
-    change(function () { pending.replace.push({ field: "unit", find: from, replace: to, whole: true }); });
-    say("Unit “" + from + "” means “" + to + "” for the whole sheet; not saved yet.");
+    checkValue("unit", to, null, function (answer) {
+      if (!answer.ok) { say("Not applied: " + answer.message, "error"); return; }
+      change(function () { pending.replace.push({ field: "unit", find: from, replace: to, whole: true }); });
+      say("Unit “" + from + "” means “" + to + "” for the whole sheet; not saved yet.");
+    });
   });
   on("replace-form", "submit", function (event) {
     event.preventDefault();
@@ -607,12 +758,94 @@
     say("“" + find + "” replaced with “" + replacement + "” in " + config.labels[name] + "; not saved yet.");
   });
 
-  document.querySelectorAll("a.goto-item").forEach(function (link) {
-    link.addEventListener("click", function (event) {
-      event.preventDefault();
-      goToFlaggedCell(Number(link.dataset.item));
-    });
+  // The summary is redrawn after each save: one listener for its links.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a.goto-item");
+    if (!link) { return; }
+    event.preventDefault();
+    goToFlaggedCell(Number(link.dataset.item));
   });
+  on("skip-to-grid", "click", function (event) {
+    event.preventDefault();
+    grid.scrollIntoView({ block: "start" });
+    moveTo(active.row, active.col, { force: true });
+  });
+
+  // --- filters -------------------------------------------------------------
+  function expand(ranges) {
+    var out = [];
+    ranges.forEach(function (run) { for (var i = run[0]; i <= run[1]; i++) { out.push(i); } });
+    return out;
+  }
+
+  function filterQuery() {
+    var flag = document.getElementById("filter-flag").value;
+    var name = document.getElementById("filter-field").value;
+    var blocking = document.getElementById("filter-blocking").checked;
+    var words = [];
+    words.push(flag ? ((config.flags[flag] && config.flags[flag].name) || flag) : "any flag");
+    if (name) { words.push("on " + (config.labels[name] || "the row")); }
+    if (blocking) { words.push("blocking only"); }
+    return { url: config.urls.matches + "?flag=" + encodeURIComponent(flag) + "&field=" +
+             encodeURIComponent(name) + (blocking ? "&blocking=1" : ""), label: words.join(", ") };
+  }
+
+  function applyFilter(query) {
+    return fetch(query.url, { credentials: "same-origin" })
+      .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); })
+      .then(function (data) {
+        view = expand(data.ranges);
+        filterLabel = query.label;
+        setHidden("filter-clear", false);
+        setHidden("select-shown", !view.length);
+        viewport.scrollTop = 0;
+        if (view.length) { active.row = positionOf(active.row) >= 0 ? active.row : view[0]; }
+        showCounts();
+        render();
+        if (view.length) { moveTo(active.row, active.col, { center: true, force: true }); }
+      })
+      .catch(function (error) { say("The filter could not be applied (" + error.message + ")."); });
+  }
+
+  function clearFilter() {
+    if (!view) { return; }
+    view = null;
+    filterLabel = "";
+    setHidden("filter-clear", true);
+    setHidden("select-shown", true);
+    showCounts();
+    render();
+  }
+
+  on("filter-form", "submit", function (event) {
+    event.preventDefault();
+    applyFilter(filterQuery());
+  });
+  on("filter-clear", "click", function () {
+    clearFilter();
+    moveTo(active.row, active.col, { center: true, force: true });
+  });
+  on("select-shown", "click", function () {
+    if (!view) { return; }
+    view.forEach(function (i) { selected[i] = true; });
+    showCounts();
+    render();
+    say(view.length + " items selected: Omit / restore, Set … for selected items and Fill down act on all of them.");
+  });
+
+  function showCounts() {
+    var count = Object.keys(selected).length;
+    document.getElementById("selection-count").textContent = count ? count + " selected" : "";
+    var text = view ? view.length + " of " + config.total + " items shown (" + filterLabel + ")" : "";
+    var omitted = 0, restored = 0;
+    Object.keys(pending.omit).forEach(function (i) { if (pending.omit[i]) { omitted++; } else { restored++; } });
+    var unsaved = [];
+    if (Object.keys(pending.rows).length) { unsaved.push(Object.keys(pending.rows).length + " edited"); }
+    if (omitted) { unsaved.push(omitted + " omitted"); }
+    if (restored) { unsaved.push(restored + " restored"); }
+    if (unsaved.length) { text += (text ? " · " : "") + "unsaved: " + unsaved.join(", "); }
+    document.getElementById("view-count").textContent = text;
+  }
 
   // --- save, approve ---------------------------------------------------
   function csrfToken() {
@@ -662,18 +895,68 @@
     return text;
   }
 
-  on("save", "click", function () {
+  // Save without leaving the page: the visible pages of the new version are
+  // fetched first and swapped in at once, so nothing jumps and the focus
+  // stays on the cell it was on.
+  var saving = false;
+  function save() {
+    if (saving) { return; }
+    if (editing) { finishEdit(true, save); return; }
     if (!isDirty()) { say("There are no unsaved edits."); return; }
+    saving = true;
     setDisabled("save", true);
+    var sent = JSON.stringify(pending);
     post(config.urls.save, requestBody()).then(function (result) {
+      if (result.status !== 200) {
+        saving = false;
+        setDisabled("save", false);
+        say(problemText(result.data), "error");
+        return;
+      }
+      return redraw(result.data, sent);
+    }).catch(function (error) {
+      saving = false;
       setDisabled("save", false);
-      if (result.status === 200) { reloadClean(); return; }
-      say(problemText(result.data), "error");
+      say("The edits could not be saved (" + error.message + "); they are still here.", "error");
     });
-  });
+  }
+
+  function redraw(state, sent) {
+    var range = visibleRange();
+    var wanted = {};
+    for (var position = range.first; position <= range.last; position++) {
+      wanted[Math.floor(indexAt(position) / PAGE)] = true;
+    }
+    var numbers = Object.keys(wanted).map(Number);
+    return Promise.all(numbers.map(function (number) {
+      return fetch(config.urls.items + "?start=" + number * PAGE + "&count=" + PAGE, { credentials: "same-origin" })
+        .then(function (r) { if (!r.ok) { throw new Error("HTTP " + r.status); } return r.json(); });
+    })).then(function (answers) {
+      pages = {};
+      loading = {};
+      answers.forEach(function (data, n) { pages[numbers[n]] = data.items; });
+      config.version = state.version;
+      flagged = state.flagged;
+      // Edits made while the save was on its way stay unsaved.
+      if (JSON.stringify(pending) === sent) { pending = emptyPending(); undoStack = []; redoStack = []; }
+      var version = document.getElementById("job-version");
+      if (version) { version.textContent = String(state.version); }
+      document.querySelectorAll("input[name=version]").forEach(function (input) { input.value = state.version; });
+      var summary = document.getElementById("flag-summary");
+      if (summary && state.summary_html) { summary.innerHTML = state.summary_html; }
+      saving = false;
+      setDisabled("save", false);
+      changed();
+      focusActive();
+      say(state.changed ? "Saved (version " + state.version + ")." : "Nothing to save: the items already hold these values.");
+      if (view) { applyFilter(filterQuery()); }
+    });
+  }
+  on("save", "click", save);
 
   var dialog = document.getElementById("approve-dialog");
-  on("approve", "click", function () {
+  on("approve", "click", function approve() {
+    if (editing) { finishEdit(true, approve); return; }
     post(config.urls.preview, requestBody()).then(function (result) {
       if (result.status !== 200) { say(problemText(result.data), "error"); return; }
       var s = result.data;
@@ -711,6 +994,7 @@
       dialog.close();
       setDisabled("approve-confirm", false);
       say(problemText(result.data), "error");
+      // The edits were saved with the refusal: the page shows them as stored.
       if (result.status === 422 && result.data.version) { pending = emptyPending(); reloadClean(); }
     });
   });

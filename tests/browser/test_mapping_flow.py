@@ -1,5 +1,4 @@
-"""A sheet refused by mistake (a list of bottle sizes with prices by quantity,
-whose shape reads as a price matrix) is mapped by a reviewer in real
+"""A refused sheet (a rate card: prices by weight band and zone) is mapped by a reviewer in real
 Chromium, read again, approved and published; the supplier's next sheet of
 the same layout then publishes without review."""
 
@@ -11,7 +10,7 @@ from jobs.models import Job, State
 from jobs.services import job_admit
 from jobs.worker import Worker
 from tests.browser.test_review_flow import sign_in, strict_csp
-from tests.review.test_mapping_api import sizes_csv
+from tests.review.test_mapping_api import bands_csv
 
 SUPPLIER = "Zorblat Trading"
 
@@ -36,7 +35,7 @@ def run_until_idle() -> None:
 def test_reviewer_maps_a_refused_sheet_publishes_it_and_the_next_sheet_publishes_by_itself(
         live_server, new_context, workspace, reviewer, settings, tmp_path, screenshot_path):
     settings.MEDIA_ROOT = tmp_path / "media"
-    job = admit(workspace, sizes_csv(), "zorblat-march.csv")
+    job = admit(workspace, bands_csv(), "zorblat-march.csv")
     run_until_idle()
     job.refresh_from_db()
     assert job.state == State.NEEDS_ATTENTION
@@ -50,9 +49,9 @@ def test_reviewer_maps_a_refused_sheet_publishes_it_and_the_next_sheet_publishes
     page.get_by_role("link", name="Map the columns").click()
     page.wait_for_url(f"{live_server.url}/review/{job.pk}/mapping/")
     sheet = page.locator("section.mapped-sheet[data-sheet='Sheet1']")
-    assert "looks like a price matrix" in page.locator("#job-reason").inner_text()
+    assert "looks like a rate card" in page.locator("#job-reason").inner_text()
     assert sheet.locator("tbody tr[data-row='2']").inner_text().split("\t")[1:] == [
-        "0.5 l", "0.40", "0.35", "0.30"]
+        "0-1 kg", "0.40", "0.35", "0.30"]
 
     page.fill("input[name='sheet-0-header_row']", "1")
     assert "header-row-current" in sheet.locator("tbody tr[data-row='1']").get_attribute("class")
@@ -86,7 +85,7 @@ def test_reviewer_maps_a_refused_sheet_publishes_it_and_the_next_sheet_publishes
     assert Job.objects.get(pk=job.pk).state == State.COMPLETED
     assert SupplierLayout.objects.filter(supplier__name=SUPPLIER, approved_by_name="rey").count() == 1
 
-    following = admit(workspace, sizes_csv(("0.33 l", "0.75 l", "3 l", "5 l", "10 l", "20 l")),
+    following = admit(workspace, bands_csv(("0-0.5 kg", "0.5-1 kg", "1-3 kg", "3-5 kg", "5-10 kg", "10-20 kg")),
                       "zorblat-april.csv")
     run_until_idle()
     page.goto(f"{live_server.url}/jobs/{following.pk}/")
@@ -95,7 +94,7 @@ def test_reviewer_maps_a_refused_sheet_publishes_it_and_the_next_sheet_publishes
     assert "read with the layout remembered for this supplier, approved by rey" in layout_line
     rows = page.locator("#job-items tbody tr")
     assert rows.count() == 6
-    assert "0.33 l" in page.locator("#job-items").inner_text()
+    assert "0-0.5 kg" in page.locator("#job-items").inner_text()
     assert "EUR" in rows.first.inner_text()
     assert CatalogRevision.objects.filter(job=following, approved_by__isnull=True).count() == 1
     assert [e for e in errors if "/mapping/" in e[0]] == []

@@ -9,6 +9,15 @@ from catalog.models import CatalogItem, CatalogRevision
 from jobs.models import Job, State
 from tests.review import flagged_job
 
+
+def expect_text(locator, pattern: str):
+    """Wait until the element's text matches `pattern` (a regular expression)."""
+    import re
+
+    from playwright.sync_api import expect
+
+    expect(locator).to_have_text(re.compile(pattern))
+
 # Only the loopback address: the live server must not listen elsewhere.
 os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
 
@@ -96,8 +105,8 @@ def test_reviewer_reviews_and_publishes_a_sheet_by_keyboard_alone(
     assert page.locator("[data-index='2'] .c-unit").inner_text().startswith("u")
     page.keyboard.press("Enter")
     page.keyboard.type("piece")
-    page.keyboard.press("Enter")
-    assert "piece" in page.locator("[data-index='2'] .c-unit").inner_text()
+    page.keyboard.press("Enter")  # the server checks the unit, then it is kept
+    expect_text(page.locator("[data-index='2'] .c-unit"), "^piece")
     page.keyboard.press("Control+z")
     assert page.locator("[data-index='2'] .c-unit").inner_text().startswith("u")
     page.keyboard.press("Control+y")

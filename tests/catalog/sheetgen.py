@@ -291,7 +291,8 @@ def price_matrix() -> Generated:
     rows = [["Height / Width", "60", "80", "100", "120"]]
     for h in (100, 120, 140, 160):
         rows.append([str(h)] + [f"{h + w}.00" for w in (60, 80, 100, 120)])
-    return Generated("matrix.csv", _csv(rows), "refuse")
+    # Proposed as one item per cell; a reviewer confirms the matrix.
+    return Generated("matrix.csv", _csv(rows), "review")
 
 
 def statistics_table() -> Generated:

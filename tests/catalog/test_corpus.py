@@ -77,9 +77,12 @@ def test_real_sheet_items_without_currency_are_flagged(name):
     assert unflagged == []
 
 
-def test_price_matrix_is_refused_as_not_an_item_list():
+def test_a_real_price_matrix_is_proposed_cell_by_cell_for_review():
     _table, result = outcome("blinds_pl_matrix_cennik.xlsx")
-    assert isinstance(result, NotAnItemList)
+    (report,) = [s for s in result.sheets if s["status"] == "read"]
+    assert report["kind"] == "matrix" and result.needs_confirmation
+    assert len(result.items) == report["cells"]["priced"] > 100
+    assert all(set(i["source"]) >= {"sheet", "row", "column"} for i in result.items)
 
 
 def test_truth_file_digikey_reads_currency_from_sibling_header():

@@ -62,7 +62,7 @@ def test_csv_export_escapes_every_formula_leading_cell():
 
 def test_csv_export_keeps_plain_values():
     table = read_csv(rows_to_csv(hostile_rows()))
-    assert table[-1] == ["SAFE-1", "Plain bolt", "", "", "", "0.125", "EUR", "Prices", "10"]
+    assert table[-1] == ["SAFE-1", "Plain bolt", "", "", "", "0.125", "EUR", "Prices", "10", ""]
     assert table[1][4:7] == ["10", "1.50", "EUR"]
 
 
@@ -162,3 +162,32 @@ def test_a_control_character_in_a_published_cell_does_not_break_the_xlsx_export(
     [_, cells] = read_xlsx(rows_to_xlsx([row]))
     assert [cells[0].value, cells[1].value, cells[2].value, cells[7].value] == [
         "C-1", "Bolt\ufffd[31m red\ufffd", "p\ufffdc", "Prices\ufffd"]
+
+
+def test_exports_name_who_set_each_value_a_reviewer_set(client, workspace, reviewer):
+    from tests.review import reviewed_revision
+
+    revision = reviewed_revision(workspace, reviewer)
+    client.force_login(reviewer)
+    rows = read_csv(client.get(reverse("catalog:export_csv", args=[revision.public_id])).content)
+    assert rows[0][-1] == "Set by a reviewer"
+    by_sku = {row[0]: row[-1] for row in rows[1:]}
+    assert by_sku["A-1"].startswith("currency by rey at ")
+    assert by_sku["A-3"].startswith("unit by rey at ") and "; currency by rey at " in by_sku["A-3"]
+    sheet = load_workbook(io.BytesIO(
+        client.get(reverse("catalog:export_xlsx", args=[revision.public_id])).content)).active
+    assert sheet.cell(row=1, column=len(HEADERS)).value == "Set by a reviewer"
+
+
+def test_page_and_api_exports_of_a_revision_are_byte_identical(client, workspace, reviewer):
+    from accounts.services import apitoken_create
+    from tests.review import reviewed_revision
+
+    revision = reviewed_revision(workspace, reviewer)
+    client.force_login(reviewer)
+    token = apitoken_create(user=reviewer)[1]
+    for name, fmt in (("catalog:export_xlsx", "xlsx"), ("catalog:export_csv", "csv")):
+        page = [client.get(reverse(name, args=[revision.public_id])).content for _ in range(2)]
+        api = client.get(f"/api/revisions/{revision.public_id}/items?format={fmt}",
+                         HTTP_AUTHORIZATION=f"Bearer {token}").content
+        assert page[0] == page[1] == api, fmt

@@ -184,9 +184,12 @@ def test_sheet_of_numbers_alone_is_not_an_item_list():
         extract_items(table(["foo", "bar"], ["1", "2"]))
 
 
-def test_price_matrix_is_not_an_item_list():
-    with pytest.raises(NotAnItemList, match="price matrix"):
-        extract_items(table(["", "30", "40", "50"], ["30", "189.7", "204.9", "219.1"], ["40", "198.3", "215.3", "232.4"]))
+def test_price_matrix_is_proposed_as_one_item_per_cell_for_a_reviewer_to_confirm():
+    result = extract_items(table(["", "30", "40", "50"], ["30", "189.7", "204.9", "219.1"],
+                                 ["40", "198.3", "215.3", "232.4"]))
+    assert [i["description"] for i in result.items][:2] == ["30 × 30", "40 × 30"]
+    assert result.items[0]["source"] == {"sheet": "Sheet1", "row": 2, "column": "B"}
+    assert result.needs_confirmation and result.sheets[0]["matrix"]["body"] == "B2:D3"
 
 
 def test_empty_table_is_not_an_item_list():

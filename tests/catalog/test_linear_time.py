@@ -14,11 +14,13 @@ import types
 import pytest
 
 import catalog.codepages
+import catalog.extraction.column_model
 import catalog.readers.common
 import catalog.xlsx
 import catalog.extraction.columns
 import catalog.extraction.headers
 import catalog.extraction.layout
+import catalog.extraction.matrix
 import catalog.extraction.money
 import catalog.extraction.packs
 import catalog.extraction.rows
@@ -30,9 +32,9 @@ from catalog.extraction import (
 )
 from catalog.reading import Sheet, Table
 
-MODULES = (catalog.extraction.text, catalog.extraction.money, catalog.extraction.packs,
+MODULES = (catalog.extraction.text, catalog.extraction.money, catalog.extraction.packs, catalog.extraction.column_model,
            catalog.extraction.headers, catalog.extraction.columns, catalog.extraction.layout,
-           catalog.extraction.rows, catalog.validation, catalog.codepages)
+           catalog.extraction.rows, catalog.extraction.matrix, catalog.validation, catalog.codepages)
 SMALL, LARGE = 10_000, 100_000
 # Linear growth gives about 10, but measured here up to about 50 for long
 # alternations of words (the larger text outgrows the CPU's caches; 100,000

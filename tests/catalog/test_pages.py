@@ -156,3 +156,16 @@ def test_old_integer_address_of_another_workspace_is_404_not_a_redirect(client, 
     client.force_login(member)
     for url in (f"/catalog/suppliers/{foreign.supplier.pk}/", f"/catalog/revisions/{foreign.pk}/"):
         assert client.get(url).status_code == 404
+
+
+def test_revision_page_marks_values_a_reviewer_set_and_links_its_job_and_review(
+        client, workspace, reviewer):
+    from tests.review import reviewed_revision
+
+    revision = reviewed_revision(workspace, reviewer)
+    client.force_login(reviewer)
+    html = client.get(reverse("catalog:revision", args=[revision.public_id])).content.decode()
+    assert html.count('class="set-mark"') == 3 + 1 + 1  # 3 currencies, 1 unit, the legend
+    assert "set by rey" in html
+    assert f'href="{reverse("jobs:detail", args=[revision.job_id])}"' in html
+    assert f'href="{reverse("review:detail", args=[revision.job_id])}#decisions"' in html

@@ -298,7 +298,7 @@ def test_revision_items_in_json(reader, revision):
     body = reader.get(f"/api/revisions/{revision.public_id}/items").json()
     assert body["count"] == revision.item_count
     assert set(body["results"][0]) == {"sku", "description", "unit", "unit_code", "pack_size",
-                                       "unit_price", "currency", "source"}
+                                       "unit_price", "currency", "source", "provenance"}
 
 
 @pytest.mark.parametrize("how", [{"data": {"format": "csv"}}, {"HTTP_ACCEPT": "text/csv"}])
@@ -420,3 +420,18 @@ def test_renaming_the_supplier_changes_the_revisions_etag(reader, supplier, revi
     again = reader.get(url, HTTP_IF_NONE_MATCH=first["ETag"])
     assert again.status_code == 200
     assert again.json()["supplier_name"] == "Acme Fasteners GmbH"
+
+
+def test_items_say_which_values_a_reviewer_set_and_which_were_extracted(client, workspace, reviewer):
+    from tests.review import reviewed_revision
+
+    revision = reviewed_revision(workspace, reviewer)
+    answer = bearer(reviewer, ApiToken.Scope.READ).get(f"/api/revisions/{revision.public_id}/items")
+    assert answer.status_code == 200
+    nut = next(i for i in answer.json()["results"] if i["sku"] == "A-3")
+    assert nut["provenance"]["unit"]["source"] == "reviewer"
+    assert (nut["provenance"]["unit"]["by"], nut["provenance"]["unit"]["extracted"]) == ("rey", "u")
+    assert nut["provenance"]["unit"]["at"]
+    assert nut["provenance"]["currency"]["source"] == "reviewer"
+    assert nut["provenance"]["sku"] == {"source": "extracted"}
+    assert nut["provenance"]["unit_price"] == {"source": "extracted"}

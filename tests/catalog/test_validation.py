@@ -118,3 +118,14 @@ def test_a_sku_of_a_few_hundred_characters_is_cut_and_flagged():
     item, flags = cut_long_values({"sku": "S" * 1_000, "description": "Apples"})
     assert (len(item["sku"]), item["description"]) == (300, "Apples")
     assert [(f["code"], f["field"]) for f in flags] == [("too_large", "sku")]
+
+
+def test_a_price_change_is_told_with_prices_as_the_catalog_shows_them():
+    from catalog.validation import review_flags
+
+    previous = [{"sku": "A-1", "description": "Bolt", "unit_price": "223.930000", "currency": "EUR",
+                 "price_text": "223.93"}]
+    item = {"sku": "A-1", "description": "Bolt", "unit": "pc", "pack_size": None,
+            "unit_price": "2239.30", "currency": "EUR", "source": {"sheet": "S", "row": 2}, "flags": []}
+    message = review_flags([item], previous=previous)[0]["flags"][0]["message"]
+    assert "from 223.93 to 2239.30 EUR" in message

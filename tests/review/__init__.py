@@ -82,3 +82,16 @@ def published_job(workspace, *, items, supplier=None, table=None) -> Job:
     job_accept_output(claim=claim, output={"items": items, "notes": [], "extractor": "builtin"},
                       publish=lambda job: revision_publish(job=job))
     return Job.objects.get(pk=claim.job_id)
+
+
+def reviewed_revision(workspace, reviewer):
+    """A flagged job approved by `reviewer` with values set by hand: the
+    currency EUR on every item, and the unit "piece" on A-3 (extracted "u")."""
+    from catalog.models import CatalogRevision
+    from review.edits import ReviewEdits
+    from review.services import review_approve
+
+    job = flagged_job(workspace)
+    review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
+                   edits=ReviewEdits(currency="EUR", currency_scope="all", rows={2: {"unit": "piece"}}))
+    return CatalogRevision.objects.get(job=job)

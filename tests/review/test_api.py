@@ -133,3 +133,28 @@ def test_second_reviewer_racing_gets_409(client, reviewer, workspace, job):
     assert response.status_code == 409
     assert "approved by rey" in response.json()["detail"]
     assert {i.currency for i in CatalogRevision.objects.get().items.all()} == {"EUR"}
+
+
+def test_approve_omits_every_item_of_a_flag_code_by_filter(client, reviewer, job):
+    """A-3's unit is the only "ambiguous_unit": omitting by that code leaves
+    two items, and a currency set on the items of another code reaches them."""
+    response = approve(client, job, {
+        "version": job.version, "omit": {"flag": "ambiguous_unit"},
+        "sets": [{"field": "currency", "value": "EUR", "where": {"flag": "missing_currency"}}]},
+        reviewer)
+    assert response.status_code == 200, response.content
+    revision = CatalogRevision.objects.get(job=job)
+    assert sorted(CatalogItem.objects.filter(revision=revision).values_list("sku", flat=True)) == [
+        "A-1", "A-2"]
+
+
+def test_a_filter_that_is_not_one_is_400(client, reviewer, job):
+    response = approve(client, job, {"version": job.version, "omit": {"code": "x"}}, reviewer)
+    assert response.status_code == 400
+    assert "omit.code" in response.json()["detail"]
+
+
+def test_a_filter_naming_an_unknown_flag_code_is_400(client, reviewer, job):
+    response = approve(client, job, {"version": job.version, "omit": {"flag": "no_such_code"}}, reviewer)
+    assert response.status_code == 400
+    assert "'no_such_code', which is not a flag code" in response.json()["detail"]

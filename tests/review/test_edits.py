@@ -7,7 +7,7 @@ from catalog.models import CatalogItem
 from jobs.models import Job
 from review.models import ReviewDecision
 from review.decisions import ApprovalBlocked
-from review.edits import EditRejected, Replace, ReviewEdits, SheetSet
+from review.edits import EditRejected, Replace, ReviewEdits, SheetSet, value_check
 from review.services import (
     review_approve,
     review_preview,
@@ -166,3 +166,22 @@ def test_an_extracted_currency_that_is_not_active_blocks_approval(workspace, rev
         review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
                        edits=ReviewEdits(unit="piece"))
     assert {p["code"] for p in blocked.value.problems} == {"missing_currency"}
+
+
+@pytest.mark.parametrize("name, typed, kept", [
+    ("currency", "usd", "USD"), ("currency", "", None), ("unit_price", "1,10", "1.10"),
+    ("unit_price", "12.50", "12.50"), ("pack_size", "6", 6), ("unit", "pc", "pc"),
+])
+def test_a_cell_value_of_its_kind_is_kept_as_stored(name, typed, kept):
+    assert value_check(name=name, value=typed, description="Hex bolt M8") == (kept, None)
+
+
+@pytest.mark.parametrize("name, typed, says", [
+    ("currency", "dollar", "pick an ISO 4217 code"), ("currency", "EURO", "is not a currency"),
+    ("currency", "US", "is not a currency"), ("unit_price", "on request", "is not a price"),
+    ("unit_price", "0", "is not a price"), ("pack_size", "-2", "is not a pack size"),
+    ("unit", "u", "'u'"),
+])
+def test_a_cell_value_not_of_its_kind_is_refused_with_the_reason(name, typed, says):
+    kept, message = value_check(name=name, value=typed, description="Hex bolt M8")
+    assert kept is None and says in message

@@ -1,5 +1,5 @@
 """`POST /api/jobs/<id>/mapping` and remembered supplier layouts, end to end:
-a sheet refused by mistake is mapped, read again by a real worker cycle,
+a refused sheet is mapped, read again by a real worker cycle,
 approved and published; the supplier's next sheet of the same layout
 publishes without review; a changed layout falls back to inference."""
 
@@ -19,15 +19,14 @@ from review.services import review_approve
 SUPPLIER = "Zorblat Trading"
 
 
-def sizes_csv(sizes=("0.5 l", "1 l", "1.5 l", "2 l"), *, extra_column: bool = False) -> bytes:
-    """A supplier's list of bottle sizes with prices by quantity (1, 6, 12
-    pieces): an item list, though its shape (dimensions down the rows and
-    across the columns) reads as a price matrix, so it is refused."""
-    header = "Size,1 pc,6 pcs,12 pcs" + (",24 pcs" if extra_column else "")
+def bands_csv(bands=("0-1 kg", "1-2 kg", "2-5 kg", "5-10 kg"), *, extra_column: bool = False) -> bytes:
+    """A supplier's rates by weight band and zone: a rate card, refused
+    unless a reviewer maps it."""
+    header = "Weight,Zone 1,Zone 2,Zone 3" + (",Zone 4" if extra_column else "")
     lines = [header]
-    for n, size in enumerate(sizes):
+    for n, band in enumerate(bands):
         prices = [f"{0.4 + n * 0.2 - k * 0.05:.2f}" for k in range(4 if extra_column else 3)]
-        lines.append(",".join([size, *prices]))
+        lines.append(",".join([band, *prices]))
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -73,7 +72,7 @@ def run_until_idle():
 
 
 def refused_job(workspace) -> Job:
-    job = admit(workspace, sizes_csv())
+    job = admit(workspace, bands_csv())
     run_until_idle()
     job.refresh_from_db()
     return job
@@ -91,7 +90,7 @@ def test_a_refused_sheet_reports_its_columns_and_where_to_send_a_mapping(workspa
     job = refused_job(workspace)
     assert job.state == State.NEEDS_ATTENTION
     body = bearer(reviewer).get(f"/api/jobs/{job.pk}").json()
-    assert "looks like a price matrix" in body["reason"]
+    assert "looks like a rate card" in body["reason"]
     assert "a reviewer can still map its columns" in body["reason"]
     assert body["layout"]["source"] == "inferred"
     assert body["columns"][0]["sheet"] == "Sheet1" and body["columns"][0]["status"] == "refused"
@@ -124,8 +123,8 @@ def test_a_mapped_sheet_comes_back_to_review_then_publishes_and_its_layout_is_re
     assert job.output["layout"]["approved_by"] == "rey"
     assert [(i["description"], i["unit_price"], i["currency"], i["flags"])
             for i in job.output["items"]] == [
-        ("0.5 l", "0.4", "EUR", []), ("1 l", "0.6", "EUR", []),
-        ("1.5 l", "0.8", "EUR", []), ("2 l", "1", "EUR", [])]
+        ("0-1 kg", "0.4", "EUR", []), ("1-2 kg", "0.6", "EUR", []),
+        ("2-5 kg", "0.8", "EUR", []), ("5-10 kg", "1", "EUR", [])]
     status = bearer(reviewer).get(f"/api/jobs/{job.pk}").json()
     assert status["columns"][0]["header_row"] == 1
     roles = {c["column"]: c["role"] for c in status["columns"][0]["columns"]}
@@ -174,13 +173,13 @@ def _remember_layout(workspace, reviewer):
 
 def test_the_next_sheet_of_the_same_layout_publishes_without_review(workspace, reviewer):
     layout = _remember_layout(workspace, reviewer)
-    job = admit(workspace, sizes_csv(("0.33 l", "0.75 l", "3 l", "5 l", "10 l")), name="list-2.csv")
+    job = admit(workspace, bands_csv(("0-0.5 kg", "0.5-1 kg", "1-3 kg", "3-5 kg", "5-10 kg")), name="list-2.csv")
     run_until_idle()
     job.refresh_from_db()
     assert job.state == State.COMPLETED
     revision = CatalogRevision.objects.get(job=job)
     assert sorted(revision.items.values_list("description", flat=True)) == [
-        "0.33 l", "0.75 l", "10 l", "3 l", "5 l"]
+        "0-0.5 kg", "0.5-1 kg", "1-3 kg", "3-5 kg", "5-10 kg"]
     assert set(revision.items.values_list("currency", flat=True)) == {"EUR"}
     status = bearer(reviewer).get(f"/api/jobs/{job.pk}").json()
     assert status["layout"] == {"source": "remembered", "approved_by": "rey",
@@ -191,7 +190,7 @@ def test_the_next_sheet_of_the_same_layout_publishes_without_review(workspace, r
 
 def test_a_changed_layout_falls_back_to_inference_and_says_so(workspace, reviewer):
     _remember_layout(workspace, reviewer)
-    job = admit(workspace, sizes_csv(extra_column=True), name="list-3.csv")
+    job = admit(workspace, bands_csv(extra_column=True), name="list-3.csv")
     run_until_idle()
     job.refresh_from_db()
     assert job.state != State.COMPLETED

@@ -28,8 +28,8 @@ def test_the_page_shows_every_column_above_the_source_cells(client, workspace, r
     page = signed_in(client, "rey").get(f"/review/{job.pk}/mapping/").content.decode()
     for letter in "ABCD":
         assert f'name="sheet-0-col-{letter}"' in page
-    assert "0.5 l" in page and "12 pcs" in page
-    assert "looks like a price matrix" in page
+    assert "0-1 kg" in page and "Zone 3" in page
+    assert "looks like a rate card" in page
     assert f'name="version" value="{job.version}"' in page
 
 

@@ -14,7 +14,7 @@ from accounts.services import membership_add
 from jobs.models import Job, State
 from jobs.services import job_cancel
 from review.models import ReviewDecision
-from tests.review import flagged_job, make_supplier
+from tests.review import flagged_job, make_supplier, published_job, sheet_items
 
 
 def detail_url(job_id):
@@ -162,7 +162,8 @@ def test_source_rows_come_around_the_cited_row(reviewer_client, job):
 def test_saving_json_edits_records_the_change(reviewer_client, job):
     response = post_json(reviewer_client, reverse("review:save", args=[job.pk]),
                          {"version": job.version, "set": {"currency": "EUR"}})
-    assert response.json() == {"version": job.version + 1, "changed": True}
+    answer = response.json()
+    assert (answer["version"], answer["changed"]) == (job.version + 1, True)
     html = reviewer_client.get(detail_url(job.pk)).content.decode()
     assert "currency set to <strong>EUR</strong> on 3 items" in html
 
@@ -207,3 +208,53 @@ def test_a_reject_without_version_is_refused(reviewer_client, job):
     response = reviewer_client.post(reverse("review:reject", args=[job.pk]), {"reason": "x"})
     assert response.status_code == 400
     assert Job.objects.get(pk=job.pk).state == State.AWAITING_REVIEW
+
+
+def test_saving_answers_what_the_grid_redraws_without_a_reload(reviewer_client, job):
+    response = post_json(reviewer_client, reverse("review:save", args=[job.pk]),
+                         {"version": job.version, "set": {"currency": "EUR"}})
+    answer = response.json()
+    # Only A-3's unit is left: one blocking flag on the third item.
+    assert answer["flagged"] == [[2, 2]] and answer["total"] == 3
+    assert 'id="blocking-count">1</strong>' in answer["summary_html"]
+    assert "Unit unclear" in answer["summary_html"]
+
+
+def test_the_grid_finds_the_items_of_one_flag_code_on_every_page(reviewer_client, job):
+    url = reverse("review:matches", args=[job.pk])
+    assert reviewer_client.get(url + "?flag=missing_currency").json()["ranges"] == [[0, 2]]
+    assert reviewer_client.get(url + "?flag=ambiguous_unit&field=unit").json() == {
+        "version": job.version, "count": 1, "ranges": [[2, 2]]}
+    assert reviewer_client.get(url + "?field=sku").json()["count"] == 0
+
+
+def test_the_summary_counts_blocking_and_advisory_flags_apart_by_name(reviewer_client, workspace):
+    items = sheet_items("EUR")
+    items[0]["flags"] = [{"code": "price_changed", "field": "unit_price", "message": "Up by 80%."}]
+    job = flagged_job(workspace, items=items)
+    page = reviewer_client.get(detail_url(job.pk)).context["page"]
+    assert (page.blocking_count, page.advisory_count) == (1, 1)
+    html = reviewer_client.get(detail_url(job.pk)).content.decode()
+    assert "Price moved" in html and "(advisory)" in html
+
+
+def test_a_cell_is_checked_as_it_is_committed(reviewer_client, job):
+    url = reverse("review:check", args=[job.pk])
+    assert reviewer_client.get(url, {"field": "currency", "value": "eur"}).json() == {
+        "ok": True, "value": "EUR"}
+    refused = reviewer_client.get(url, {"field": "unit", "value": "u", "description": "Nut M8"}).json()
+    assert refused["ok"] is False and "'u'" in refused["message"]
+    assert reviewer_client.get(url, {"field": "colour", "value": "red"}).status_code == 400
+
+
+def test_the_approval_message_names_the_suppliers_revision_number(reviewer_client, workspace, job):
+    other = make_supplier(workspace, "Other Supplier")
+    published_job(workspace, items=sheet_items("EUR")[:1], supplier=other)  # takes an id first
+    response = post_json(reviewer_client, f"/api/jobs/{job.pk}/approve",
+                         {"version": job.version, "set": {"currency": "EUR"},
+                          "items": [{"index": 2, "set": {"unit": "piece"}}]})
+    assert response.status_code == 200
+    revision = CatalogRevision.objects.get(job=job)
+    assert (revision.number, revision.pk != revision.number) == (1, True)
+    response = reviewer_client.get(reverse("review:next", args=[job.pk]), follow=True)
+    assert "Approved: revision 1 published with 3 items." in messages_of(response)

@@ -1,0 +1,327 @@
+"""Fit the column model on the labeled development part: ``make train``.
+
+    python bench/corpus/train.py [--labels DIR ...] [--out catalog/extraction/column_model.json]
+
+Every labeled column of a readable development file is one example: its
+features (``catalog.extraction.column_model.value_features``) over the body
+below the labeled header, its header words, its labeled role. A header word
+enters the vocabulary only when it appears under one role in at least two
+development files; a role with fewer than ``MIN_ROLE_FILES`` files is
+``other``. A multinomial logistic regression (scikit-learn, fixed seed) is
+fitted; a temperature is fitted on out-of-fold predictions (folds by file),
+and the confidence threshold is the lowest at which those predictions are
+right at least ``TARGET`` of the time. Writes the model as JSON: plain
+Python applies it at run time. Needs scikit-learn (requirements-dev.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from bench.corpus.labels import CORPUS, load_all, split  # noqa: E402
+from catalog.errors import UnreadableSheet  # noqa: E402
+from catalog.extraction.column_model import (  # noqa: E402
+    MODEL_PATH, column_values, header_tokens, value_features, with_context,
+)
+from catalog.extraction.text import col_index  # noqa: E402
+from catalog.reading import read_table  # noqa: E402
+
+SEED = 20261201
+MIN_WORD_FILES = 2  # a header word is learned only from two development files or more
+MIN_ROLE_FILES = 3  # a role seen in fewer files is "other" to the model
+# The roles the model tells apart: what an item is made of, and what must not be
+# taken for it (another price, a total, a row number, a barcode, a percentage,
+# a date, a link, a quantity to order). Every other labeled role is "other".
+MODEL_ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "alt_price", "total",
+               "row_index", "barcode", "percent", "date", "url", "quantity")
+TARGET = 0.995  # share right among roles given with confidence >= threshold
+FOLDS = 5
+C = 1.0
+
+
+def labeled_columns(label: dict, corpus: Path = CORPUS):
+    """(file, role, value features, header text) of every labeled column; unreadable files give none."""
+    try:
+        table = read_table(corpus / label["file"], filename=Path(label["file"]).name)
+    except UnreadableSheet:
+        return
+    for lab in label.get("sheets") or []:
+        if lab["sheet"] >= len(table.sheets):
+            continue
+        rows = table.sheets[lab["sheet"]].rows
+        headers = lab.get("header_rows") or []
+        body = rows[max(headers):] if headers else rows
+        cols = [(col_index(letter), role) for letter, role in (lab.get("columns") or {}).items()]
+        cols = sorted((c, r if r in MODEL_ROLES else "other") for c, r in cols if c is not None)
+        width = max([len(r) for r in body[:2000]] + [c + 1 for c, _r in cols])
+        feats = with_context([value_features(*column_values(body, c), c, width) for c, _r in cols])
+        for (col, role), f in zip(cols, feats):
+            header = " ".join(rows[h - 1][col] for h in headers if h <= len(rows) and col < len(rows[h - 1])
+                              and rows[h - 1][col])
+            yield label["file"], role, f, header, (label["file"], lab["sheet"]), col
+
+
+def examples(labels: dict[str, dict], files: list[str]) -> list[tuple]:
+    return [ex for f in files if f in labels for ex in labeled_columns(labels[f])]
+
+
+def _vocabulary(rows: list[tuple]) -> list[str]:
+    files = collections.defaultdict(set)
+    for file, role, _values, header, *_where in rows:
+        for token in header_tokens(header):
+            files[(role, token)].add(file)
+    return sorted({token for (_role, token), fs in files.items() if len(fs) >= MIN_WORD_FILES})
+
+
+def _roles(rows: list[tuple]) -> list[str]:
+    files = collections.defaultdict(set)
+    for file, role, _v, _h, *_where in rows:
+        files[role].add(file)
+    return sorted({r for r, fs in files.items() if len(fs) >= MIN_ROLE_FILES} | {"other"})
+
+
+def _matrix(rows, features, vocabulary, means=None, scales=None):
+    import numpy as np
+
+    x = np.array([[v.get(f, 0.0) for f in features] for _f, _r, v, _h, *_w in rows], dtype=float)
+    if means is None:
+        means, scales = x.mean(axis=0), x.std(axis=0)
+        scales[scales == 0] = 1.0
+    index = {w: i for i, w in enumerate(vocabulary)}
+    words = np.zeros((len(rows), len(vocabulary)))
+    for n, (_f, _r, _v, header, *_w) in enumerate(rows):
+        for token in header_tokens(header):
+            if token in index:
+                words[n, index[token]] = 1.0
+    return np.hstack([(x - means) / scales, words]), means, scales
+
+
+def _fit(x, y):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=C, max_iter=5000, random_state=SEED).fit(x, y)
+
+
+def _softmax(logits, temperature):
+    import numpy as np
+
+    z = logits / temperature
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _out_of_fold(rows, roles, features):
+    """Logits of every development column from a model fitted without its file."""
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
+    groups = [f for f, *_rest in rows]
+    y = np.array([roles.index(r if r in roles else "other") for _f, r, *_rest in rows])
+    logits = np.zeros((len(rows), len(roles)))
+    for train, held in GroupKFold(n_splits=FOLDS).split(rows, y, groups):
+        part = [rows[i] for i in train]
+        vocab = _vocabulary(part)
+        x, means, scales = _matrix(part, features, vocab)
+        model = _fit(x, y[train])
+        xh, _m, _s = _matrix([rows[i] for i in held], features, vocab, means, scales)
+        full = np.full((len(held), len(roles)), -1e9)
+        full[:, model.classes_] = model.decision_function(xh)
+        logits[held] = full
+    return logits, y
+
+
+def _temperature(logits, y) -> float:
+    import numpy as np
+
+    best = (math.inf, 1.0)
+    for t in np.arange(0.3, 4.01, 0.05):
+        p = _softmax(logits, t)[np.arange(len(y)), y]
+        best = min(best, (float(-np.log(np.clip(p, 1e-12, 1)).mean()), round(float(t), 2)))
+    return best[1]
+
+
+def _threshold(probs, y) -> float:
+    """The lowest confidence above which every higher cut is right at least TARGET of the time."""
+    import numpy as np
+
+    conf, right = probs.max(axis=1), probs.argmax(axis=1) == y
+    chosen = 0.999
+    for t in np.round(np.arange(0.999, 0.49, -0.001), 3):
+        sel = conf >= t
+        if sel.sum() and right[sel].mean() < TARGET:
+            break
+        chosen = float(t)
+    return chosen
+
+
+def _vetoed(rows, probs, roles):
+    """The probabilities after the run-time vetoes (catalog.extraction.columns)."""
+    import numpy as np
+
+    from catalog.extraction.columns import _renormalized, _vetoes
+
+    out = probs.copy()
+    for n, (_f, _r, values, *_rest) in enumerate(rows):
+        vetoed = _vetoes(values)
+        if vetoed:
+            got = _renormalized(dict(zip(roles, probs[n])), vetoed)
+            out[n] = np.array([got[r] for r in roles])
+    return out
+
+
+def _choices(rows, probs, roles):
+    """Per (sheet, item role) the run-time choice (catalog.extraction.columns.choose_columns):
+    (probability, lead over the best rival column, right?, present in the label?, taken?)."""
+    from catalog.extraction.columns import ITEM_ROLES, choose_columns
+
+    sheets = collections.defaultdict(list)
+    for n, (_f, role, values, _h, where, _col) in enumerate(rows):
+        sheets[where].append((n, role, values))
+    out = []
+    for members in sheets.values():
+        p = [dict(zip(roles, probs[n])) for n, _r, _v in members]
+        truth = [r for _n, r, _v in members]
+        chosen = choose_columns(p, [v for _n, _r, v in members], list(range(len(members))))
+        for role in ITEM_ROLES:
+            present = role in truth
+            if role in chosen:
+                c = chosen[role]
+                rival = max((p[k].get(role, 0.0) for k in range(len(members)) if k != c), default=0.0)
+                out.append((p[c].get(role, 0.0), p[c].get(role, 0.0) - rival, truth[c] == role, present, True))
+            else:
+                free = [k for k in range(len(members)) if k not in chosen.values()]
+                best = max((p[k].get(role, 0.0) for k in free), default=0.0)
+                out.append((best, 0.0, not present, present, False))
+    return out
+
+
+def _choice_threshold(choices) -> float:
+    """The lowest probability at which the roles taken are right at least TARGET of the time."""
+    taken = sorted(((p, right) for p, _m, right, _present, was in choices if was), reverse=True)
+    chosen, good = 1.0, 0
+    for n, (p, right) in enumerate(taken, start=1):
+        good += right
+        if good / n < TARGET:
+            break
+        chosen = p
+    return round(chosen, 4)
+
+
+def _margin(choices, threshold: float) -> float:
+    """The least lead over the rival column at which confident choices stay right TARGET of the time."""
+    confident = [(m, right) for p, m, right, _present, was in choices if was and p >= threshold]
+    chosen = 1.0
+    for m in sorted({m for m, _r in confident}, reverse=True):
+        sel = [right for mm, right in confident if mm >= m]
+        if sum(sel) / len(sel) < TARGET:
+            break
+        chosen = m
+    return round(chosen, 4)
+
+
+def _absent_floor(choices) -> float:
+    """The highest best-column probability below which a role is absent TARGET of the time."""
+    pairs = sorted((p, present) for p, _m, _right, present, was in choices if not was)
+    floor, absent = 0.0, 0
+    for n, (p, present) in enumerate(pairs, start=1):
+        absent += not present
+        if absent / n < TARGET:
+            break
+        floor = p
+    return round(floor, 4)
+
+
+def choice_rows(choices, threshold: float) -> list[str]:
+    taken = [(p, right) for p, _m, right, _present, was in choices if was]
+    out = [f"    {'confidence':>12s} {'roles':>8s} {'right':>7s}"]
+    edges = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
+    for lo, hi in zip(edges, edges[1:]):
+        sel = [r for p, r in taken if lo <= p < hi]
+        if sel:
+            out.append(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {len(sel):>8d} {sum(sel) / len(sel):>7.3f}")
+    sel = [r for p, r in taken if p >= threshold]
+    out.append(f"    >= {threshold:<8.4f} {len(sel):>8d} " + (f"{sum(sel) / len(sel):>7.3f}" if sel else "    n/a")
+               + f"   (of {len(taken)} roles taken)")
+    return out
+
+
+def calibration_rows(probs, y, threshold: float) -> list[str]:
+    import numpy as np
+
+    conf, right = probs.max(axis=1), probs.argmax(axis=1) == y
+    out = [f"    {'confidence':>12s} {'columns':>8s} {'right':>7s}"]
+    edges = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
+    for lo, hi in zip(edges, edges[1:]):
+        sel = (conf >= lo) & (conf < hi)
+        if sel.sum():
+            out.append(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {int(sel.sum()):>8d} {right[sel].mean():>7.3f}")
+    sel = conf >= threshold
+    out.append(f"    >= {threshold:<8.3f} {int(sel.sum()):>8d} "
+               + (f"{right[sel].mean():>7.3f}" if sel.sum() else "    n/a")
+               + f"   (of {len(y)} columns)")
+    return out
+
+
+def train(labels: dict[str, dict]) -> dict:
+    import numpy as np
+
+    dev = split()["development"]
+    rows = examples(labels, dev)
+    roles = _roles(rows)
+    features = sorted({f for _f, _r, v, *_rest in rows for f in v})
+    logits, y = _out_of_fold(rows, roles, features)
+    temperature = _temperature(logits, y)
+    probs = _vetoed(rows, _softmax(logits, temperature), roles)
+    column_threshold = _threshold(probs, y)
+    choices = _choices(rows, probs, roles)
+    threshold = _choice_threshold(choices)
+    margin, absent_floor = _margin(choices, threshold), _absent_floor(choices)
+    print(f"{len(rows)} labeled columns of {len({f for f, *_ in rows})} development files; roles: {', '.join(roles)}")
+    print(f"temperature {temperature}; out-of-fold on the development part, every labeled column's most "
+          f"likely role (threshold {column_threshold}):")
+    print("\n".join(calibration_rows(probs, y, column_threshold)))
+    print(f"the item roles the extractor takes: threshold {threshold}, margin {margin}, absent floor {absent_floor}")
+    print("\n".join(choice_rows(choices, threshold)))
+    vocabulary = _vocabulary(rows)
+    x, means, scales = _matrix(rows, features, vocabulary)
+    model = _fit(x, y)
+    weights = np.zeros((len(roles), x.shape[1]))
+    intercepts = np.full(len(roles), -30.0)  # a role no development column had stays out of reach
+    weights[model.classes_] = model.coef_
+    intercepts[model.classes_] = model.intercept_
+    digest = hashlib.sha256(json.dumps([labels[f] for f in dev if f in labels], sort_keys=True).encode()).hexdigest()
+    return {
+        "version": f"1+{digest[:12]}", "trained_on": f"{len({f for f, *_ in rows})} development files, "
+        f"{len(rows)} columns", "seed": SEED, "C": C, "roles": roles, "features": features,
+        "vocabulary": vocabulary, "means": [round(float(v), 6) for v in means],
+        "scales": [round(float(v), 6) for v in scales],
+        "weights": [[round(float(v), 5) for v in row] for row in weights],
+        "intercepts": [round(float(v), 5) for v in intercepts],
+        "temperature": temperature, "column_threshold": column_threshold, "threshold": threshold, "margin": margin, "absent_floor": absent_floor,
+        "target": TARGET,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels")
+    parser.add_argument("--out", type=Path, default=MODEL_PATH)
+    args = parser.parse_args(argv)
+    model = train(load_all(*(args.labels or ())))
+    args.out.write_text(json.dumps(model, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} (version {model['version']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,242 @@
+"""The fitted column model: a probability for every role of a column, from its values and header.
+
+The weights, the header vocabulary, the feature names, the temperature and
+the confidence threshold live in ``column_model.json`` beside this module,
+written by ``make train`` (``bench/corpus/train.py``, scikit-learn, fixed
+seed) from the labeled development part of the corpus. Nothing here is
+chosen by hand: this module only computes the features the model was fitted
+on and applies the weights, in plain Python.
+
+Header words are normalized the same way at fitting and at run time
+(``header_tokens``): case folded, accents stripped, a trailing run of vowels
+and ``s`` dropped (plurals and simple inflections), long words cut to their
+first letters, CJK text taken character by character.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
+from catalog.extraction.packs import normalize_unit, split_pack
+from catalog.extraction.text import cap, fold
+
+MODEL_PATH = Path(__file__).with_name("column_model.json")
+SAMPLE_ROWS = 2000
+STEM_CHARS = 7
+
+_TOKEN = re.compile(r"\w++")
+_INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
+_URL = re.compile(r"(?<![\w/.])(?:https?://|www\.)", re.IGNORECASE)
+_DATE = re.compile(r"\d{1,4}[-./]\d{1,2}[-./]\d{1,4}(?:\s|T|$)")
+_NUM_HYPHEN_NUM = re.compile(r"(?<!\d)\d{1,12}-\d{1,12}(?!\d)")
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" or "\uf900" <= ch <= "\ufaff"
+
+
+def _stem(word: str) -> str:
+    if len(word) > 3 and not word.isdigit():
+        word = word[:3] + word[3:].rstrip(_INFLECTION)
+    return word[:STEM_CHARS]
+
+
+@functools.lru_cache(maxsize=4096)
+def header_tokens(text: str) -> frozenset[str]:
+    """The normalized words of a header label (see the module's docstring)."""
+    if not text or len(text) > 200:
+        return frozenset()
+    out = set()
+    for word in _TOKEN.findall(fold(text)):
+        if word.isdigit():
+            continue
+        cjk = "".join(ch for ch in word if _is_cjk(ch))
+        if cjk:
+            out.update(cjk)
+            rest = "".join(ch for ch in word if not _is_cjk(ch))
+            if len(rest) >= 2:
+                out.add(_stem(rest))
+            continue
+        if len(word) >= 2:
+            out.add(_stem(word))
+    return frozenset(out)
+
+
+def _code_shaped(text: str) -> bool:
+    """Letters and digits in one token ("AB-120", "X5"): how supplier codes look."""
+    return (2 <= len(text) <= 40 and not any(ch.isspace() for ch in text)
+            and any(ch.isdigit() for ch in text) and any(ch.isalpha() for ch in text))
+
+
+def _is_unit_text(text: str) -> bool:
+    if len(text) > 24 or parse_decimal(text) is not None:
+        return False
+    if normalize_unit(text):
+        return True
+    unit, pack = split_pack(text)
+    return pack is not None and unit is not None and normalize_unit(unit) is not None
+
+
+def _is_sequential(values: list[int]) -> bool:
+    if len(values) < 3:
+        return False
+    steps = sum(1 for a, b in zip(values, values[1:]) if b - a == 1)
+    return steps >= 0.8 * (len(values) - 1)
+
+
+def _number_features(texts: list[str], n: int) -> dict[str, float]:
+    numbers = [v for v in (parse_decimal(t) for t in texts) if v is not None]
+    ints = [int(v) for v in numbers if v == v.to_integral_value()]
+    k = max(1, len(numbers))
+    median = sorted(abs(v) for v in numbers)[len(numbers) // 2] if numbers else 0
+    return {
+        "numeric": len(numbers) / n,
+        "decimals": (len(numbers) - len(ints)) / k,
+        "integers": len(ints) / k,
+        # Row numbers are written as plain digits: "100,00", "101,00" are prices that happen to run on.
+        "running_index": 1.0 if len(ints) == len(numbers) and all(t.isdigit() for t in texts if
+                                                                   parse_decimal(t) is not None)
+        and _is_sequential(ints) else 0.0,
+        "year_like": sum(1 for i in ints if 1900 <= i <= 2100) / k,
+        "magnitude": min(1.0, math.log10(1 + float(median)) / 6) if numbers else 0.0,
+        "long_digits": sum(1 for t in texts if t.isdigit() and len(t) >= 8) / n,
+    }
+
+
+def _text_features(texts: list[str], n: int) -> dict[str, float]:
+    lengths = [len(t) for t in texts]
+    mean = sum(lengths) / n
+    var = sum((x - mean) ** 2 for x in lengths) / n
+    distinct = len(set(texts))
+    return {
+        "constant": 1.0 if distinct == 1 and n >= 2 else 0.0,
+        "distinct": distinct / n,
+        "mean_len": min(1.0, math.log1p(mean) / 5),
+        "len_cv": min(3.0, math.sqrt(var) / mean) if mean else 0.0,
+        "words": min(10.0, sum(len(t.split()) for t in texts) / n) / 10,
+        "alpha": sum(1 for t in texts if any(ch.isalpha() for ch in t)) / n,
+        "digits": sum(1 for t in texts if any(ch.isdigit() for ch in t)) / n,
+        "code_shape": sum(1 for t in texts if _code_shaped(t)) / n,
+        "num_hyphen_num": sum(1 for t in texts if len(t) <= 25 and _NUM_HYPHEN_NUM.fullmatch(t)) / n,
+        "url": sum(1 for t in texts if _URL.search(t)) / n,
+        "percent": sum(1 for t in texts if "%" in t and len(t) <= 12) / n,
+        "date_like": sum(1 for t in texts if _DATE.match(t)) / n,
+        "currency_symbol": sum(1 for t in texts if len(t) <= 40 and find_currencies(t)) / n,
+        "iso_code": sum(1 for t in texts if t.strip().upper() in ISO_CODES) / n,
+        "unit_words": sum(1 for t in texts if _is_unit_text(t)) / n,
+    }
+
+
+def value_features(values: list[str], rows: int, col: int, width: int) -> dict[str, float]:
+    """Features of one column from its non-empty ``values`` among ``rows`` sampled rows."""
+    texts = [cap(v).strip() for v in values if v and v.strip()]
+    base = {"filled": len(texts) / max(1, rows), "position": col / max(1, width - 1),
+            "first_column": 1.0 if col == 0 else 0.0, "bias": 1.0}
+    if not texts:
+        return base
+    n = len(texts)
+    return {**base, **_number_features(texts, n), **_text_features(texts, n)}
+
+
+def _ranked(cols: list[int], feats: list[dict], key: str) -> int | None:
+    return max(cols, key=lambda i: (feats[i].get(key, 0.0), -i)) if cols else None
+
+
+def with_context(feats: list[dict[str, float]]) -> list[dict[str, float]]:
+    """The sheet's column features, each with where it stands among its neighbours.
+
+    Roles are relative: the unit price is one of several money columns, the
+    description the longest text. Per column: how many numeric columns the
+    sheet has, this one's place among them (first, last, order), whether it
+    holds the largest numbers, whether it is the longest or most varied text.
+    """
+    numeric = [i for i, f in enumerate(feats) if f.get("numeric", 0) >= 0.8]
+    texts = [i for i, f in enumerate(feats) if f.get("alpha", 0) >= 0.8]
+    top_mag, longest, varied = (_ranked(numeric, feats, "magnitude"), _ranked(texts, feats, "mean_len"),
+                                _ranked(texts, feats, "distinct"))
+    out = []
+    for i, f in enumerate(feats):
+        g = dict(f)
+        g["numeric_columns"] = min(1.0, len(numeric) / 8)
+        g["text_columns"] = min(1.0, len(texts) / 8)
+        if i in numeric:
+            k = numeric.index(i)
+            g["numeric_first"] = 1.0 if k == 0 else 0.0
+            g["numeric_last"] = 1.0 if k == len(numeric) - 1 else 0.0
+            g["numeric_order"] = k / max(1, len(numeric) - 1)
+            g["largest_numbers"] = 1.0 if i == top_mag else 0.0
+        g["longest_text"] = 1.0 if i == longest else 0.0
+        g["most_varied_text"] = 1.0 if i == varied else 0.0
+        out.append(g)
+    return out
+
+
+def column_values(body: list[list[str]], col: int) -> tuple[list[str], int]:
+    """(the column's non-empty values, the number of rows looked at) over the sampled body."""
+    sample = [r for r in body if r][:SAMPLE_ROWS]
+    return [r[col] for r in sample if col < len(r) and r[col]], len(sample)
+
+
+@dataclass(frozen=True)
+class ColumnModel:
+    version: str
+    roles: tuple[str, ...]
+    features: tuple[str, ...]
+    vocabulary: tuple[str, ...]
+    means: tuple[float, ...]
+    scales: tuple[float, ...]
+    weights: tuple[tuple[float, ...], ...]  # per role: one weight per feature, then per word
+    intercepts: tuple[float, ...]
+    temperature: float
+    threshold: float  # a role given with at least this probability is right 99.5% of the time
+    margin: float  # a column that beats its best rival for a role by less is in doubt
+    absent_floor: float  # a free column this likely to hold a role no column took puts it in doubt
+
+    @functools.cached_property
+    def _word_index(self) -> dict[str, int]:
+        return {w: i for i, w in enumerate(self.vocabulary)}
+
+    def vector(self, values: dict[str, float], header: str) -> list[float]:
+        x = [(values.get(f, 0.0) - m) / s for f, m, s in zip(self.features, self.means, self.scales)]
+        words = [0.0] * len(self.vocabulary)
+        for token in header_tokens(header):
+            i = self._word_index.get(token)
+            if i is not None:
+                words[i] = 1.0
+        return x + words
+
+    def probabilities(self, values: dict[str, float], header: str) -> dict[str, float]:
+        """role -> calibrated probability, for one column."""
+        x = self.vector(values, header)
+        logits = [(b + sum(w * v for w, v in zip(ws, x) if v)) / self.temperature
+                  for ws, b in zip(self.weights, self.intercepts)]
+        top = max(logits)
+        exps = [math.exp(v - top) for v in logits]
+        total = sum(exps)
+        return {role: e / total for role, e in zip(self.roles, exps)}
+
+    def header_words(self, role: str) -> set[str]:
+        """The vocabulary words whose weight for ``role`` is positive."""
+        ws = self.weights[self.roles.index(role)][len(self.features):]
+        return {w for w, v in zip(self.vocabulary, ws) if v > 0}
+
+
+def model_from_json(data: dict) -> ColumnModel:
+    return ColumnModel(
+        version=data["version"], roles=tuple(data["roles"]), features=tuple(data["features"]),
+        vocabulary=tuple(data["vocabulary"]), means=tuple(data["means"]), scales=tuple(data["scales"]),
+        weights=tuple(tuple(w) for w in data["weights"]), intercepts=tuple(data["intercepts"]),
+        temperature=float(data["temperature"]), threshold=float(data["threshold"]),
+        margin=float(data["margin"]), absent_floor=float(data["absent_floor"]),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def load_model() -> ColumnModel:
+    return model_from_json(json.loads(MODEL_PATH.read_text(encoding="utf-8")))

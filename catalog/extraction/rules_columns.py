@@ -1,0 +1,303 @@
+"""Column roles from content, with the header as evidence.
+
+Each column of a table body gets a profile of its values (share of numbers
+and decimals, code-like tokens, text length, distinctness, unit words,
+currency codes, row numbers); each role gets a score from that profile plus
+the header's words; the best consistent assignment wins (one column per
+role). Every assigned column carries its evidence and a confidence, and the
+assignment says what a reviewer should confirm.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from catalog.extraction.headers import classify_header, header_says_not
+from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
+from catalog.extraction.packs import normalize_unit, split_pack
+from catalog.extraction.text import cap, col_letter
+
+ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "quantity")
+SAMPLE_ROWS = 2000
+# The least score a column needs to take a role.
+THRESHOLDS = {"sku": 0.45, "description": 0.3, "unit": 0.45, "pack_size": 0.5,
+              "unit_price": 0.35, "currency": 0.5, "quantity": 0.5}
+HEADER_BONUS = {1: 0.3, 2: 0.45, 3: 0.55}
+CLOSE_CALL = 0.15  # two columns this close for one role: a reviewer decides
+WEAK_DESCRIPTION = 0.5
+
+_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-./_#]{1,39}+")
+_DIGITS = re.compile(r"\d++")
+
+
+@dataclass
+class Profile:
+    col: int
+    filled: float = 0.0
+    numeric: float = 0.0
+    decimals: float = 0.0
+    integers: float = 0.0
+    money: float = 0.0
+    code: float = 0.0
+    alpha: float = 0.0
+    mean_len: float = 0.0
+    words: float = 0.0
+    distinct: float = 0.0
+    unit_words: float = 0.0
+    currency_codes: float = 0.0
+    sequential: bool = False
+
+
+@dataclass
+class Column:
+    col: int
+    header: str
+    role: str  # one of ROLES or "other"
+    confidence: float
+    evidence: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"column": col_letter(self.col), "header": self.header, "role": self.role,
+                "confidence": round(self.confidence, 2), "evidence": "; ".join(self.evidence)}
+
+
+@dataclass
+class Assignment:
+    roles: dict[str, int]  # role -> column
+    columns: list[Column]
+    doubts: list[str]
+    other_prices: list[int] = field(default_factory=list)
+
+    def get(self, role: str) -> int | None:
+        return self.roles.get(role)
+
+
+def _code_weight(text: str) -> float:
+    if len(text) > 40 or not _CODE.fullmatch(text):
+        return 0.0
+    if _DIGITS.fullmatch(text):
+        # Digits alone are codes only when long, and prices are often round.
+        return 0.0 if len(text) < 5 or text.endswith("00") else 0.6
+    has_digit = any(ch.isdigit() for ch in text)
+    return 1.0 if has_digit else (0.5 if text.isupper() and len(text) >= 3 else 0.0)
+
+
+def _is_sequential(values: list) -> bool:
+    if len(values) < 3:
+        return False
+    steps = sum(1 for a, b in zip(values, values[1:]) if b - a == 1)
+    return steps >= 0.8 * (len(values) - 1)
+
+
+def _value_stats(texts: list[str]) -> dict:
+    numbers = [v for v in (parse_decimal(t) for t in texts) if v is not None]
+    n = len(texts)
+    ints = [int(v) for v in numbers if v == v.to_integral_value()]
+    return {
+        "numeric": len(numbers) / n,
+        "decimals": (len(numbers) - len(ints)) / max(1, len(numbers)),
+        "integers": len(ints) / max(1, len(numbers)),
+        "money": sum(1 for t in texts if parse_decimal(t) is not None and find_currencies(t)) / n,
+        "sequential": len(ints) == len(numbers) and _is_sequential(ints),
+    }
+
+
+def _text_stats(texts: list[str]) -> dict:
+    n = len(texts)
+    return {
+        "code": sum(_code_weight(t) for t in texts) / n,
+        "alpha": sum(1 for t in texts if any(ch.isalpha() for ch in t)) / n,
+        "mean_len": sum(len(t) for t in texts) / n,
+        "words": sum(len(t.split()) for t in texts) / n,
+        "distinct": len(set(texts)) / n,
+        "unit_words": sum(1 for t in texts if _is_unit_text(t)) / n,
+        "currency_codes": sum(1 for t in texts if t.upper() in ISO_CODES) / n,
+    }
+
+
+def _is_unit_text(text: str) -> bool:
+    if len(text) > 24:
+        return False
+    if parse_decimal(text) is not None:
+        return False
+    if normalize_unit(text):
+        return True
+    unit, pack = split_pack(text)
+    return pack is not None and unit is not None and normalize_unit(unit) is not None
+
+
+def profile_columns(rows: list[list[str]], width: int) -> list[Profile]:
+    """A profile of every column over ``rows`` (the body: rows below the header)."""
+    sample = [r for r in rows if r][:SAMPLE_ROWS]
+    profiles = []
+    for col in range(width):
+        texts = [cap(r[col]) for r in sample if col < len(r) and r[col]]
+        p = Profile(col=col)
+        if texts:
+            p.filled = len(texts) / max(1, len(sample))
+            for key, value in {**_value_stats(texts), **_text_stats(texts)}.items():
+                setattr(p, key, value)
+        profiles.append(p)
+    return profiles
+
+
+def content_scores(p: Profile) -> dict[str, tuple[float, str]]:
+    """role -> (score from the values alone, evidence in words)."""
+    if not p.filled:
+        return {}
+    fill = min(1.0, p.filled * 1.5)
+    text_share = 1.0 - p.numeric
+    scores = {
+        "unit_price": (0.0 if p.sequential else p.numeric * (0.5 + 0.3 * p.decimals + 0.2 * p.money),
+                       f"{p.numeric:.0%} numbers, {p.decimals:.0%} of them with decimals"),
+        "description": (p.alpha * text_share * min(1.0, p.mean_len / 15) * (0.4 + 0.6 * p.distinct)
+                        + 0.1 * min(1.0, p.words / 3) * text_share,
+                        f"text, {p.mean_len:.0f} characters on average, {p.distinct:.0%} distinct"),
+        "sku": (p.code * (0.4 + 0.6 * p.distinct) * (1.0 if p.mean_len <= 20 else 0.5),
+                f"{p.code:.0%} code-like values, {p.distinct:.0%} distinct"),
+        "unit": (p.unit_words, f"{p.unit_words:.0%} unit words"),
+        "currency": (p.currency_codes, f"{p.currency_codes:.0%} currency codes"),
+        "quantity": (0.3 * p.numeric * p.integers, f"{p.integers:.0%} whole numbers"),
+        "pack_size": (0.2 * p.numeric * p.integers, f"{p.integers:.0%} whole numbers"),
+    }
+    return {role: (score * fill, why) for role, (score, why) in scores.items()}
+
+
+def score_columns(profiles: list[Profile], labels: list[str]) -> dict[tuple[str, int], tuple[float, list[str]]]:
+    """(role, column) -> (score, evidence): content plus header words."""
+    out: dict[tuple[str, int], tuple[float, list[str]]] = {}
+    for p in profiles:
+        label = labels[p.col] if p.col < len(labels) else ""
+        said = classify_header(label)
+        for role, (score, why) in content_scores(p).items():
+            evidence = [why]
+            if said and said[0] == role:
+                score += HEADER_BONUS[said[1]]
+                evidence.insert(0, f"header {label!r} names it")
+            elif said:
+                score *= 0.6  # the header names another role
+            if header_says_not(label, role):
+                score *= 0.2
+                evidence.append(f"header {label!r} rules it out")
+            if p.sequential:
+                evidence.append("row numbers")
+            out[(role, p.col)] = (score, evidence)
+    return out
+
+
+def _greedy(scores: dict, fixed: dict[str, int | None]) -> dict[str, int]:
+    """Highest score first, one column per role; roles in ``fixed`` are not inferred."""
+    roles = {r: c for r, c in fixed.items() if c is not None}
+    taken = set(roles.values())
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1][0], kv[0][1]))
+    for (role, col), (score, _why) in ranked:
+        if role in fixed or role in roles or col in taken or score < THRESHOLDS[role]:
+            continue
+        roles[role] = col
+        taken.add(col)
+    return roles
+
+
+def _rescue_price(scores: dict, roles: dict[str, int]) -> dict[str, int]:
+    """No price column: give the best numeric column to the price, if a SKU held it."""
+    if "unit_price" in roles:
+        return roles
+    best = max(((s, c) for (r, c), (s, _w) in scores.items() if r == "unit_price"), default=None)
+    if best and best[0] >= THRESHOLDS["unit_price"] and roles.get("sku") == best[1]:
+        roles = {r: c for r, c in roles.items() if r != "sku"}
+        roles["unit_price"] = best[1]
+    return roles
+
+
+def _runner_up(scores: dict, role: str, chosen: int) -> tuple[float, int] | None:
+    others = [(s, c) for (r, c), (s, _w) in scores.items() if r == role and c != chosen]
+    return max(others, default=None)
+
+
+def _doubts(scores: dict, roles: dict[str, int], labels: list[str]) -> tuple[list[str], list[int]]:
+    doubts: list[str] = []
+    other_prices: list[int] = []
+    price = roles.get("unit_price")
+    if price is not None:
+        best = scores[("unit_price", price)][0]
+        for (r, c), (s, _w) in scores.items():
+            if r == "unit_price" and c != price and s >= THRESHOLDS[r] and c not in roles.values():
+                other_prices.append(c)
+                if s >= best - CLOSE_CALL:
+                    doubts.append(f"two plausible price columns: {col_letter(price)} and {col_letter(c)}")
+    desc = roles.get("description")
+    if desc is not None and scores[("description", desc)][0] < WEAK_DESCRIPTION:
+        doubts.append(f"the description column {col_letter(desc)} is weak (short or repeated values)")
+    for role in ("description", "unit_price", "sku"):
+        doubts.extend(_header_disagrees(role, roles, labels))
+    if any(labels):
+        doubts.extend(_header_silent(roles, labels))
+    return doubts, sorted(other_prices)
+
+
+def _named(label: str, role: str) -> bool:
+    got = classify_header(label)
+    return bool(got) and got[0] == role
+
+
+def _header_silent(roles: dict[str, int], labels: list[str]) -> list[str]:
+    """A header row that names neither the price column nor a column naming the items."""
+    doubts = []
+    price = roles.get("unit_price")
+    if price is not None and not _named(labels[price] if price < len(labels) else "", "unit_price"):
+        doubts.append(f"the header does not name the price column; column {col_letter(price)} "
+                      "was taken by its values")
+    names = [(r, roles[r]) for r in ("sku", "description") if r in roles]
+    if names and not any(_named(labels[c] if c < len(labels) else "", r) for r, c in names):
+        doubts.append("the header names no SKU or description column; "
+                      + " and ".join(f"the {r} from column {col_letter(c)}" for r, c in names)
+                      + " were taken by their values")
+    return doubts
+
+
+def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> list[str]:
+    """The column whose header names ``role`` best is not the one the values chose."""
+    named = [(said[1], c) for c, label in enumerate(labels)
+             if (said := classify_header(label)) and said[0] == role]
+    if not named or role not in roles:
+        return []
+    top = max(s for s, _c in named)
+    best_named = [c for s, c in named if s == top]
+    chosen = roles[role]
+    if chosen in best_named:
+        return []
+    return [f"the {role.replace('_', ' ')} was taken from column {col_letter(chosen)} by its values, "
+            f"although the header of column {col_letter(best_named[0])} ({labels[best_named[0]]!r}) names it"]
+
+
+def _confidence(scores: dict, role: str, col: int) -> float:
+    score = scores[(role, col)][0]
+    runner = _runner_up(scores, role, col)
+    margin = score - runner[0] if runner else score
+    return max(0.05, min(1.0, score) * min(1.0, 0.5 + margin))
+
+
+def assign_roles(profiles: list[Profile], labels: list[str],
+                 fixed: dict[str, int | None] | None = None) -> Assignment:
+    """The best consistent assignment of roles to columns (``fixed`` ones kept as given)."""
+    scores = score_columns(profiles, labels)
+    roles = _greedy(scores, fixed or {})
+    if not fixed:
+        roles = _rescue_price(scores, roles)
+    doubts, other_prices = ([], []) if fixed else _doubts(scores, roles, labels)
+    by_col = {c: r for r, c in roles.items()}
+    columns = []
+    for p in profiles:
+        label = labels[p.col] if p.col < len(labels) else ""
+        if not p.filled and not label:
+            continue
+        role = by_col.get(p.col)
+        if role is None:
+            columns.append(Column(p.col, label, "other", 1.0, ["no role fits its values and header"]))
+        elif fixed and fixed.get(role) == p.col:
+            columns.append(Column(p.col, label, role, 1.0, ["set by a reviewer"]))
+        else:
+            columns.append(Column(p.col, label, role, _confidence(scores, role, p.col),
+                                  scores.get((role, p.col), (0, ["no values"]))[1]))
+    return Assignment(roles=roles, columns=columns, doubts=doubts, other_prices=other_prices)

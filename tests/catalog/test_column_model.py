@@ -1,0 +1,102 @@
+"""Column roles from the fitted column model: doubt named per column and per field, values veto headers."""
+
+from catalog.extraction import extract
+from catalog.extraction.column_model import header_tokens, load_model
+from catalog.extraction.columns import column_probabilities
+from catalog.reading import Sheet, Table
+
+
+def table(*rows, name="Sheet1"):
+    return Table(sheets=[Sheet(name=name, rows=[list(r) for r in rows])])
+
+
+def roles(report: dict) -> dict:
+    return {c["column"]: c["role"] for c in report["columns"] if c["role"] != "other"}
+
+
+def probabilities(rows):
+    return [p for p, _vetoes, _f in column_probabilities(rows[1:], len(rows[0]), rows[0])]
+
+
+def test_every_column_gets_a_probability_per_role_that_sums_to_one():
+    rows = [["Code", "Name", "Price"]] + [[f"A-{n}", f"Widget number {n}", f"{n}.50"] for n in range(1, 9)]
+    for p in probabilities(rows):
+        assert set(p) == set(load_model().roles)
+        assert abs(sum(p.values()) - 1) < 1e-9
+
+
+def test_header_words_are_folded_and_lose_plural_and_inflected_endings():
+    assert header_tokens("Prices") == header_tokens("price") == header_tokens("PRICE")
+    assert header_tokens("Цены") == header_tokens("цена")
+    assert header_tokens("Désignation") == header_tokens("designation")
+
+
+def test_the_sheet_needs_confirmation_exactly_when_one_of_its_columns_does():
+    rows = [["Code", "Name", "Price EUR"]] + [[f"A-{n}", f"Widget number {n}", f"{n}.50"] for n in range(1, 9)]
+    (report,) = extract(table(*rows), column_model=True).sheets
+    assert report["needs_confirmation"] == any(c["needs_confirmation"] for c in report["columns"])
+
+
+def test_every_value_from_a_column_in_doubt_is_flagged_on_its_field():
+    rows = [["Code", "Name", "Price EUR"]] + [[f"A-{n}", f"Widget number {n}", f"{n}.50"] for n in range(1, 9)]
+    ex = extract(table(*rows), column_model=True)
+    doubted = {c["role"] for c in ex.sheets[0]["columns"] if c["needs_confirmation"] and c["role"] != "other"}
+    assert doubted
+    for item in ex.items:
+        assert doubted <= {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
+
+
+def test_two_plausible_price_columns_put_the_price_in_doubt():
+    rows = [["SKU", "Name", "Price EUR", "Price USD"]]
+    rows += [[f"S{n}", f"Thing number {n}", f"{n}.10", f"{n}.30"] for n in range(1, 6)]
+    ex = extract(table(*rows), column_model=True)
+    price = next(c for c in ex.sheets[0]["columns"] if c["role"] == "unit_price")
+    assert price["needs_confirmation"] and ex.needs_confirmation
+    assert all(any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
+               for i in ex.items)
+
+
+def test_a_constant_column_is_no_sku_and_no_description_whatever_its_header_says():
+    rows = [["SKU", "Name", "Price"]] + [["ACME", f"Bolt size M{n}", f"{n}.25"] for n in range(3, 12)]
+    constant = probabilities(rows)[0]
+    assert constant["sku"] == constant["description"] == 0
+
+
+def test_a_running_row_number_a_year_or_a_percentage_is_no_price():
+    rows = [["Price", "Price", "Price", "Name"]]
+    rows += [[str(n), str(2000 + n), f"{n}%", f"Bolt size M{n}"] for n in range(1, 12)]
+    assert [p["unit_price"] for p in probabilities(rows)[:3]] == [0, 0, 0]
+
+
+def test_prices_that_run_on_by_one_are_not_a_row_number():
+    rows = [["Code", "Name", "Price"]] + [[f"C{n}", f"Tile cutter {n}", f"{n + 100},00"] for n in range(5)]
+    assert probabilities(rows)[2]["unit_price"] > 0
+
+
+def test_a_link_is_no_description():
+    rows = [["Description", "Price"]] + [[f"https://example.com/item/{n}", f"{n}.25"] for n in range(1, 9)]
+    assert probabilities(rows)[0]["description"] == 0
+
+
+def test_a_price_written_as_text_is_still_the_price_column():
+    rows = [["Service", "Price", "Notes"]]
+    rows += [[f"Service number {n}", f"${n}50/hr", f"Call us about the details of plan {n}"] for n in range(1, 8)]
+    ex = extract(table(*rows), column_model=True)
+    assert ex.refusal is None
+    assert roles(ex.sheets[0])["B"] == "unit_price"
+
+
+def test_a_column_of_currency_codes_is_the_currency():
+    rows = [["SKU", "Description", "Price", "Currency"]]
+    rows += [[f"A-{n}", f"Apples of kind {n}", f"{n}.50", "EUR"] for n in range(1, 6)]
+    ex = extract(table(*rows), column_model=True)
+    assert {i["currency"] for i in ex.items} == {"EUR"}
+
+
+def test_a_reviewers_mapping_is_taken_as_given_and_needs_no_confirmation():
+    rows = [["SKU", "Name", "Price"]] + [[f"S{n}", f"Thing {n}", f"{n}.10"] for n in range(1, 4)]
+    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": 1,
+                           "columns": {"sku": "A", "description": "B", "unit_price": "C"}}]}
+    ex = extract(table(*rows), mapping, column_model=True)
+    assert not ex.needs_confirmation
+    assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))

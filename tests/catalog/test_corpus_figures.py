@@ -1,0 +1,86 @@
+"""The labeled corpus guards the extractor's figures (needs ../shared/corpus).
+
+The development part's figures may not drop below what the extractor
+reaches today (bench/extraction_accuracy.py prints them), wrong values
+without a flag on their field or their column stay at 0, and the column
+model's words and thresholds come from the development part, not from hand.
+"""
+
+import json
+
+import pytest
+
+from bench.corpus.labels import CORPUS, load_all, split
+from catalog.extraction.column_model import MODEL_PATH, header_tokens, load_model
+
+pytestmark = pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus folder ../shared/corpus is absent")
+
+# What the development part reaches (python bench/extraction_accuracy.py --corpus-only).
+# Scored with the column model (extract(..., column_model=True)).
+FLOOR = {"f1": 0.925, "outcome_right": 78, "price": 0.59, "description": 0.975, "sku": 0.76}
+MAX_LISTS_REFUSED = 2
+
+
+@pytest.fixture(scope="module")
+def development():
+    from bench.corpus.scoring import score_file, summarize
+
+    labels = load_all()
+    return summarize([score_file(labels[f]) for f in split()["development"] if f in labels])
+
+
+def test_every_corpus_file_is_labeled():
+    labels = load_all()
+    assert set(split()["development"]) | set(split()["test"]) <= set(labels)
+
+
+def test_development_part_has_no_wrong_value_without_a_flag_on_its_field_or_column(development):
+    assert development["unflagged_total"] == 0, development["unflagged"]
+
+
+def test_development_part_item_rows_do_not_drop(development):
+    assert development["f1"] >= FLOOR["f1"]
+
+
+def test_development_part_values_on_matched_rows_do_not_drop(development):
+    acc = development["accuracy"]
+    assert acc["unit_price"] >= FLOOR["price"]
+    assert acc["description"] >= FLOOR["description"]
+    assert acc["sku"] >= FLOOR["sku"]
+
+
+def test_development_part_outcomes_do_not_drop(development):
+    assert development["outcome_right"] >= FLOOR["outcome_right"]
+    assert len(development["lists_refused"]) <= MAX_LISTS_REFUSED, development["lists_refused"]
+
+
+def test_every_header_word_of_the_model_appears_under_one_role_in_two_development_files():
+    from bench.corpus.train import MIN_WORD_FILES, examples
+
+    files: dict[tuple[str, str], set[str]] = {}
+    for file, role, _values, header, *_where in examples(load_all(), split()["development"]):
+        for token in header_tokens(header):
+            files.setdefault((role, token), set()).add(file)
+    backed = {token for (_role, token), fs in files.items() if len(fs) >= MIN_WORD_FILES}
+    assert set(load_model().vocabulary) <= backed
+
+
+def test_the_column_thresholds_come_from_the_model_file():
+    data = json.loads(MODEL_PATH.read_text(encoding="utf-8"))
+    model = load_model()
+    assert (model.threshold, model.margin, model.absent_floor) == (
+        data["threshold"], data["margin"], data["absent_floor"])
+    assert data["trained_on"] and data["version"]
+
+
+def test_the_column_modules_hold_no_header_words_only_role_names():
+    import catalog.extraction.column_model as column_model
+    import catalog.extraction.columns as columns
+    from bench.corpus.labels import ROLES
+
+    import catalog.extraction.money as money  # the currency codes table is the product's, not header words
+
+    words = [name for module in (columns, column_model) for name, value in vars(module).items()
+             if isinstance(value, (tuple, list, set, frozenset)) and name.isupper() and name not in vars(money)
+             and any(isinstance(v, str) and v not in ROLES for v in value)]
+    assert words == []
