@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Max
 from django.utils import timezone
 from psycopg.types.json import Jsonb
