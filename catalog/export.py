@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
+import tempfile
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from openpyxl import Workbook
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, TYPE_STRING
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, TYPE_STRING, WriteOnlyCell
 from openpyxl.utils import get_column_letter
 
 from catalog.extraction.money import plain_decimal
@@ -41,6 +43,8 @@ NUMERIC_COLUMNS = frozenset({"pack_size", "unit_price", "source_row"})
 XLSX_SHEET_TITLE = "Catalog"
 MIN_PRICE_PLACES, MAX_PRICE_PLACES = 2, 6
 MIN_WIDTH, MAX_WIDTH = 8, 60
+# Rows per piece of a streamed CSV: memory holds one piece, whatever the revision's size.
+CSV_CHUNK_ROWS = 500
 
 
 def escape_cell(value: Any) -> str:
@@ -132,75 +136,147 @@ def _text(column: str, value: Any, places: int | None = None) -> str:
     return escape_cell(value)
 
 
-def rows_to_csv(rows: Iterable[Mapping[str, Any]]) -> bytes:
-    """UTF-8 with a byte-order mark, so spreadsheets detect the encoding."""
+def csv_chunks(rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    """The CSV in pieces of CSV_CHUNK_ROWS rows, UTF-8 with a byte-order mark
+    (so spreadsheets detect the encoding): `rows` is read once, as it goes."""
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer)
     writer.writerow(HEADERS)
-    for row in rows:
+    first = True
+    for n, row in enumerate(rows, start=1):
         writer.writerow([_text(column, row.get(column), row.get("price_places")) for column in COLUMNS])
-    return buffer.getvalue().encode("utf-8-sig")
+        if n % CSV_CHUNK_ROWS == 0:
+            yield _csv_piece(buffer, first)
+            first = False
+    yield _csv_piece(buffer, first)
+
+
+def _csv_piece(buffer: io.StringIO, first: bool) -> bytes:
+    text = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate()
+    return text.encode("utf-8-sig" if first else "utf-8")
+
+
+def rows_to_csv(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    return b"".join(csv_chunks(rows))
 
 
 def _number_format(places: int) -> str:
     return "#,##0." + "0" * places if places else "#,##0"
 
 
-def rows_to_xlsx(rows: Iterable[Mapping[str, Any]]) -> bytes:
-    rows = list(rows)
-    workbook = Workbook(write_only=False)
-    sheet = workbook.active
-    sheet.title = XLSX_SHEET_TITLE
-    sheet.append(HEADERS)
+def _is_number(column: str, value: Any) -> bool:
+    return (column in NUMERIC_COLUMNS and isinstance(value, (int, Decimal))
+            and not isinstance(value, bool))
+
+
+def _cell_text(column: str, value: Any) -> str:
+    return provenance_text(value) if column == "provenance" else (
+        "" if value is None else xml_text(str(value)))
+
+
+def _shown_width(column: str, value: Any, places: int | None) -> int:
+    if _is_number(column, value):
+        if column == "unit_price":
+            shown_places = len(price_text(value, places).partition(".")[2])
+            return len(f"{value:,.{shown_places}f}")
+        return len(number_text(value))
+    text = _cell_text(column, value)
+    return max(len(line) for line in text.splitlines() or [text])
+
+
+def _column_widths(rows: Iterable[Mapping[str, Any]]) -> list[int]:
     widths = [len(header) for header in HEADERS]
-    for r, row in enumerate(rows, start=2):
-        for c, column in enumerate(COLUMNS, start=1):
-            value = row.get(column)
-            is_number = isinstance(value, (int, Decimal)) and not isinstance(value, bool)
-            if column in NUMERIC_COLUMNS and is_number:
-                cell = sheet.cell(row=r, column=c, value=value)
-                if column == "unit_price":
-                    places = len(price_text(value, row.get("price_places")).partition(".")[2])
-                    cell.number_format = _number_format(places)
-                    shown = len(f"{value:,.{places}f}")
-                else:
-                    shown = len(number_text(value))
-            else:
-                text = provenance_text(value) if column == "provenance" else (
-                    "" if value is None else xml_text(str(value)))
-                if not text:
-                    continue
-                cell = sheet.cell(row=r, column=c, value=text)
-                # openpyxl guesses a formula from a leading "="; the explicit
-                # string type is what is saved, and a string is never evaluated.
-                cell.data_type = TYPE_STRING
-                shown = max(len(line) for line in text.splitlines() or [text])
-            widths[c - 1] = max(widths[c - 1], shown)
+    for row in rows:
+        for c, column in enumerate(COLUMNS):
+            widths[c] = max(widths[c], _shown_width(column, row.get(column), row.get("price_places")))
+    return widths
+
+
+def _xlsx_cells(sheet: Any, row: Mapping[str, Any]) -> list:
+    cells = []
+    for column in COLUMNS:
+        value = row.get(column)
+        if _is_number(column, value):
+            cell = WriteOnlyCell(sheet, value=value)
+            if column == "unit_price":
+                places = len(price_text(value, row.get("price_places")).partition(".")[2])
+                cell.number_format = _number_format(places)
+        else:
+            text = _cell_text(column, value)
+            if not text:
+                cells.append(None)
+                continue
+            cell = WriteOnlyCell(sheet, value=text)
+            # openpyxl guesses a formula from a leading "="; the explicit
+            # string type is what is saved, and a string is never evaluated.
+            cell.data_type = TYPE_STRING
+        cells.append(cell)
+    return cells
+
+
+def write_xlsx(rows: Callable[[], Iterable[Mapping[str, Any]]], target: Any) -> None:
+    """The workbook into the file `target`, in write-only mode: `rows()` is
+    read twice as it goes (once to size the columns, once to write the
+    cells, inline strings), so memory does not grow with the revision."""
+    widths = _column_widths(rows())
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet(XLSX_SHEET_TITLE)
     for c, width in enumerate(widths, start=1):
         sheet.column_dimensions[get_column_letter(c)].width = min(max(width + 2, MIN_WIDTH), MAX_WIDTH)
     sheet.freeze_panes = "A2"
+    sheet.append(HEADERS)
+    for row in rows():
+        sheet.append(_xlsx_cells(sheet, row))
+    workbook.save(target)
+
+
+def rows_to_xlsx(rows: Iterable[Mapping[str, Any]]) -> bytes:
+    rows = list(rows)
     out = io.BytesIO()
-    workbook.save(out)
+    write_xlsx(lambda: rows, out)
     return out.getvalue()
+
+
+def xlsx_file(rows: Callable[[], Iterable[Mapping[str, Any]]], when: datetime) -> Any:
+    """An anonymous temporary file (gone when closed) holding the workbook
+    stamped with `when`, positioned at its start, ready to be served."""
+    with tempfile.TemporaryFile() as built:
+        write_xlsx(rows, built)
+        built.seek(0)
+        stamped = tempfile.TemporaryFile()  # noqa: SIM115 (the response closes it)
+        try:
+            restamp_xlsx(built, stamped, when)
+        except BaseException:
+            stamped.close()
+            raise
+    stamped.seek(0)
+    return stamped
 
 
 def deterministic_xlsx(data: bytes, when: datetime) -> bytes:
+    out = io.BytesIO()
+    restamp_xlsx(io.BytesIO(data), out, when)
+    return out.getvalue()
+
+
+def restamp_xlsx(source_file: Any, target_file: Any, when: datetime) -> None:
     """The same workbook with every timestamp set to `when`: openpyxl stamps
     the save time into the zip entries and the document properties, which
     would give each download of one revision different bytes (and a strong
-    ETag must name exactly one byte sequence)."""
+    ETag must name exactly one byte sequence). Entries are copied in pieces."""
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as source, \
-            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+    with zipfile.ZipFile(source_file) as source, \
+            zipfile.ZipFile(target_file, "w", zipfile.ZIP_DEFLATED) as target:
         for entry in source.infolist():
-            content = source.read(entry.filename)
-            if entry.filename == "docProps/core.xml":
-                content = _restamp(content, stamp)
             info = zipfile.ZipInfo(entry.filename, date_time=when.timetuple()[:6])
             info.compress_type = zipfile.ZIP_DEFLATED
-            target.writestr(info, content)
-    return out.getvalue()
+            if entry.filename == "docProps/core.xml":
+                target.writestr(info, _restamp(source.read(entry.filename), stamp))
+                continue
+            with source.open(entry) as reading, target.open(info, "w") as writing:
+                shutil.copyfileobj(reading, writing, 1 << 16)
 
 
 def _restamp(core_xml: bytes, stamp: bytes) -> bytes:

@@ -23,17 +23,16 @@ from uuid import UUID
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.urls import reverse
 from django.utils.http import parse_etags
-from django.utils.text import slugify
 from ninja import Header, Query, Router, Schema
 from pydantic import ConfigDict, Field, create_model
 
-from catalog.export import deterministic_xlsx, price_text, rows_to_csv, rows_to_xlsx
+from catalog.downloads import revision_download
+from catalog.export import price_text
 from catalog.items import VALUE_FIELDS, Item
 from catalog.models import CatalogItem, CatalogRevision, Supplier
 from catalog.selectors import (
     revision_diff,
     item_provenance,
-    revision_export_rows,
     revision_get_public,
     revision_items,
     revision_previous,
@@ -318,15 +317,7 @@ def _revision_of(supplier: Supplier, public_id: UUID, name: str) -> CatalogRevis
 
 
 def _spreadsheet(revision: CatalogRevision, fmt: str) -> HttpResponse:
-    rows = revision_export_rows(revision=revision)
-    if fmt == "csv":
-        response = HttpResponse(rows_to_csv(rows), content_type=f"{CSV}; charset=utf-8")
-    else:
-        response = HttpResponse(deterministic_xlsx(rows_to_xlsx(rows), revision.published_at),
-                                content_type=XLSX)
-    base = slugify(revision.supplier.name if revision.supplier else revision.workspace.slug) or "catalog"
-    response["Content-Disposition"] = f'attachment; filename="{base}-revision-{revision.number}.{fmt}"'
-    return response
+    return revision_download(revision, fmt)
 
 
 def _items_answer(request: HttpRequest, revision: CatalogRevision | None, query: ItemsQuery,

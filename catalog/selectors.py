@@ -4,6 +4,7 @@ as missing (DoesNotExist), exactly like an unknown id."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
@@ -205,8 +206,14 @@ def item_provenance(stored: dict | None) -> dict:
     return out
 
 
-def revision_export_rows(*, revision: CatalogRevision) -> list[dict[str, Any]]:
-    return list(revision.items.order_by("source_sheet", "source_row", "pk").values(*EXPORT_FIELDS))
+EXPORT_CHUNK_ROWS = 2000
+
+
+def revision_export_rows(*, revision: CatalogRevision) -> Iterator[dict[str, Any]]:
+    """The revision's items in export order, read from a server-side cursor
+    EXPORT_CHUNK_ROWS at a time: memory does not grow with the revision."""
+    return (revision.items.order_by("source_sheet", "source_row", "pk").values(*EXPORT_FIELDS)
+            .iterator(chunk_size=EXPORT_CHUNK_ROWS))
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,12 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponsePermanen
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
-from catalog.export import deterministic_xlsx, rows_to_csv, rows_to_xlsx
+from catalog.downloads import revision_download
 from catalog.models import CatalogRevision, Supplier
 from catalog.selectors import (
     revision_diff,
-    revision_export_rows,
     revision_get,
     revision_get_public,
     revision_items,
@@ -34,7 +32,6 @@ from catalog.selectors import (
 )
 
 ITEMS_PAGE_SIZE = 100
-XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MSG_NO_REVISION = "No such revision."
 MSG_NO_SUPPLIER = "No such supplier."
 MSG_OTHER_SUPPLIERS = ("Revisions {old} and {new} belong to different suppliers ({old_supplier} "
@@ -143,28 +140,13 @@ def diff(request: HttpRequest) -> HttpResponse:
     return render(request, "catalog/diff.html", {"diff": revision_diff(old=old, new=new)})
 
 
-def _filename(revision: CatalogRevision, extension: str) -> str:
-    base = slugify(revision.supplier.name if revision.supplier else revision.workspace.slug) or "catalog"
-    return f"{base}-revision-{revision.number}.{extension}"
-
-
 @login_required
 @require_GET
 def export_csv(request: HttpRequest, revision_id: uuid.UUID) -> HttpResponse:
-    found = _revision(request, revision_id)
-    response = HttpResponse(rows_to_csv(revision_export_rows(revision=found)),
-                            content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{_filename(found, "csv")}"'
-    return response
+    return revision_download(_revision(request, revision_id), "csv")
 
 
 @login_required
 @require_GET
 def export_xlsx(request: HttpRequest, revision_id: uuid.UUID) -> HttpResponse:
-    found = _revision(request, revision_id)
-    # Stamped with the publication time: the same bytes as the API's export.
-    response = HttpResponse(deterministic_xlsx(rows_to_xlsx(revision_export_rows(revision=found)),
-                                               found.published_at),
-                            content_type=XLSX_CONTENT_TYPE)
-    response["Content-Disposition"] = f'attachment; filename="{_filename(found, "xlsx")}"'
-    return response
+    return revision_download(_revision(request, revision_id), "xlsx")

@@ -136,7 +136,7 @@ def test_downloaded_csv_escapes_every_formula_leading_cell(client, member, hosti
     response = client.get(reverse("catalog:export_csv", args=[hostile_revision.public_id]))
     assert response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"]
-    table = read_csv(response.content)
+    table = read_csv(response.getvalue())
     assert len(table) == 1 + hostile_revision.item_count
     assert not [c for row in table for c in row if c.startswith(FORMULA_PREFIXES)]
     assert sum(c.startswith("'") for row in table for c in row) == 2 * hostile_revision.item_count
@@ -146,7 +146,7 @@ def test_downloaded_xlsx_keeps_formula_leading_text_as_strings(client, member, h
     client.force_login(member)
     response = client.get(reverse("catalog:export_xlsx", args=[hostile_revision.public_id]))
     assert response["Content-Disposition"].endswith('.xlsx"')
-    rows = read_xlsx(response.content)
+    rows = read_xlsx(response.getvalue())
     assert len(rows) == 1 + hostile_revision.item_count
     cells = [c for row in rows for c in row]
     assert not [c for c in cells if c.data_type == "f"]
@@ -169,13 +169,13 @@ def test_exports_name_who_set_each_value_a_reviewer_set(client, workspace, revie
 
     revision = reviewed_revision(workspace, reviewer)
     client.force_login(reviewer)
-    rows = read_csv(client.get(reverse("catalog:export_csv", args=[revision.public_id])).content)
+    rows = read_csv(client.get(reverse("catalog:export_csv", args=[revision.public_id])).getvalue())
     assert rows[0][-1] == "Set by a reviewer"
     by_sku = {row[0]: row[-1] for row in rows[1:]}
     assert by_sku["A-1"].startswith("currency by rey at ")
     assert by_sku["A-3"].startswith("unit by rey at ") and "; currency by rey at " in by_sku["A-3"]
     sheet = load_workbook(io.BytesIO(
-        client.get(reverse("catalog:export_xlsx", args=[revision.public_id])).content)).active
+        client.get(reverse("catalog:export_xlsx", args=[revision.public_id])).getvalue())).active
     assert sheet.cell(row=1, column=len(HEADERS)).value == "Set by a reviewer"
 
 
@@ -187,7 +187,51 @@ def test_page_and_api_exports_of_a_revision_are_byte_identical(client, workspace
     client.force_login(reviewer)
     token = apitoken_create(user=reviewer)[1]
     for name, fmt in (("catalog:export_xlsx", "xlsx"), ("catalog:export_csv", "csv")):
-        page = [client.get(reverse(name, args=[revision.public_id])).content for _ in range(2)]
+        page = [client.get(reverse(name, args=[revision.public_id])).getvalue() for _ in range(2)]
         api = client.get(f"/api/revisions/{revision.public_id}/items?format={fmt}",
-                         HTTP_AUTHORIZATION=f"Bearer {token}").content
+                         HTTP_AUTHORIZATION=f"Bearer {token}").getvalue()
         assert page[0] == page[1] == api, fmt
+
+
+def test_csv_is_produced_in_pieces_as_the_rows_are_read():
+    from catalog.export import CSV_CHUNK_ROWS, csv_chunks
+
+    read = []
+
+    def rows():
+        for n in range(3 * CSV_CHUNK_ROWS):
+            read.append(n)
+            yield {**hostile_rows()[-1], "source_row": n}
+
+    pieces = csv_chunks(rows())
+    first = next(pieces)
+    # The first piece is out before the rows past it were read.
+    assert len(read) == CSV_CHUNK_ROWS and first.startswith(b"\xef\xbb\xbfSKU,")
+    rest = b"".join(pieces)
+    assert b"\xef\xbb\xbf" not in rest
+    assert len(read_csv(first + rest)) == 1 + 3 * CSV_CHUNK_ROWS
+
+
+def test_exports_are_streamed_from_the_server_not_built_in_memory(client, workspace, reviewer):
+    from accounts.services import apitoken_create
+    from tests.review import reviewed_revision
+
+    revision = reviewed_revision(workspace, reviewer)
+    client.force_login(reviewer)
+    token = apitoken_create(user=reviewer)[1]
+    for name, fmt in (("catalog:export_csv", "csv"), ("catalog:export_xlsx", "xlsx")):
+        page = client.get(reverse(name, args=[revision.public_id]))
+        api = client.get(f"/api/revisions/{revision.public_id}/items?format={fmt}",
+                         HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert page.streaming and api.streaming, fmt
+        assert b"".join(page.streaming_content) == b"".join(api.streaming_content), fmt
+
+
+def test_xlsx_is_written_in_write_only_mode_with_inline_strings():
+    import zipfile
+
+    data = rows_to_xlsx(hostile_rows())
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    # No shared-strings table: a table of every text would grow with the revision.
+    assert "xl/sharedStrings.xml" not in names
+    assert b't="inlineStr"' in zipfile.ZipFile(io.BytesIO(data)).read("xl/worksheets/sheet1.xml")

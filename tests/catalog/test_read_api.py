@@ -306,7 +306,7 @@ def test_revision_items_as_csv(reader, revision, how):
     response = reader.get(f"/api/revisions/{revision.public_id}/items", how.get("data"),
                           **{k: v for k, v in how.items() if k != "data"})
     assert response["Content-Type"].startswith("text/csv")
-    lines = response.content.decode("utf-8-sig").splitlines()
+    lines = response.getvalue().decode("utf-8-sig").splitlines()
     assert lines[0].startswith("SKU,Description")
     assert len(lines) == revision.item_count + 1
 
@@ -315,23 +315,23 @@ def test_revision_as_xlsx_by_accept_header(reader, revision):
     xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
     response = reader.get(f"/api/revisions/{revision.public_id}", HTTP_ACCEPT=xlsx)
     assert response["Content-Type"] == xlsx
-    sheet = openpyxl.load_workbook(io.BytesIO(response.content)).active
+    sheet = openpyxl.load_workbook(io.BytesIO(response.getvalue())).active
     assert sheet.max_row == revision.item_count + 1
 
 
 def test_xlsx_bytes_and_etag_are_stable(reader, revision):
     url = f"/api/revisions/{revision.public_id}/items?format=xlsx"
     first, second = reader.get(url), reader.get(url)
-    assert first.content == second.content
+    assert first.getvalue() == second.getvalue()
     assert first["ETag"] == second["ETag"]
 
 
 def test_exports_are_formula_safe(reader, workspace, supplier):
     hostile = [{**clean_items()[0], "description": "=HYPERLINK(\"http://x\")", "sku": "@SUM(A1)"}]
     revision = publish(workspace, supplier, hostile)
-    csv_text = reader.get(f"/api/revisions/{revision.public_id}/items?format=csv").content.decode("utf-8-sig")
+    csv_text = reader.get(f"/api/revisions/{revision.public_id}/items?format=csv").getvalue().decode("utf-8-sig")
     assert "'=HYPERLINK" in csv_text and "'@SUM(A1)" in csv_text
-    xlsx = reader.get(f"/api/revisions/{revision.public_id}/items?format=xlsx").content
+    xlsx = reader.get(f"/api/revisions/{revision.public_id}/items?format=xlsx").getvalue()
     # XLSX cells have types: the text is kept as written, stored as a string
     # (never evaluated), with no quote in front.
     cells = {c.value: c.data_type for c in openpyxl.load_workbook(io.BytesIO(xlsx)).active[2]}
