@@ -22,7 +22,7 @@ from ninja import File, Form, Header, Query, Router, Schema
 from pydantic import Field, field_validator
 
 from accounts.models import Workspace
-from catalog.items import JobItems
+from catalog.items import JobItem
 from catalog.readers import binary_kind
 from catalog.selectors import upload_rate_wait_seconds, with_reading_report
 from catalog.services import pricesheet_admit
@@ -38,6 +38,7 @@ from jobs.http import (
     caller,
     member_job,
     paginate,
+    paging,
 )
 from jobs.models import Job
 from jobs.problems import Problem, problem_for
@@ -63,6 +64,9 @@ MSG_RATE = ("This workspace has uploaded {limit} sheets in the last minute "
 UPLOAD_PATH = "/api/jobs"
 PAGE_SIZE = 20
 PAGE_SIZE_MAX = 100
+# A job's items: small sheets are one page; a large one is read page by page.
+ITEMS_PAGE_SIZE = 500
+ITEMS_PAGE_SIZE_MAX = 5000
 # Room for the multipart framing around the file (boundaries, part headers,
 # the small text fields) when comparing Content-Length with the file limit.
 MULTIPART_ALLOWANCE_BYTES = 64 * 1024
@@ -114,6 +118,15 @@ class Admission(Open):
     id: uuid.UUID
     state: JobState
     status_url: str
+
+
+ItemsPaging = paging(default=ITEMS_PAGE_SIZE, maximum=ITEMS_PAGE_SIZE_MAX)
+
+
+class JobItemPage(PageOut):
+    """One page of a job's items, in the order of its output."""
+
+    items: list[JobItem]
 
 
 class JobListQuery(Schema):
@@ -325,14 +338,17 @@ def job_detail(request: HttpRequest, id: uuid.UUID):
     return response
 
 
-@router.get("/jobs/{uuid:id}/items", response={200: JobItems}, url_name="job-items",
-            summary="A job's items with their flags")
-@answers(descriptions={200: "Published items for a completed job, staged ones otherwise."},
-         problems={404: "No such job in your workspaces, or a job of a kind without items."})
-def job_items_view(request: HttpRequest, id: uuid.UUID):
-    job = member_job(caller(request).user, id, with_output=True)
+@router.get("/jobs/{uuid:id}/items", response={200: JobItemPage}, url_name="job-items",
+            summary="A job's items with their flags, one page at a time")
+@answers(descriptions={200: "One page of the published items for a completed job, of the staged "
+                            "ones otherwise, in the output's order."},
+         problems={404: "No such job in your workspaces, a job of a kind without items, or a page "
+                        "past the last (`/problems/page-out-of-range`, with `last_page`)."})
+def job_items_view(request: HttpRequest, id: uuid.UUID, query: Query[ItemsPaging]):
+    job = member_job(caller(request).user, id)
     try:
-        items = job_items(job)
+        rows = job_items(job)
     except NoItems:
         raise Problem(404, "not-found", MSG_NO_ITEMS) from None
-    return JsonResponse({"items": items})
+    page = paginate(request, rows, page=query.page, page_size=query.page_size)
+    return JsonResponse({"items": list(page.pop("results")), **page})

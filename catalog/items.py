@@ -128,4 +128,3 @@ ApiItem = create_model("Item", __base__=Open, __doc__="An extracted or published
                            description=Item.model_fields[n].description)) for n in VALUE_FIELDS},
                        source=(Source | None, ...))
 JobItem = create_model("JobItem", __base__=ApiItem, flags=(list[ApiFlag], ...))
-JobItems = create_model("JobItems", __base__=Open, items=(list[JobItem], ...))

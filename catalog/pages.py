@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -57,6 +58,8 @@ MSG_NOT_CANCELLABLE = "The job is {state} and can no longer be cancelled."
 MSG_CHANGED = "The job changed while you were looking at it (it is now {state}); nothing was done."
 
 LIST_PAGE_SIZE = 25
+# Published items on a job page; more are on the following pages.
+JOB_ITEMS_PAGE_SIZE = 200
 MAX_PAGE = 1_000_000
 MSG_BAD_PAGE = "The page number must be from 1 to 1000000."
 
@@ -248,7 +251,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
 # --- the job page ---------------------------------------------------------------
 
 
-def _job_context(job: Job) -> dict:
+def _job_context(job: Job, items_page: str | None = None) -> dict:
     sheet = job_sheet(job=job)
     timings = job_timings(job)
     attempts = job_attempts(job)
@@ -269,7 +272,9 @@ def _job_context(job: Job) -> dict:
              if attempt.finished_at else ""}
             for attempt in attempts
         ],
-        "items": sheet_items(job) if job.state == State.COMPLETED else [],
+        # One page of the published items: a large sheet is read page by page.
+        "items": (Paginator(sheet_items(job), JOB_ITEMS_PAGE_SIZE).get_page(items_page)
+                  if job.state == State.COMPLETED else None),
         "revision": job_revision(job),
         "review_url": (reverse("review:detail", args=[job.pk])
                        if job.state == State.AWAITING_REVIEW else ""),
@@ -289,7 +294,7 @@ def job_page(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
         job = _member_job(request.user, id)
         if job is None:
             return _not_found(request)
-        return render(request, "jobs/detail.html", _job_context(job))
+        return render(request, "jobs/detail.html", _job_context(job, request.GET.get("page")))
 
 
 @login_required

@@ -4,8 +4,9 @@ as missing (DoesNotExist), exactly like an unknown id."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -57,12 +58,55 @@ def job_sheet(*, job: Job) -> PriceSheet | None:
     return job_sheets(jobs=[job])[job.pk]
 
 
-def sheet_items(job: Job) -> list[dict]:
+def _item_view(item: Any) -> dict:
+    # Django's connection hands jsonb over as its text.
+    item = json.loads(item) if isinstance(item, (str, bytes)) else item
+    item = item if isinstance(item, dict) else {}
+    return {**{field: item.get(field) for field in ITEM_FIELDS}, "flags": item.get("flags") or []}
+
+
+# The output's `items` when it is an array, else none: read in the database,
+# so the web process never holds more of the output than the page it shows.
+_OUTPUT_ITEMS = ("""CASE WHEN jsonb_typeof("jobs_job"."output" -> 'items') = 'array' """
+                 """THEN "jobs_job"."output" -> 'items' ELSE '[]'::jsonb END""")
+_COUNT_SQL = f'SELECT jsonb_array_length({_OUTPUT_ITEMS}) FROM "jobs_job" WHERE "jobs_job"."id" = %s'
+_SLICE_SQL = (f'SELECT e.item FROM "jobs_job", jsonb_array_elements({_OUTPUT_ITEMS}) '
+              'WITH ORDINALITY AS e(item, n) WHERE "jobs_job"."id" = %s ORDER BY e.n OFFSET %s LIMIT %s')
+
+
+class OutputItems:
+    """A job's output items with their flags, read a slice at a time: the
+    rows of a paginator (`len()` and `[start:stop]`), each a query."""
+
+    def __init__(self, job_id: uuid.UUID):
+        self.job_id = job_id
+
+    def __len__(self) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(_COUNT_SQL, [self.job_id])
+            found = cursor.fetchone()
+        return found[0] if found else 0
+
+    def __getitem__(self, index: slice) -> list[dict]:
+        if not isinstance(index, slice) or index.step not in (None, 1):
+            raise TypeError("output items are read by slices")
+        start = max(index.start or 0, 0)
+        stop = len(self) if index.stop is None else index.stop
+        if stop <= start:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(_SLICE_SQL, [self.job_id, start, stop - start])
+            return [_item_view(row[0]) for row in cursor.fetchall()]
+
+    def __iter__(self) -> Iterator[dict]:
+        raise TypeError("output items are read by slices, never whole")
+
+
+def sheet_items(job: Job) -> OutputItems:
     """The job's items with their flags: published for a completed job,
-    staged (as the reviewer sees and edits them) otherwise."""
-    items = (job.output or {}).get("items") or []
-    return [{**{field: item.get(field) for field in ITEM_FIELDS}, "flags": item.get("flags") or []}
-            for item in items]
+    staged (as the reviewer sees and edits them) otherwise; read a page at a
+    time, never the whole output."""
+    return OutputItems(job.pk)
 
 
 def job_revision(job: Job) -> CatalogRevision | None:

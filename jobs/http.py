@@ -20,7 +20,7 @@ import logging
 import math
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
@@ -163,11 +163,12 @@ def paging(*, default: int, maximum: int) -> type[Schema]:
     return Paging
 
 
-def paginate(request: HttpRequest, rows: QuerySet, *, page: int, page_size: int) -> dict:
-    """The page of `rows` (already ordered) as `{results, count, next,
-    previous}`. A page past the last is a 404 naming the last page (page 1
-    always exists): an empty page would link to another page past the end."""
-    count = rows.count()
+def paginate(request: HttpRequest, rows: QuerySet | Sequence, *, page: int, page_size: int) -> dict:
+    """The page of `rows` (already ordered: a queryset, or anything with
+    `len()` and slices) as `{results, count, next, previous}`. A page past
+    the last is a 404 naming the last page (page 1 always exists): an empty
+    page would link to another page past the end."""
+    count = rows.count() if isinstance(rows, QuerySet) else len(rows)
     last = max(1, math.ceil(count / page_size))
     if page > last:
         raise Problem(404, "page-out-of-range",

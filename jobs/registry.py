@@ -32,7 +32,8 @@ class JobKind:
 
     - ``status_fields(job) -> dict``: members added to the job's status
       resource; a ``links`` member is merged into the generic links.
-    - ``items(job) -> list``: the job's items view (`GET /api/jobs/<id>/items`);
+    - ``items(job)``: the job's items view (`GET /api/jobs/<id>/items`, paged):
+      a list, a queryset, or rows read by slices (``len()`` and ``[a:b]``);
       without it the kind has no items and the address is a 404.
     - ``admin_fields``: label -> ``renderer(job) -> str`` (may be safe HTML),
       read-only rows on the job's admin page.

@@ -541,12 +541,43 @@ def test_items_of_staged_output_carry_their_flags(api_client, workspace):
             "unit_price": "0.42", "currency": None, "source": {"sheet": "Sheet1", "row": 2},
             "flags": [{"code": "missing_currency", "field": "currency", "message": "set it"}]}
     job = admitted_job(workspace, state=State.AWAITING_REVIEW, output={"items": [item]})
-    assert api_client.get(f"/api/jobs/{job.pk}/items").json() == {"items": [item]}
+    assert api_client.get(f"/api/jobs/{job.pk}/items").json() == {
+        "items": [item], "count": 1, "next": None, "previous": None}
 
 
 def test_items_before_any_output_are_empty(api_client, workspace):
     job = admitted_job(workspace)
-    assert api_client.get(f"/api/jobs/{job.pk}/items").json() == {"items": []}
+    assert api_client.get(f"/api/jobs/{job.pk}/items").json() == {
+        "items": [], "count": 0, "next": None, "previous": None}
+
+
+def numbered_items(count):
+    return [{"sku": f"S-{n}", "description": "Bolt", "unit": None, "pack_size": None,
+             "unit_price": "1.00", "currency": "EUR", "source": {"sheet": "Sheet1", "row": n + 2},
+             "flags": []} for n in range(count)]
+
+
+def test_items_come_a_page_at_a_time_in_the_outputs_order(api_client, workspace):
+    job = admitted_job(workspace, state=State.AWAITING_REVIEW, output={"items": numbered_items(1203)})
+    first = api_client.get(f"/api/jobs/{job.pk}/items").json()
+    # The default page holds a small sheet whole; a large one has a next page.
+    assert (first["count"], len(first["items"]), first["previous"]) == (1203, api.ITEMS_PAGE_SIZE, None)
+    assert first["items"][0]["sku"] == "S-0"
+    last = api_client.get(f"/api/jobs/{job.pk}/items?page=3").json()
+    assert [i["sku"] for i in last["items"]] == [f"S-{n}" for n in range(1000, 1203)]
+    assert last["next"] is None and "page=2" in last["previous"]
+    middle = api_client.get(first["next"]).json()
+    assert middle["items"][0]["sku"] == "S-500" and middle["items"][-1]["sku"] == "S-999"
+    assert api_client.get(f"/api/jobs/{job.pk}/items?page=2&page_size=1200").json()["items"] == (
+        numbered_items(1203)[1200:])
+
+
+def test_item_pages_are_bounded_and_a_page_past_the_last_is_a_404(api_client, workspace):
+    job = admitted_job(workspace, state=State.AWAITING_REVIEW, output={"items": numbered_items(3)})
+    too_large = api_client.get(f"/api/jobs/{job.pk}/items?page_size={api.ITEMS_PAGE_SIZE_MAX + 1}")
+    assert too_large.status_code == 400 and "page_size" in too_large.content.decode()
+    past = api_client.get(f"/api/jobs/{job.pk}/items?page=2")
+    assert past.status_code == 404 and past.json()["last_page"] == 1
 
 
 # --- cancel -----------------------------------------------------------------------------------

@@ -209,6 +209,24 @@ def test_job_page_lists_the_published_items(browser_client, workspace):
     assert "Bolt M8" in content and "0.42" in content
 
 
+def test_job_page_shows_one_page_of_items_with_links_to_the_others(browser_client, workspace):
+    from catalog.pages import JOB_ITEMS_PAGE_SIZE
+
+    items = [{"sku": f"S-{n:04d}", "description": "Bolt", "unit": None, "pack_size": None,
+              "unit_price": "1.00", "currency": "EUR", "source": {"sheet": "Sheet1", "row": n + 2},
+              "flags": []} for n in range(2 * JOB_ITEMS_PAGE_SIZE + 5)]
+    job = admitted_job(workspace, state=State.COMPLETED, finished_at=Now(),
+                       output={"items": items}, result={"revision_id": 1, "item_count": len(items)})
+    first = browser_client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"Published items ({len(items)})" in first
+    assert first.count("<td>S-") == JOB_ITEMS_PAGE_SIZE
+    assert "S-0000" in first and f"S-{JOB_ITEMS_PAGE_SIZE:04d}" not in first
+    assert 'href="?page=2" rel="next"' in first and 'rel="prev"' not in first
+    last = browser_client.get(f"/jobs/{job.pk}/?page=3").content.decode()
+    assert last.count("<td>S-") == 5 and f"S-{len(items) - 1:04d}" in last
+    assert 'href="?page=2" rel="prev"' in last and 'rel="next"' not in last
+
+
 def test_job_live_fragment_says_when_to_stop_polling(browser_client, workspace):
     job = admitted_job(workspace, state=State.CANCELLED, finished_at=Now())
     content = browser_client.get(f"/jobs/{job.pk}/live").content.decode()
