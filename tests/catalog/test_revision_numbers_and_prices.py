@@ -178,9 +178,9 @@ def test_every_page_api_and_export_shows_the_suppliers_decimals(workspace, membe
     job_page = client.get(f"/jobs/{job.pk}/").content.decode()
     api = client.get(f"/api/revisions/{revision.public_id}/items").json()["results"]
     rows = list(csv.DictReader(io.StringIO(
-        client.get(f"/api/revisions/{revision.public_id}/items?format=csv").content.decode("utf-8-sig"))))
+        client.get(f"/api/revisions/{revision.public_id}/items?format=csv").getvalue().decode("utf-8-sig"))))
     workbook = load_workbook(io.BytesIO(
-        client.get(f"/api/revisions/{revision.public_id}/items?format=xlsx").content))
+        client.get(f"/api/revisions/{revision.public_id}/items?format=xlsx").getvalue()))
     cells = {row[0].value: row[5] for row in workbook.active.iter_rows(min_row=2)}
 
     for shown in expected.values():
