@@ -16,7 +16,7 @@ from catalog.extraction.column_model import MODEL_PATH, header_tokens, load_mode
 pytestmark = pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus folder ../shared/corpus is absent")
 
 # What the development part reaches (python bench/extraction_accuracy.py --corpus-only).
-# Scored with the column model (extract(..., column_model=True)).
+# Scored with the default extraction: the rules' roles, the column model's doubt.
 FLOOR = {"f1": 0.925, "outcome_right": 78, "price": 0.59, "description": 0.975, "sku": 0.76}
 MAX_LISTS_REFUSED = 2
 
@@ -70,6 +70,8 @@ def test_the_column_thresholds_come_from_the_model_file():
     model = load_model()
     assert (model.threshold, model.margin, model.absent_floor) == (
         data["threshold"], data["margin"], data["absent_floor"])
+    assert (model.agree_threshold, model.agree_named_threshold) == (
+        data["agree_threshold"], data["agree_named_threshold"])
     assert data["trained_on"] and data["version"]
 
 
