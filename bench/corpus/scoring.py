@@ -247,7 +247,7 @@ def print_calibration(name: str, cal: dict) -> None:
     b = [r for p, r in cal["taken"] if p >= t]
     print(f"    roles taken with confidence >= the threshold {t}: {len(b)} of {len(cal['taken'])}, "
           + (f"{sum(b) / len(b):.3f} right" if b else "none (every role taken needs confirmation)"))
-    print("  the default extraction: the rules' roles, confident when the column model agrees")
+    print("  the rules' roles with the model's doubt (model_doubt): confident when the column model agrees")
     print("\n".join(agreement_rows(cal["agreed"], cal["agree_threshold"], cal["agree_named_threshold"])))
 
 
