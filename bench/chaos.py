@@ -190,8 +190,8 @@ class Fleet:
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
         env = {**os.environ, **self.env,
                "DATABASE_URL": with_app_name(self.database_url, f"chaos-{name}")}
-        log = open(self.log_dir / f"{name}.log", "ab")
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with open(self.log_dir / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
+            proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         self.all.append(proc)
         return proc
 

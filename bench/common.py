@@ -10,6 +10,7 @@ The server is $DATABASE_URL's when that is set, else the embedded one in
 from __future__ import annotations
 
 import atexit
+import contextlib
 import math
 import os
 import platform
@@ -212,10 +213,8 @@ def vacuum_analyze(conn: psycopg.Connection, *tables: str) -> None:
 
 def checkpoint(conn: psycopg.Connection) -> None:
     """Start each measured run without a pending checkpoint (superuser only)."""
-    try:
+    with contextlib.suppress(psycopg.Error):
         conn.execute("CHECKPOINT")
-    except psycopg.Error:
-        pass
 
 
 def db_now(conn: psycopg.Connection) -> float:
@@ -249,12 +248,11 @@ class Processes:
     def start(self, db: BenchDatabase, *args: str, name: str = "proc", prefix: list[str] | None = None,
               **env: object) -> subprocess.Popen:
         log_path = OUT / f"{self.label}-{name}-{len(self.procs)}.log"
-        log = open(log_path, "wb")
-        proc = subprocess.Popen(
-            [PYTHON, *(prefix or []), str(MANAGE), *args], cwd=ROOT, env=db.env(**env),
-            stdout=log, stderr=subprocess.STDOUT,
-        )
-        log.close()
+        with open(log_path, "wb") as log:  # the child keeps its own descriptor
+            proc = subprocess.Popen(
+                [PYTHON, *(prefix or []), str(MANAGE), *args], cwd=ROOT, env=db.env(**env),
+                stdout=log, stderr=subprocess.STDOUT,
+            )
         proc.log_path = log_path  # type: ignore[attr-defined]
         self.procs.append(proc)
         return proc
@@ -341,7 +339,7 @@ def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, c
             proc.wait(timeout=max(deadline - time.monotonic(), 1))
         except subprocess.TimeoutExpired:
             procs.stop_all()
-            raise SystemExit(f"drain did not finish in {timeout:.0f}s")
+            raise SystemExit(f"drain did not finish in {timeout:.0f}s") from None
         if proc.returncode != 0:
             raise SystemExit(f"worker exited with {proc.returncode}:\n{procs.log_tail(proc)}")
     wall = time.monotonic() - spawned
@@ -413,7 +411,7 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     def line(r: list[str]) -> str:
-        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + " |"
     out = [line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(r) for r in cells[1:]]
     return "\n".join(out)

@@ -1,15 +1,26 @@
-"""Real work: `parse_sheet` jobs over a realistic mix, against a plain loop.
+"""Real work: `parse_sheet` jobs over a realistic mix, against a plain loop
+doing the same work and writes.
 
 The mix: generated supplier sheets of 500 to 20,000 rows, CSV and XLSX, a
 title row above the header, section rows, and one in four without any
-currency (those end in review). The plain loop is the limit for one core:
-the same read, extract and validate calls over the same files in one
-process, no database (validate: `validate_items`, then `review_flags`
-against the supplier's current items, none here, as the job does). The job system: every sheet admitted through the
-admission service, then drained by 1, 2 and 4 `runworker --burst`
-processes. Printed: sheets per minute and rows per second for each, and the
-job system's share of the loop per core used (min(workers, cores); goal at
-least 0.90, i.e. the job system costs less than 10%).
+currency (those end in review). Three measures over the same files:
+
+- the plain loop without a database: the same read, extract and validate
+  calls (`validate_items`, then `review_flags` against no current items) in
+  one process, no database, no child process: what parsing alone costs;
+- the baseline: every sheet admitted through the admission service, then
+  `parse_sheet` itself run over each in a plain loop in one process with a
+  plain context (see BASELINE): the parse child, the same reads, and the
+  same writes (staged output, catalog revision and items, review snapshot),
+  without the job machinery;
+- the job system: the same admitted sheets drained by 1, 2 and 4
+  `runworker --burst` processes.
+
+Printed: sheets per minute and rows per second of each, and the job
+system's share of the baseline per core used (min(workers, cores)); the
+goal is a machinery cost of at most 10% per core, i.e. a share of at least
+1/1.10. The baseline runs before and after the workers; the faster of
+the two is the reference.
 
     .venv/bin/python bench/real_workload.py            # 24 sheets, about 5 minutes
     .venv/bin/python bench/real_workload.py --quick    # 8 smaller sheets
@@ -130,6 +141,86 @@ for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):
 """
 
 
+# The baseline: what a job does for each sheet, in a plain loop in one
+# process, outside the job machinery. `parse_sheet` itself runs with a plain
+# context: the same reads (the stored sheet, the supplier's layouts and
+# current items), the same parse child (catalog.sandbox.run_parse: read,
+# extract, validate), the same review flags; its accept writes the staged
+# output with the accept's own statement shape (one UPDATE of jobs_job.output
+# from a Jsonb) and, in the same transaction, publishes clean output with
+# revision_publish (the revision, the items by COPY, the supplier, its
+# catalog.published message), or, after the commit, hands output that needs
+# review to job_staged_for_review (the review grid's snapshot), as the accept
+# does. What it leaves out is the machinery: no claim, lease or renewal, no
+# heartbeat, no checkpoint, no fence, no attempt row, no job state change,
+# no job event in the outbox.
+BASELINE = """
+import json, time
+from django.db import connection, transaction
+from psycopg.types.json import Jsonb
+from catalog.handlers import parse_sheet
+from jobs.errors import PermanentError
+from jobs.models import Job
+from jobs.signals import job_staged_for_review
+
+
+class PlainRun:
+    def __init__(self, job):
+        self.job_id, self.payload, self.version = job.pk, job.payload, job.version
+
+    def check(self):
+        pass
+
+    check_lease = check
+
+    def heartbeat(self, done=None, total=None):
+        pass
+
+    def record_provider_call(self, request_id, usage):
+        pass
+
+    def load_checkpoint(self, name):
+        return None
+
+    def checkpoint(self, name, data):
+        pass
+
+    def accept(self, output, *, needs_review=False, publish=None):
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("UPDATE jobs_job SET output = %s WHERE id = %s",
+                               [Jsonb(output), self.job_id])
+            if not needs_review and publish is not None:
+                job = Job.objects.defer("output").get(pk=self.job_id)
+                job.output = output
+                publish(job)
+        if needs_review:
+            job_staged_for_review.send_robust(sender=Job, job_id=self.job_id,
+                                              version=self.version, output=output)
+
+
+jobs = list(Job.objects.order_by("created_at", "id"))
+refused = 0
+t0 = time.perf_counter()
+for job in jobs:
+    try:
+        parse_sheet(PlainRun(job))
+    except PermanentError:  # a sheet refused, as its job would end
+        refused += 1
+print(json.dumps({"seconds": time.perf_counter() - t0, "jobs": len(jobs), "refused": refused}))
+"""
+
+
+def run_baseline(paths: list[Path]) -> dict:
+    """The plain loop over freshly admitted sheets (see BASELINE), timed inside."""
+    db = common.fresh_database(DATABASE)
+    admit_all(db, paths)
+    result = db.manage("shell", "-c", BASELINE, env={"MEDIA_ROOT": str(MEDIA)}, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"baseline failed:\n{result.stdout}\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def outcomes(db: common.BenchDatabase) -> dict[str, int]:
     with db.connect() as conn:
         return dict(conn.execute("SELECT state, count(*) FROM jobs_job GROUP BY state").fetchall())
@@ -155,28 +246,50 @@ def main() -> None:
     loop_rate = total_rows / loop["seconds"]
 
     procs = common.Processes("workload")
-    rows = [["plain loop, 1 process", f"{count / loop['seconds'] * 60:.1f}", f"{loop_rate:.0f}",
-             f"{loop['seconds']:.1f}", "1", "1.00", ""]]
+    say("baseline (the same work and writes, parse child included, in a plain loop) ...")
+    bases = [run_baseline(paths)]
+    drains = {}
     for workers in (1, 2, 4):
         db = common.fresh_database(DATABASE)
         admit_all(db, paths)
         say(f"runworker --burst x {workers} ...")
         drain = common.drain_with_workers(db, procs, processes=workers, expected=count, timeout=1800,
                                           MEDIA_ROOT=str(MEDIA))
-        used = min(workers, cores)
-        share = total_rows / drain.seconds / (loop_rate * used)
-        states = ", ".join(f"{k} {v}" for k, v in sorted(outcomes(db).items()))
-        rows.append([f"job system, {workers} worker{'s' if workers > 1 else ''}",
-                     f"{count / drain.seconds * 60:.1f}", f"{total_rows / drain.seconds:.0f}",
-                     f"{drain.seconds:.1f}", str(used), f"{share:.2f}", states])
+        # From the start line to the last worker's exit: a job that goes to
+        # review hands its output to the review snapshot after its accept,
+        # so the last accept is not the end of the work (the baseline's
+        # clock includes the snapshot too).
+        seconds = drain.wall_seconds - drain.startup_seconds
+        drains[workers] = (seconds, ", ".join(f"{k} {v}" for k, v in sorted(outcomes(db).items())))
     procs.stop_all()
+    say("baseline again ...")
+    bases.append(run_baseline(paths))
+    # The faster baseline is the reference: the machine's load moves
+    # between phases, and the faster one asks more of the machinery.
+    base = min(bases, key=lambda b: b["seconds"])
+    base_rate = total_rows / base["seconds"]
+    rows = [["plain loop, no database, 1 process", f"{count / loop['seconds'] * 60:.1f}",
+             f"{loop_rate:.0f}", f"{loop['seconds']:.1f}", "1", "", "", ""]]
+    for when, b in zip(("before", "after"), bases, strict=True):
+        rows.append([f"baseline ({when}): same work and writes, plain loop, 1 process",
+                     f"{count / b['seconds'] * 60:.1f}", f"{total_rows / b['seconds']:.0f}",
+                     f"{b['seconds']:.1f}", "1", "1.00" if b is base else "", "",
+                     f"refused {b['refused']}"])
+    costs = []
+    for workers, (seconds, states) in drains.items():
+        used = min(workers, cores)
+        share = total_rows / seconds / (base_rate * used)
+        costs.append(1 / share - 1)
+        rows.append([f"job system, {workers} worker{'s' if workers > 1 else ''}",
+                     f"{count / seconds * 60:.1f}", f"{total_rows / seconds:.0f}", f"{seconds:.1f}",
+                     str(used), f"{share:.2f}", f"{costs[-1] * 100:+.0f}%", states])
     say("")
     say(host.describe())
-    say(table(["run", "sheets/min", "rows/s", "seconds", "cores used", "share of loop per core",
-               "outcomes"], rows))
-    worst = min(float(r[5]) for r in rows[1:])
-    say(f"\nworst share of the plain loop per core used: {worst:.2f}; goal >= 0.90: "
-        f"{'meets' if worst >= 0.9 else 'misses'}")
+    say(table(["run", "sheets/min", "rows/s", "seconds", "cores used", "share of baseline per core",
+               "machinery cost per core", "outcomes"], rows))
+    say(f"\nbaseline / plain loop without database: {base_rate / loop_rate:.2f}")
+    say(f"highest machinery cost over the baseline per core used: {max(costs) * 100:.0f}%; "
+        f"goal <= 10%: {'meets' if max(costs) <= 0.10 else 'misses'}")
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ class Claimer:
         self.pairs.append(t2 - t0)
         self.at.append(time.monotonic())
 
-    def run(self, count: int) -> "Claimer":
+    def run(self, count: int) -> Claimer:
         while len(self.pairs) < count:
             self.once()
         return self

@@ -3,6 +3,7 @@ revisions are history and read-only. The job admin of `jobs` is extended
 here with what only the price domain knows: a job's uploaded sheet, and
 finding jobs by the file name."""
 
+import contextlib
 import uuid
 
 from django.contrib import admin
@@ -14,7 +15,13 @@ from django.utils.html import format_html
 
 from accounts.admin_mixins import ReadOnlyAdminMixin
 from catalog.mapping import ROLES
-from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
+from catalog.models import (
+    CatalogItem,
+    CatalogRevision,
+    PriceSheet,
+    Supplier,
+    SupplierLayout,
+)
 from jobs.admin import JobAdmin
 from jobs.models import Job
 
@@ -108,10 +115,8 @@ class SheetJobAdmin(JobAdmin):
 
     def search_matches(self, term: str) -> Q:
         matches = super().search_matches(term)
-        try:
+        with contextlib.suppress(ValueError):  # a term that is no sheet id searches by the rest
             matches |= Q(payload__sheet_id=str(uuid.UUID(term)))
-        except ValueError:
-            pass
         # The file name lives on the uploaded PriceSheet; jobs name it by id.
         sheet_ids = [str(pk) for pk in PriceSheet.objects.filter(original_name__icontains=term)
                      .values_list("pk", flat=True)[:1000]]

@@ -19,7 +19,7 @@ from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from ninja import File, Form, Header, Query, Router, Schema
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from accounts.models import Workspace
 from catalog.items import JobItems
@@ -235,10 +235,8 @@ def _admission_response(job: Job, *, created: bool) -> JsonResponse:
 def _refuse_over_rate(workspace: Workspace, key: str) -> None:
     """429 once the workspace has admitted `UPLOAD_RATE_PER_MINUTE` uploads
     in the last minute; a repeated key (a replay) is always answered."""
-    if Job.objects.filter(workspace=workspace, idempotency_key=key).exists():
-        return
     limit = settings.UPLOAD_RATE_PER_MINUTE
-    wait = upload_rate_wait_seconds(workspace_id=workspace.pk, limit=limit)
+    wait = upload_rate_wait_seconds(workspace_id=workspace.pk, limit=limit, key=key)
     if wait:
         seconds = math.ceil(wait)
         raise Problem(429, "too-many-requests", MSG_RATE.format(limit=limit, seconds=seconds),

@@ -94,7 +94,8 @@ class CatalogItem(models.Model):
     revision = models.ForeignKey(CatalogRevision, on_delete=models.CASCADE, related_name="items")
     sku = models.CharField(max_length=200)
     description = models.TextField()
-    unit = models.CharField(max_length=50, null=True, blank=True)  # as written in the sheet
+    # As written in the sheet; null when the sheet gives none (published rows keep that apart from "").
+    unit = models.CharField(max_length=50, null=True, blank=True)  # noqa: DJ001
     # Its UN/CEFACT Recommendation 20 code (catalog.units); empty when unknown.
     unit_code = models.CharField(max_length=3, blank=True, default="")
     pack_size = models.DecimalField(max_digits=12, decimal_places=3, null=True, blank=True)

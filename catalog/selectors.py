@@ -308,18 +308,26 @@ def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
     ]
 
 
-def upload_rate_wait_seconds(*, workspace_id: int, limit: int) -> float:
+def upload_rate_wait_seconds(*, workspace_id: int, limit: int, key: str | None = None) -> float:
     """Seconds until the workspace may admit another upload when `limit`
     uploads were admitted in the last minute (database time), else 0: the
-    wait until the oldest of the newest `limit` leaves the window."""
-    if limit < 1:
+    wait until the oldest of the newest `limit` leaves the window. A `key`
+    the workspace already used (a replay) waits 0. One statement: it runs
+    before every upload."""
+    if limit < 1 and key is None:
         return 60.0
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT extract(epoch FROM created_at + interval '1 minute' - clock_timestamp()) "
+            f"SELECT EXISTS (SELECT 1 FROM {Job._meta.db_table} WHERE workspace_id = %s "
+            f"AND idempotency_key = %s), "
+            f"(SELECT extract(epoch FROM created_at + interval '1 minute' - clock_timestamp()) "
             f"FROM {Job._meta.db_table} WHERE workspace_id = %s AND kind = 'parse_sheet' "
             f"AND created_at > clock_timestamp() - interval '1 minute' "
-            f"ORDER BY created_at DESC OFFSET %s LIMIT 1",
-            [workspace_id, limit - 1])
-        row = cursor.fetchone()
-    return max(float(row[0]), 1.0) if row else 0.0
+            f"ORDER BY created_at DESC OFFSET %s LIMIT 1)",
+            [workspace_id, key, workspace_id, max(limit - 1, 0)])
+        replay, wait = cursor.fetchone()
+    if replay:
+        return 0.0
+    if limit < 1:
+        return 60.0
+    return max(float(wait), 1.0) if wait is not None else 0.0

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Max
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -17,7 +17,7 @@ from catalog.export import item_price_places, published_provenance
 from catalog.mapping import mapping_parse
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from catalog.reading import Table
-from catalog.storage import sheet_file_store
+from catalog.storage import StoredFile, sheet_file_store
 from catalog.units import unit_code
 from jobs.models import Job
 from jobs.services import job_admit, job_load_checkpoint, job_requeue_with_input, outbox_write
@@ -70,7 +70,17 @@ def pricesheet_store(*, workspace: Workspace, chunks: Iterable[bytes], original_
     stored input never changes, so every attempt of a job reads exactly what
     was uploaded."""
     stored = sheet_file_store(chunks, max_bytes=max_bytes)
-    return PriceSheet.objects.create(
+    sheet = _pricesheet_new(stored, workspace=workspace, original_name=original_name,
+                            content_type=content_type, supplier=supplier, supplier_name=supplier_name,
+                            uploaded_by=uploaded_by)
+    sheet.save(force_insert=True)
+    return sheet
+
+
+def _pricesheet_new(stored: StoredFile, *, workspace: Workspace, original_name: str, content_type: str,
+                    supplier: Supplier | None, supplier_name: str, uploaded_by) -> PriceSheet:
+    """The (unsaved) row recording a stored upload."""
+    return PriceSheet(
         workspace=workspace, supplier=supplier, sha256=stored.sha256, size=stored.size,
         supplier_name=supplier_name or (supplier.name if supplier else ""),
         original_name=os.path.basename(original_name)[:255] or "upload",
@@ -89,36 +99,33 @@ def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_
     """Store the sheet and admit its `parse_sheet` job; (job, created).
 
     The sheet row and the job commit together. When the key was used before,
-    the transaction is rolled back: the job it names already has its sheet,
-    so a replay leaves no second row. The stored file is content-addressed
-    and may already be shared by other sheets, so it stays.
+    neither is inserted: the job it names already has its sheet, so a replay
+    leaves no second row. The stored file is content-addressed and may
+    already be shared by other sheets, so it stays.
     """
     supplier_name = " ".join(supplier_name.split())
     # No supplier is created here: the first publication for the name
     # creates it (revision_publish), so a refused sheet leaves none behind.
     supplier = supplier_find(workspace_id=workspace.pk, name=supplier_name) if supplier_name else None
-    # The file is stored before the first statement of the transaction, so
-    # no transaction is open while the bytes travel to the storage.
-    with transaction.atomic():
-        sheet: PriceSheet = pricesheet_store(
-            workspace=workspace, chunks=chunks, original_name=original_name,
-            content_type=content_type, supplier=supplier, supplier_name=supplier_name,
-            uploaded_by=user, max_bytes=settings.UPLOAD_MAX_BYTES,
-        )
-        # The unique (workspace, idempotency_key) constraint decides between
-        # concurrent requests with one key: the second INSERT waits for the
-        # first to commit, fails, and returns the first one's job.
-        job, created = job_admit(
-            workspace_id=workspace.pk, kind="parse_sheet",
-            payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk if supplier else None,
-                     "supplier_name": supplier_name},
-            idempotency_key=idempotency_key,
-            fingerprint=pricesheet_fingerprint(sha256=sheet.sha256, supplier_name=supplier_name),
-            created_by_id=user.pk,
-        )
-        if not created:
-            transaction.set_rollback(True)
-    return job, created
+    # The file is stored before any statement: no transaction is open while
+    # the bytes travel to the storage (and are flushed to its disk).
+    stored = sheet_file_store(chunks, max_bytes=settings.UPLOAD_MAX_BYTES)
+    sheet = _pricesheet_new(stored, workspace=workspace, original_name=original_name,
+                            content_type=content_type, supplier=supplier, supplier_name=supplier_name,
+                            uploaded_by=user)
+    # The sheet row, the job and its message are one statement, so one
+    # transaction; the unique (workspace, idempotency_key) constraint decides
+    # between concurrent requests with one key: the second waits for the
+    # first to commit, inserts nothing (no second sheet row either), and
+    # returns the first one's job.
+    return job_admit(
+        workspace_id=workspace.pk, kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk if supplier else None,
+                 "supplier_name": supplier_name},
+        idempotency_key=idempotency_key,
+        fingerprint=pricesheet_fingerprint(sha256=stored.sha256, supplier_name=supplier_name),
+        created_by_id=user.pk, rows=[sheet],
+    )
 
 
 def _pack_size(item: dict) -> Decimal | None:

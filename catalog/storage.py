@@ -7,6 +7,7 @@ A sheet is stored under `sheets/<sha256>` of its bytes: the stored input
 never changes, and identical uploads share one object.
 """
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -68,10 +69,8 @@ class SyncedFileSystemStorage(FileSystemStorage):
                 raise InsufficientStorage(MSG_NO_ROOM) from exc
             raise
         finally:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
-            except FileNotFoundError:
-                pass
         return os.path.relpath(full_path, self.location).replace("\\", "/")
 
 

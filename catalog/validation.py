@@ -166,7 +166,7 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
     prices_by_sku: dict[str, set[Decimal | str]] = {}
     count_by_sku: dict[str, int] = {}
     prices = [price_value(item.get("unit_price")) for item in items]
-    for item, price in zip(items, prices):
+    for item, price in zip(items, prices, strict=True):
         sku = (item.get("sku") or "").strip()
         if sku:
             prices_by_sku.setdefault(sku, set()).add(price if price is not None else str(item.get("unit_price")))

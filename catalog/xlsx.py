@@ -17,7 +17,7 @@ import posixpath
 import re
 import zipfile
 from dataclasses import dataclass
-from typing import Iterator
+from collections.abc import Iterator
 from xml.parsers import expat
 
 MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -338,9 +338,8 @@ class _SheetReader:
             self.next_col = self.col + 1
         elif name in (self.V, self.T):
             self.capture = False
-        elif name == self.ROW:
-            if self.cells:
-                self.done.append((self.row_index, self.cells))
+        elif name == self.ROW and self.cells:
+            self.done.append((self.row_index, self.cells))
 
     def text(self, data):
         if self.capture:

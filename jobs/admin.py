@@ -316,9 +316,8 @@ class JobAdmin(admin.ModelAdmin):
         links = []
         if page := job_page_link(job):
             links.append(format_html('<a href="{}">job page</a>', page))
-        if job.state == State.AWAITING_REVIEW or job.review_required:
-            if review := job_review_link(job):
-                links.append(format_html('<a href="{}">review page</a>', review))
+        if (job.state == State.AWAITING_REVIEW or job.review_required) and (review := job_review_link(job)):
+            links.append(format_html('<a href="{}">review page</a>', review))
         if not links:
             return "-"
         return format_html_join(" · ", "{}", ((link,) for link in links))

@@ -69,7 +69,8 @@ class Job(models.Model):
     worker_id = models.CharField(max_length=100, blank=True)
     run_after = models.DateTimeField(db_default=Now())
 
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    # Null for jobs admitted without a key: the unique (workspace, key) constraint ignores nulls.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
     request_fingerprint = models.CharField(max_length=128, blank=True)
 
     progress_done = models.PositiveIntegerField(default=0)
@@ -289,3 +290,6 @@ class JobCheckpoint(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job", "name"], name="checkpoint_unique_name"),
         ]
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.name!r} of {self.job_id} (attempt {self.attempt})"

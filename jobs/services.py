@@ -202,9 +202,11 @@ def _notify(kind: str) -> None:
 
 
 def _send_notify(kind: str) -> None:
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO off")
-        cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, kind])
+    # One statement, one round trip: run after the commit (autocommit), it
+    # is a transaction of its own, and the setting is local to it.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('synchronous_commit', 'off', true), pg_notify(%s, %s)",
+                       [NOTIFY_CHANNEL, kind])
 
 
 def _state_of(job_id: uuid.UUID) -> str:
@@ -258,6 +260,36 @@ def _job_backoff(attempt: int) -> float:
 # --- admit ----------------------------------------------------------------
 
 
+def _insert_columns(obj) -> tuple[list, str, list]:
+    """The fields of a new `obj` that Django would write (those without a
+    database default), their quoted columns, and their values, as
+    `Model.objects.create` prepares them."""
+    fields = [f for f in obj._meta.concrete_fields if not f.has_db_default()]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    return fields, columns, [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+
+
+def _admit_sql(job: Job, with_job: list) -> tuple[str, list, list[str]]:
+    """One statement: insert the job unless its key is taken (the unique
+    constraint decides, waiting for a concurrent holder of the key to commit
+    or roll back), and the rows of `with_job` (its `job.accepted` message,
+    the caller's rows) only if it was inserted. Returns the job's database
+    defaults."""
+    job_fields, job_columns, params = _insert_columns(job)
+    returned = [f for f in Job._meta.concrete_fields if f.has_db_default()]
+    quote = connection.ops.quote_name
+    sql = (f"WITH job AS (INSERT INTO {quote(Job._meta.db_table)} ({job_columns}) "
+           f"VALUES ({', '.join(['%s'] * len(job_fields))}) "
+           "ON CONFLICT (workspace_id, idempotency_key) DO NOTHING "
+           f"RETURNING {', '.join(quote(f.column) for f in returned)})")
+    for number, obj in enumerate(with_job):
+        fields, columns, values = _insert_columns(obj)
+        sql += (f", row{number} AS (INSERT INTO {quote(obj._meta.db_table)} ({columns}) "
+                f"SELECT {', '.join(['%s'] * len(fields))} FROM job)")
+        params += values
+    return sql + " SELECT * FROM job", params, [f.attname for f in returned]
+
+
 def job_admit(
     *,
     workspace_id: int,
@@ -266,39 +298,44 @@ def job_admit(
     idempotency_key: str | None = None,
     fingerprint: str = "",
     created_by_id: int | None = None,
+    rows: Iterable[Any] = (),
 ) -> tuple[Job, bool]:
-    """Create a queued job and its outbox message in one transaction.
+    """Create a queued job and its outbox message in one transaction, with
+    `rows` (new model instances, e.g. the upload the job reads) inserted
+    in the same statement only if the job is: a replay inserts none of them.
 
     Returns (job, created). The same key with the same fingerprint returns
     the existing job; with another fingerprint raises IdempotencyConflict.
     The unique constraint on (workspace, idempotency_key) decides between
     concurrent duplicates: the loser's INSERT waits for the winner's commit,
-    fails, and reads the winner's row.
+    inserts nothing, and the loser reads the winner's row.
+
+    The job and its message are one statement (one round trip, no
+    savepoint): admission runs on every upload, and its statements, not
+    its work, were most of its time (bench/admission_latency.py).
     """
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                job = Job.objects.create(
-                    workspace_id=workspace_id,
-                    kind=kind,
-                    payload=payload,
-                    idempotency_key=idempotency_key,
-                    request_fingerprint=fingerprint,
-                    created_by_id=created_by_id,
-                    max_attempts=settings.JOB_MAX_ATTEMPTS,
-                )
-        except IntegrityError:
-            if idempotency_key is None:
-                raise
-            job = Job.objects.get(workspace_id=workspace_id, idempotency_key=idempotency_key)
-            if job.request_fingerprint != fingerprint or job.kind != kind:
-                raise IdempotencyConflict(job) from None
-            return job, False
-        # The new row is in hand (its database defaults came back with the
-        # INSERT): the event is written without reading it again.
-        outbox_write(workspace_id=workspace_id, topic="job.accepted",
-                     payload=job_event_payload(vars(job)))
-        _notify(kind)
+    job = Job(workspace_id=workspace_id, kind=kind, payload=payload, idempotency_key=idempotency_key,
+              request_fingerprint=fingerprint, created_by_id=created_by_id,
+              max_attempts=settings.JOB_MAX_ATTEMPTS)
+    event = OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
+                          payload=job_event_payload(vars(job)))
+    sql, params, returned = _admit_sql(job, [event, *rows])
+    # One statement is one transaction of its own (or joins the caller's).
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        if idempotency_key is None:
+            raise IntegrityError("the job was not inserted")
+        existing = Job.objects.get(workspace_id=workspace_id, idempotency_key=idempotency_key)
+        if existing.request_fingerprint != fingerprint or existing.kind != kind:
+            raise IdempotencyConflict(existing)
+        return existing, False
+    for attname, value in zip(returned, row, strict=True):
+        setattr(job, attname, value)
+    job._state.adding = False
+    job._state.db = connection.alias
+    _notify(kind)
     return job, True
 
 
@@ -413,6 +450,11 @@ def job_heartbeat(*, claim: Claim, done: int | None = None, total: int | None = 
 
 
 STAGING = "{name}~{attempt}"
+_STAGE_SQL = """
+INSERT INTO jobs_jobcheckpoint (job_id, name, attempt, data)
+VALUES (%(job)s, %(name)s, %(attempt)s, %(data)s)
+ON CONFLICT (job_id, name) DO UPDATE SET data = EXCLUDED.data, attempt = EXCLUDED.attempt
+"""
 
 
 def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
@@ -426,8 +468,11 @@ def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
     renamed row keeps its stored data; nothing large is written again). A
     stale attempt's staged row is never renamed."""
     staging = STAGING.format(name=name, attempt=claim.attempt)
-    JobCheckpoint.objects.update_or_create(
-        job_id=claim.job_id, name=staging, defaults={"data": data, "attempt": claim.attempt})
+    # One statement (update_or_create took a transaction, a locking read and
+    # a savepoint around its INSERT).
+    with connection.cursor() as cursor:
+        cursor.execute(_STAGE_SQL, {"job": claim.job_id, "name": staging, "attempt": claim.attempt,
+                                    "data": Jsonb(data)})
     with transaction.atomic():
         # The guarded UPDATE takes the job's row lock and proves the fence
         # for the rename that shares its transaction.

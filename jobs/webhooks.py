@@ -245,7 +245,7 @@ def webhook_post(*, url: str, secrets_in_use: list[str], message_id: str, body: 
         response = conn.getresponse()
         response.read(4096)
         status = response.status
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return result(None, TIMEOUT)
     except (OSError, http.client.HTTPException, ValueError):
         return result(None, REFUSED)

@@ -240,7 +240,7 @@ def _validate_fresh(items: list[dict], table: Table) -> list[dict]:
     active = [n for n, item in enumerate(items) if not item.get("omitted")]
     checked = validate_items([_strip_flags(items[n]) for n in active], table)
     out = [dict(item) for item in items]
-    for n, new in zip(active, checked):
+    for n, new in zip(active, checked, strict=True):
         own = set(items[n].get("provenance") or {})
         new["flags"] = [f for f in new["flags"]
                         if not (f.get("code") == Code.UNSUPPORTED_SOURCE and f.get("field") in own)]
@@ -285,7 +285,7 @@ def items_recheck(*, items: list[dict], before: list[dict], table: Table,
     fields)."""
     checked = _validate_fresh(items, table)
     confirmed = confirmed or {}
-    for n, (item, old, new) in enumerate(zip(items, before, checked)):
+    for n, (item, old, new) in enumerate(zip(items, before, checked, strict=True)):
         if item.get("omitted"):
             continue
         fields = confirmed.get(n, ())

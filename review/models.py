@@ -51,14 +51,14 @@ class ReviewDecision(models.Model):
         ]
         indexes = [models.Index(fields=["job", "at"], name="reviewdecision_job_at")]
 
+    def __str__(self) -> str:
+        return f"{self.decision} of {self.job_id} by {self.reviewer_name}"
+
     def save(self, *args, **kwargs):
         # Append-only: an existing row is history and is never rewritten.
         if self.pk is not None:
             raise ReviewDecisionAppendOnly(f"review decision {self.pk} is history and cannot change")
         super().save(*args, **kwargs)
-
-    def __str__(self) -> str:
-        return f"{self.decision} of {self.job_id} by {self.reviewer_name}"
 
 
 class ReviewSnapshot(models.Model):
@@ -91,3 +91,6 @@ class ReviewChunk(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["snapshot", "number"], name="reviewchunk_unique_number"),
         ]
+
+    def __str__(self) -> str:
+        return f"page {self.number} of snapshot {self.snapshot_id}"

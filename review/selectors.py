@@ -25,7 +25,6 @@ from catalog.models import CatalogRevision
 from catalog.selectors import job_sheets
 from catalog.units import unit_choices
 from jobs.models import Job, JobCheckpoint, State
-from jobs.services import job_load_checkpoint
 from review.models import ReviewChunk, ReviewDecision, ReviewSnapshot
 
 

@@ -1,5 +1,6 @@
 """Shared test helpers: waiting on conditions, worker processes."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -75,11 +76,11 @@ class ProcessGroup:
         self.procs: list[subprocess.Popen] = []
 
     def start(self, *args: str, **env: Any) -> subprocess.Popen:
-        log = open(self.tmp_path / f"proc-{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), *args],
-            cwd=ROOT, env=subprocess_env(**env), stdout=log, stderr=subprocess.STDOUT,
-        )
+        with open(self.tmp_path / f"proc-{len(self.procs)}.log", "wb") as log:  # the child keeps its own
+            proc = subprocess.Popen(
+                [sys.executable, str(ROOT / "manage.py"), *args],
+                cwd=ROOT, env=subprocess_env(**env), stdout=log, stderr=subprocess.STDOUT,
+            )
         proc.log_path = log.name  # type: ignore[attr-defined]
         self.procs.append(proc)
         return proc
@@ -104,7 +105,5 @@ def kill_all(procs: list[subprocess.Popen]) -> None:
             except ProcessLookupError:
                 pass
     for proc in procs:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass

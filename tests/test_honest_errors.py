@@ -63,9 +63,9 @@ def test_approving_an_oversized_value_is_refused_not_a_500(client, reviewer, wor
 
 def test_validation_limits_match_the_catalog_columns():
     field = CatalogItem._meta.get_field
-    assert MAX_PRICE == 10 ** (field("unit_price").max_digits - field("unit_price").decimal_places)
-    assert MAX_PACK_SIZE == 10 ** (field("pack_size").max_digits - field("pack_size").decimal_places)
-    assert MAX_TEXT == {"sku": field("sku").max_length, "unit": field("unit").max_length}
+    assert 10 ** (field("unit_price").max_digits - field("unit_price").decimal_places) == MAX_PRICE
+    assert 10 ** (field("pack_size").max_digits - field("pack_size").decimal_places) == MAX_PACK_SIZE
+    assert {"sku": field("sku").max_length, "unit": field("unit").max_length} == MAX_TEXT
 
 
 def test_a_sheet_with_an_oversized_price_goes_to_review_not_to_a_retry(workspace):

@@ -3,6 +3,7 @@ command runs, exactly as written, in a second terminal against a real
 `make run` on a port other than the default, and Ctrl-C stops `make run`
 quietly."""
 
+import contextlib
 import os
 import re
 import signal
@@ -83,10 +84,10 @@ def answers(port: int) -> bool:
 def make_run(tmp_path, port: int):
     """`make run` on the test database, in a session of its own (like a
     terminal's foreground group, so a SIGINT to the group is a Ctrl-C)."""
-    log = open(tmp_path / "make-run.log", "wb")
-    proc = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=ROOT,
-                            env=subprocess_env(PORT=port), stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    with open(tmp_path / "make-run.log", "wb") as log:  # make keeps its own descriptor
+        proc = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=ROOT,
+                                env=subprocess_env(PORT=port), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     proc.log_path = log.name
     try:
         wait_for(lambda: answers(port) or proc.poll() is not None, timeout=180,
@@ -99,10 +100,8 @@ def make_run(tmp_path, port: int):
         except psutil.NoSuchProcess:
             family = []
         for each in [proc, *family]:
-            try:
+            with contextlib.suppress(ProcessLookupError, psutil.NoSuchProcess):
                 each.kill()
-            except (ProcessLookupError, psutil.NoSuchProcess):
-                pass
         proc.wait(timeout=10)
 
 

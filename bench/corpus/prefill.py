@@ -19,6 +19,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.corpus.labels import CORPUS, ROLES, check  # noqa: E402
 from bench.corpus.scoring import run_file  # noqa: E402
+from catalog.flags import Code  # noqa: E402
 
 
 def ranges(rows: list[int]) -> str:
@@ -43,7 +44,7 @@ def _sheet_label(position: int, report: dict, items: list[dict]) -> dict:
         columns[c["column"]] = role if role in ROLES else "other"
     rows = [i["source"]["row"] for i in items if i["source"]["sheet"] == report["sheet"]]
     review = [i["source"]["row"] for i in items if i["source"]["sheet"] == report["sheet"]
-              and any(f["code"] in ("invalid_price", "price_without_item") for f in i.get("flags") or [])]
+              and any(f["code"] in (Code.INVALID_PRICE, Code.PRICE_WITHOUT_ITEM) for f in i.get("flags") or [])]
     return {"sheet": position, "header_rows": report.get("header_rows") or [], "columns": columns,
             "item_rows": ranges(rows), "review_rows": ranges(review), "group_rows": "", "matrix": None}
 

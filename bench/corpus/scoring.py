@@ -19,6 +19,7 @@ import collections
 import difflib
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from itertools import pairwise
 from pathlib import Path
 
 from bench.corpus.labels import CORPUS, rows_of
@@ -238,7 +239,7 @@ def print_calibration(name: str, cal: dict) -> None:
     edges = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
     print(f"  calibration of the column model, {name} part:")
     print(f"    {'confidence':>12s} {'columns':>8s} {'right':>7s} {'roles taken':>12s} {'right':>7s}")
-    for lo, hi in zip(edges, edges[1:]):
+    for lo, hi in pairwise(edges):
         a = [r for p, r in cal["columns"] if lo <= p < hi]
         b = [r for p, r in cal["taken"] if lo <= p < hi]
         print(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {len(a):>8d} {(sum(a) / len(a) if a else 0):>7.3f} "

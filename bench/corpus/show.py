@@ -60,7 +60,7 @@ def main() -> None:
     a = ap.parse_args()
     lo, _, hi = a.rows.partition("-")
     lo, hi = int(lo), int(hi or lo)
-    for si, (name, rows) in enumerate(sheets_of(CORPUS / a.file)):
+    for si, (_name, rows) in enumerate(sheets_of(CORPUS / a.file)):
         if a.sheet is not None and si != a.sheet:
             continue
         print(f"== sheet {si} ({len(rows)} rows)")

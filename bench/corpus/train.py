@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +31,11 @@ sys.path.insert(0, str(REPO))
 from bench.corpus.labels import CORPUS, load_all, split  # noqa: E402
 from catalog.errors import UnreadableSheet  # noqa: E402
 from catalog.extraction.column_model import (  # noqa: E402
-    MODEL_PATH, column_values, header_tokens, value_features, with_context,
+    MODEL_PATH,
+    column_values,
+    header_tokens,
+    value_features,
+    with_context,
 )
 from catalog.extraction.text import col_index  # noqa: E402
 from catalog.reading import read_table  # noqa: E402
@@ -64,7 +69,7 @@ def labeled_columns(label: dict, corpus: Path = CORPUS):
         cols = sorted((c, r if r in MODEL_ROLES else "other") for c, r in cols if c is not None)
         width = max([len(r) for r in body[:2000]] + [c + 1 for c, _r in cols])
         feats = with_context([value_features(*column_values(body, c), c, width) for c, _r in cols])
-        for (col, role), f in zip(cols, feats):
+        for (col, role), f in zip(cols, feats, strict=False):
             header = " ".join(rows[h - 1][col] for h in headers if h <= len(rows) and col < len(rows[h - 1])
                               and rows[h - 1][col])
             yield label["file"], role, f, header, (label["file"], lab["sheet"]), col
@@ -105,7 +110,7 @@ def agreements(rows, probs, roles, labels: dict[str, dict], files: list[str]) ->
             n = index.get((where, col))
             if n is None or role not in ITEM_ROLES:
                 continue
-            p = dict(zip(roles, probs[n]))
+            p = dict(zip(roles, probs[n], strict=True))
             out.append((p[role] if role in p and agrees(p, role, 0.0) else 0.0, rows[n][1] == role,
                         header_names(rows[n][3], role)))
     return out
@@ -125,7 +130,7 @@ def _agree_threshold(pairs) -> float:
 def agreement_rows(pairs, threshold: float, named_threshold: float) -> list[str]:
     out = [f"    {'agreement':>12s} {'unnamed':>8s} {'right':>7s} {'named':>8s} {'right':>7s}"]
     edges = (0.0, 1e-9, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
-    for lo, hi in zip(edges, edges[1:]):
+    for lo, hi in pairwise(edges):
         cells = []
         for header in (False, True):
             sel = [r for p, r, named in pairs if lo <= p < hi and named == header]
@@ -242,7 +247,7 @@ def _vetoed(rows, probs, roles):
     for n, (_f, _r, values, *_rest) in enumerate(rows):
         vetoed = _vetoes(values)
         if vetoed:
-            got = _renormalized(dict(zip(roles, probs[n])), vetoed)
+            got = _renormalized(dict(zip(roles, probs[n], strict=False)), vetoed)
             out[n] = np.array([got[r] for r in roles])
     return out
 
@@ -257,7 +262,7 @@ def _choices(rows, probs, roles):
         sheets[where].append((n, role, values))
     out = []
     for members in sheets.values():
-        p = [dict(zip(roles, probs[n])) for n, _r, _v in members]
+        p = [dict(zip(roles, probs[n], strict=False)) for n, _r, _v in members]
         truth = [r for _n, r, _v in members]
         chosen = choose_columns(p, [v for _n, _r, v in members], list(range(len(members))))
         for role in ITEM_ROLES:
@@ -313,7 +318,7 @@ def choice_rows(choices, threshold: float) -> list[str]:
     taken = [(p, right) for p, _m, right, _present, was in choices if was]
     out = [f"    {'confidence':>12s} {'roles':>8s} {'right':>7s}"]
     edges = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
-    for lo, hi in zip(edges, edges[1:]):
+    for lo, hi in pairwise(edges):
         sel = [r for p, r in taken if lo <= p < hi]
         if sel:
             out.append(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {len(sel):>8d} {sum(sel) / len(sel):>7.3f}")
@@ -324,12 +329,11 @@ def choice_rows(choices, threshold: float) -> list[str]:
 
 
 def calibration_rows(probs, y, threshold: float) -> list[str]:
-    import numpy as np
 
     conf, right = probs.max(axis=1), probs.argmax(axis=1) == y
     out = [f"    {'confidence':>12s} {'columns':>8s} {'right':>7s}"]
     edges = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
-    for lo, hi in zip(edges, edges[1:]):
+    for lo, hi in pairwise(edges):
         sel = (conf >= lo) & (conf < hi)
         if sel.sum():
             out.append(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {int(sel.sum()):>8d} {right[sel].mean():>7.3f}")

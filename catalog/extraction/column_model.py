@@ -20,6 +20,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
@@ -86,7 +87,7 @@ def _is_unit_text(text: str) -> bool:
 def _is_sequential(values: list[int]) -> bool:
     if len(values) < 3:
         return False
-    steps = sum(1 for a, b in zip(values, values[1:]) if b - a == 1)
+    steps = sum(1 for a, b in pairwise(values) if b - a == 1)
     return steps >= 0.8 * (len(values) - 1)
 
 
@@ -207,7 +208,7 @@ class ColumnModel:
         return {w: i for i, w in enumerate(self.vocabulary)}
 
     def vector(self, values: dict[str, float], header: str) -> list[float]:
-        x = [(values.get(f, 0.0) - m) / s for f, m, s in zip(self.features, self.means, self.scales)]
+        x = [(values.get(f, 0.0) - m) / s for f, m, s in zip(self.features, self.means, self.scales, strict=True)]
         words = [0.0] * len(self.vocabulary)
         for token in header_tokens(header):
             i = self._word_index.get(token)
@@ -218,17 +219,17 @@ class ColumnModel:
     def probabilities(self, values: dict[str, float], header: str) -> dict[str, float]:
         """role -> calibrated probability, for one column."""
         x = self.vector(values, header)
-        logits = [(b + sum(w * v for w, v in zip(ws, x) if v)) / self.temperature
-                  for ws, b in zip(self.weights, self.intercepts)]
+        logits = [(b + sum(w * v for w, v in zip(ws, x, strict=True) if v)) / self.temperature
+                  for ws, b in zip(self.weights, self.intercepts, strict=True)]
         top = max(logits)
         exps = [math.exp(v - top) for v in logits]
         total = sum(exps)
-        return {role: e / total for role, e in zip(self.roles, exps)}
+        return {role: e / total for role, e in zip(self.roles, exps, strict=True)}
 
     def header_words(self, role: str) -> set[str]:
         """The vocabulary words whose weight for ``role`` is positive."""
         ws = self.weights[self.roles.index(role)][len(self.features):]
-        return {w for w, v in zip(self.vocabulary, ws) if v > 0}
+        return {w for w, v in zip(self.vocabulary, ws, strict=True) if v > 0}
 
 
 def model_from_json(data: dict) -> ColumnModel:

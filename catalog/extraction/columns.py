@@ -12,7 +12,7 @@ role, a column's most likely role first). A column whose role is below the
 model's confidence threshold, or that beat a rival column for its role by
 less than the model's margin, needs confirmation; so does a role no column
 took while one of them may hold it. The extractor flags every value taken
-from such a column (``uncertain_column``, field = the role).
+from such a column (the uncertain-column flag, its field the role).
 """
 
 from __future__ import annotations

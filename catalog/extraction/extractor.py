@@ -341,9 +341,9 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
     The columns' roles come from the hand-weighted rules of ``rules_columns``.
     ``model_doubt`` keeps them and takes their doubt from the fitted column
     model: a role the model does not read the same way, confidently, marks
-    its column ``needs_confirmation`` and flags its values ``uncertain_column``
-    (``columns.second_opinion``). ``column_model`` takes the roles themselves
-    from the model (``columns.assign_roles``).
+    its column ``needs_confirmation`` and flags its values as uncertain
+    (catalog.flags; ``columns.second_opinion``). ``column_model`` takes the
+    roles themselves from the model (``columns.assign_roles``).
     Raises ``MappingError`` when the mapping names a sheet or column the
     table does not have.
     """

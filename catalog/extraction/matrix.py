@@ -30,11 +30,17 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from catalog.extraction import headers, layout
 from catalog.extraction.money import (
-    PLAIN_NUMBER_RE, canonical_decimal, decimal_style, detect_currency, find_currencies, parse_decimal,
+    PLAIN_NUMBER_RE,
+    canonical_decimal,
+    decimal_style,
+    detect_currency,
+    find_currencies,
+    parse_decimal,
 )
 from catalog.extraction.text import cap, cell, col_index, col_letter, fold
 
@@ -471,7 +477,7 @@ def _body_run(priced: list[int], header_row: list[str]) -> list[int]:
 
 
 def _monotonic(numbers: list) -> bool:
-    pairs = list(zip(numbers, numbers[1:]))
+    pairs = list(pairwise(numbers))
     return all(a < b for a, b in pairs) or all(a > b for a, b in pairs)
 
 

@@ -26,11 +26,7 @@ SYMBOLS = {
 SYMBOL_RE = re.compile("|".join(re.escape(s) for s in sorted(SYMBOLS, key=len, reverse=True)))
 # Symbols that do not say which currency: noted, never resolved.
 AMBIGUOUS_SYMBOLS = ("$", "¥", "kr")
-ISO_CODES = (
-    "USD EUR GBP CHF CAD AUD NZD JPY CNY RUB RUR UAH BYN KZT PLN CZK HUF RON "
-    "BGN SEK NOK DKK ISK TRY INR PKR LKR BDT NPR IDR MYR SGD HKD THB VND PHP "
-    "KRW ZAR BRL MXN ARS CLP COP AED SAR ILS EGP NGN KES UZS GEL AMD AZN MDL RSD"
-).split()
+ISO_CODES = ["USD", "EUR", "GBP", "CHF", "CAD", "AUD", "NZD", "JPY", "CNY", "RUB", "RUR", "UAH", "BYN", "KZT", "PLN", "CZK", "HUF", "RON", "BGN", "SEK", "NOK", "DKK", "ISK", "TRY", "INR", "PKR", "LKR", "BDT", "NPR", "IDR", "MYR", "SGD", "HKD", "THB", "VND", "PHP", "KRW", "ZAR", "BRL", "MXN", "ARS", "CLP", "COP", "AED", "SAR", "ILS", "EGP", "NGN", "KES", "UZS", "GEL", "AMD", "AZN", "MDL", "RSD"]
 ISO_RE = re.compile(r"(?<![A-Za-z])(" + "|".join(ISO_CODES) + r"|RMB)(?![A-Za-z])")
 _ISO_ALIASES = {"RUR": "RUB", "RMB": "CNY"}
 # Words (matched on folded text, whole words) that name one currency.

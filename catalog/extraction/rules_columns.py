@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
@@ -86,7 +87,7 @@ def _code_weight(text: str) -> float:
 def _is_sequential(values: list) -> bool:
     if len(values) < 3:
         return False
-    steps = sum(1 for a, b in zip(values, values[1:]) if b - a == 1)
+    steps = sum(1 for a, b in pairwise(values) if b - a == 1)
     return steps >= 0.8 * (len(values) - 1)
 
 

@@ -140,7 +140,7 @@ class Table:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "Table":
+    def from_json(cls, d: dict) -> Table:
         return cls(
             sheets=[
                 Sheet(

@@ -57,7 +57,7 @@ def focus_grid(page, limit=80):
         page.keyboard.press("Tab")
         if page.evaluate("document.activeElement.getAttribute('role')") == "gridcell":
             return
-    raise AssertionError("no grid cell took the focus within %d Tab presses" % limit)
+    raise AssertionError(f"no grid cell took the focus within {limit} Tab presses")
 
 
 def active_cell(page):
@@ -152,7 +152,7 @@ def test_two_reviewers_racing_publish_once_and_the_second_is_told(
     job = flagged_job(workspace)
     pages = [sign_in(new_context(), live_server, name, f"{name}-password-1", f"/review/{job.pk}/")
              for name in ("rey", "ria")]
-    for page, currency in zip(pages, ("EUR", "USD")):
+    for page, currency in zip(pages, ("EUR", "USD"), strict=False):
         page.wait_for_selector("#review-grid[data-loaded=true]")
         page.select_option("#set-field", "currency")
         page.fill("#set-value", currency)

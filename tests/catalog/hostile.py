@@ -135,7 +135,7 @@ def many_small_parts_xlsx(parts: int = 400, size: int = 60 * 1024) -> bytes:
 
 def deep_nesting_xlsx(depth: int = 100_000) -> bytes:
     rnd = random.Random(7)
-    names = ["n%05x" % rnd.randrange(16 ** 5) for _ in range(depth)]
+    names = [f"n{rnd.randrange(16 ** 5):05x}" for _ in range(depth)]
     inner = "".join(f"<{n}>" for n in names) + "".join(f"</{n}>" for n in reversed(names))
     xml = worksheet(ITEM_ROWS.replace("<t>Apples</t>", f"<t>Apples</t>{inner}"))
     return xlsx_bytes({"S": xml}, level=1)

@@ -144,7 +144,7 @@ def clean_english() -> Generated:
     rows = [["Northwind Fasteners Ltd"], ["Price list, spring"], [],
             ["Item code", "Description", "Unit", "Unit price (GBP)"]]
     items = {}
-    for n, (name, price) in enumerate(zip(names, prices)):
+    for n, (name, price) in enumerate(zip(names, prices, strict=False)):
         rows.append([f"NW-{100 + n}", name, "each", price])
         items[len(rows)] = _item(f"NW-{100 + n}", name, price, "GBP")
     return Generated("clean.csv", _csv(rows), "publish", items=items)
@@ -155,7 +155,7 @@ def unknown_header_words() -> Generated:
     names, prices = _names(10, 2), _prices(10, 2)
     rows = [["Kxr", "Wopp", "Zlat €"]]
     items = {}
-    for n, (name, price) in enumerate(zip(names, prices)):
+    for n, (name, price) in enumerate(zip(names, prices, strict=False)):
         rows.append([f"Q{n:04d}-B", name, price])
         items[len(rows)] = _item(f"Q{n:04d}-B", name, price, "EUR")
     return Generated("unknown-words.csv", _csv(rows), "review", items=items)
@@ -164,7 +164,7 @@ def unknown_header_words() -> Generated:
 def no_header_row() -> Generated:
     names, prices = _names(10, 3), _prices(10, 3)
     rows, items = [], {}
-    for n, (name, price) in enumerate(zip(names, prices)):
+    for n, (name, price) in enumerate(zip(names, prices, strict=False)):
         rows.append([f"ZX-{n:03d}", name, f"{price} €"])
         items[len(rows)] = _item(f"ZX-{n:03d}", name, price, "EUR")
     return Generated("no-header.csv", _csv(rows), "review", items=items)
@@ -175,7 +175,7 @@ def near_miss_description() -> Generated:
     names, prices = _names(15, 4), _prices(15, 4)
     rows = [["CODIGO", "DESC_ADIC", "DESCRIP", "PRECIO USD"]]
     items = {}
-    for n, (name, price) in enumerate(zip(names, prices)):
+    for n, (name, price) in enumerate(zip(names, prices, strict=False)):
         rows.append([f"C{n:05d}", ["ACME", "FORTIS", "KRONA"][n % 3], name, price])
         items[len(rows)] = _item(f"C{n:05d}", name, price, "USD")
     return Generated("near-miss.csv", _csv(rows), "review", items=items)
@@ -198,7 +198,7 @@ def price_without_item() -> Generated:
     names, prices = _names(8, 5), _prices(8, 5)
     rows = [["SKU", "Name", "Price EUR"]]
     items, flags = {}, {}
-    for n, (name, price) in enumerate(zip(names, prices)):
+    for n, (name, price) in enumerate(zip(names, prices, strict=False)):
         rows.append([f"P-{n}", name, price])
         items[len(rows)] = _item(f"P-{n}", name, price, "EUR")
         if n in (2, 5):
@@ -211,7 +211,7 @@ def duplicate_names() -> Generated:
     names, prices = _names(8, 6), _prices(8, 6)
     rows = [["Product", "Price (CHF)"]]
     items, flags = {}, {}
-    for name, price in zip(names, prices):
+    for name, price in zip(names, prices, strict=False):
         rows.append([name, price])
         items[len(rows)] = _item("", name, price, "CHF")
     rows.append([names[3].upper(), "999.00"])
@@ -306,7 +306,7 @@ def two_price_columns() -> Generated:
     names, prices = _names(6, 10), _prices(6, 10)
     rows = [["SKU", "Name", "Price EUR", "Price USD"]]
     items = {}
-    for n, (name, price) in enumerate(zip(names, prices)):
+    for n, (name, price) in enumerate(zip(names, prices, strict=False)):
         rows.append([f"T{n}", name, price, f"{float(price) * 1.1:.2f}"])
         items[len(rows)] = _item(f"T{n}", name, price, "EUR")
     return Generated("two-prices.csv", _csv(rows), "review", items=items)
@@ -352,7 +352,7 @@ def currency_nowhere() -> Generated:
     names, prices = _names(5, 13), _prices(5, 13)
     rows = [["SKU", "Description", "Price"]]
     items = {}
-    for n, (name, price) in enumerate(zip(names, prices)):
+    for n, (name, price) in enumerate(zip(names, prices, strict=False)):
         rows.append([f"N{n}", name, price])
         items[len(rows)] = _item(f"N{n}", name, price, None)
     return Generated("no-currency.csv", _csv(rows), "review", items=items)

@@ -292,7 +292,7 @@ def test_concurrent_same_key_waits_on_the_unique_constraint_and_returns_one_job(
     def b_is_waiting_on_a_lock():
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                           " AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO \"jobs_job\"%%'")
+                           " AND wait_event_type = 'Lock' AND query LIKE '%%INSERT INTO \"jobs_job\"%%'")
             return cursor.fetchone()[0] == 1
 
     wait_for(b_is_waiting_on_a_lock, message="the second INSERT to wait on the first")

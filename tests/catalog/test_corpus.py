@@ -17,7 +17,7 @@ FILES = sorted(p.name for p in REAL.iterdir()) if REAL.is_dir() else []
 pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason="corpus folder ../shared/corpus/real is absent")
 
 
-@functools.lru_cache(maxsize=None)  # each file is read once for all the checks
+@functools.cache  # each file is read once for all the checks
 def outcome(name):
     table = read_table(REAL / name, filename=name)
     try:

@@ -19,7 +19,7 @@ FILES = sorted(p.name for p in (DEV / "files").iterdir()
 pytestmark = pytest.mark.skipif(not DEV.is_dir(), reason="corpus folder ../shared/corpus/dev is absent")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def item_lists() -> set[str]:
     with open(DEV / "SOURCES.tsv", newline="", encoding="utf-8") as f:
         return {row["file"] for row in csv.DictReader(f, delimiter="\t") if row["is_item_list"] == "yes"}

@@ -56,7 +56,7 @@ def test_csv_export_escapes_every_formula_leading_cell():
     assert table[0] == list(HEADERS)
     cells = [cell for row in table[1:] for cell in row]
     assert not [c for c in cells if c.startswith(FORMULA_PREFIXES)]
-    for row, text in zip(table[1:], DANGEROUS):
+    for row, text in zip(table[1:], DANGEROUS, strict=False):
         assert row[0] == row[1] == row[2] == row[7] == "'" + text
 
 
@@ -71,7 +71,7 @@ def test_xlsx_export_stores_formula_leading_text_as_strings_without_a_quote():
     assert [c.value for c in rows[0]] == list(HEADERS)
     cells = [c for row in rows[1:] for c in row]
     assert not [c for c in cells if c.data_type == "f"]
-    for row, text in zip(rows[1:], DANGEROUS):
+    for row, text in zip(rows[1:], DANGEROUS, strict=False):
         # XML parsers read a carriage return back as a line feed.
         expected = text.replace("\r", "\n")
         assert [c.value for c in (row[0], row[1], row[2], row[7])] == [expected] * 4
@@ -122,11 +122,11 @@ def test_xlsx_has_a_currency_column_sized_columns_and_a_frozen_header():
 def hostile_revision(workspace):
     """A published revision whose supplier text starts with formula characters."""
     items = []
-    for text, base in zip(DANGEROUS, sheet_items("EUR")):
+    for _text, base in zip(DANGEROUS, sheet_items("EUR"), strict=False):
         items.append({**base, "unit": "pcs"})
     job = published_job(workspace, items=items, supplier=make_supplier(workspace))
     revision = CatalogRevision.objects.get(job=job)
-    for item, text in zip(revision.items.order_by("pk"), DANGEROUS):
+    for item, text in zip(revision.items.order_by("pk"), DANGEROUS, strict=False):
         CatalogItem.objects.filter(pk=item.pk).update(description=text, sku=text)
     return revision
 

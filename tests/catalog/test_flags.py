@@ -25,7 +25,7 @@ def project_files():
 
 
 def test_no_flag_code_is_spelled_outside_the_registry():
-    quoted = re.compile(r"""(["'`])(%s)\1""" % "|".join(map(re.escape, CODES)))
+    quoted = re.compile(r"""(["'`])(""" + "|".join(map(re.escape, CODES)) + r""")\1""")
     hits = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
             for path in project_files()
             for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)

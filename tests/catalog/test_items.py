@@ -21,7 +21,7 @@ def _objects(schema):
 
 def test_the_models_schema_is_strict_and_holds_the_items_values_and_cited_row():
     schema = model_answer_schema()
-    assert ITEM_SCHEMA == schema
+    assert schema == ITEM_SCHEMA
     for node in _objects(schema):
         assert node["additionalProperties"] is False
         assert node["required"] == list(node["properties"])

@@ -6,7 +6,6 @@ import signal
 
 import pytest
 
-from catalog.models import CatalogRevision
 from catalog.services import pricesheet_store, supplier_get_or_create
 from jobs.models import Attempt, Job, State
 from jobs.services import job_admit

@@ -183,7 +183,7 @@ def test_every_page_api_and_export_shows_the_suppliers_decimals(workspace, membe
         client.get(f"/api/revisions/{revision.public_id}/items?format=xlsx").content))
     cells = {row[0].value: row[5] for row in workbook.active.iter_rows(min_row=2)}
 
-    for sku, shown in expected.items():
+    for shown in expected.values():
         assert f'<td class="num-cell">{shown}</td>' in revision_page
         assert f'<td class="num">{shown}</td>' in job_page
     assert {i["sku"]: i["unit_price"] for i in api} == expected

@@ -45,9 +45,9 @@ def s3_server(tmp_path, monkeypatch):
     for name, value in S3_ENV.items():
         monkeypatch.setenv(name, value)
     port = free_port()
-    log = open(tmp_path / "moto.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT)
+    with open(tmp_path / "moto.log", "wb") as log:  # the server keeps its own descriptor
+        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: _accepts_connections(port), message="the S3 server to listen")
         endpoint = f"http://127.0.0.1:{port}"

@@ -330,10 +330,9 @@ def test_message_written_in_a_rolled_back_transaction_is_never_delivered(workspa
     class Abort(Exception):
         pass
 
-    with pytest.raises(Abort):
-        with transaction.atomic():
-            outbox_write(workspace_id=workspace.pk, topic="job.completed", payload={"x": 1})
-            raise Abort
+    with pytest.raises(Abort), transaction.atomic():
+        outbox_write(workspace_id=workspace.pk, topic="job.completed", payload={"x": 1})
+        raise Abort
 
     assert relay_once() == 0
     assert receiver.requests == []

@@ -578,10 +578,9 @@ def test_admission_wakes_workers_only_once_committed(workspace):
             raise RolledBack
         assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
 
-        with CaptureQueriesContext(connection) as queries:
-            with transaction.atomic():
-                admit(workspace, key="committed")
-                before_commit = len(queries.captured_queries)
+        with CaptureQueriesContext(connection) as queries, transaction.atomic():
+            admit(workspace, key="committed")
+            before_commit = len(queries.captured_queries)
         sent = ["pg_notify" in q["sql"] for q in queries.captured_queries]
         assert not any(sent[:before_commit]) and any(sent[before_commit:])  # after, not inside
         heard = list(listener.notifies(timeout=10, stop_after=1))

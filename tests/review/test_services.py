@@ -353,9 +353,9 @@ def test_worker_accept_racing_a_cancel_never_both_cancels_and_publishes(workspac
     for _ in range(RACE_ROUNDS):
         claim = _claimed(workspace, None, SHEET)
         accept, cancel = _race(
-            lambda: job_accept_output(claim=claim, output={"items": sheet_items("EUR")[:2]},
-                                      publish=lambda job: revision_publish(job=job)),
-            lambda: job_cancel(job_id=claim.job_id, by_label="staff"),
+            lambda claim=claim: job_accept_output(claim=claim, output={"items": sheet_items("EUR")[:2]},
+                                                  publish=lambda job: revision_publish(job=job)),
+            lambda claim=claim: job_cancel(job_id=claim.job_id, by_label="staff"),
         )
         assert isinstance(accept, (str, LeaseLost)), accept
         assert cancel is None or isinstance(cancel, InvalidTransition), cancel
@@ -369,8 +369,8 @@ def test_approval_racing_a_cancel_never_both_cancels_and_publishes(workspace, re
     for _ in range(RACE_ROUNDS):
         job = flagged_job(workspace)
         approval, cancel = _race(
-            lambda: approve(reviewer, job),
-            lambda: job_cancel(job_id=job.pk, by_label="staff"),
+            lambda job=job: approve(reviewer, job),
+            lambda job=job: job_cancel(job_id=job.pk, by_label="staff"),
         )
         assert isinstance(approval, (dict, ReviewStale)), approval
         assert cancel is None or isinstance(cancel, InvalidTransition), cancel
@@ -384,7 +384,7 @@ def test_two_reviewers_approving_at_once_publish_one_revision(workspace, reviewe
     other = membership_add(workspace=workspace, username="ria", role=Membership.Role.ADMIN).user
     for _ in range(RACE_ROUNDS):
         job = flagged_job(workspace)
-        first, second = _race(lambda: approve(reviewer, job), lambda: approve(other, job))
+        first, second = _race(lambda job=job: approve(reviewer, job), lambda job=job: approve(other, job))
         results = [r for r in (first, second) if isinstance(r, dict)]
         stale = [r for r in (first, second) if isinstance(r, ReviewStale)]
         assert (len(results), len(stale)) == (1, 1), (first, second)

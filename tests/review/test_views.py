@@ -8,12 +8,9 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from accounts.models import Membership
 from catalog.models import CatalogRevision
-from accounts.services import membership_add
 from jobs.models import Job, State
 from jobs.services import job_cancel
-from review.models import ReviewDecision
 from tests.review import flagged_job, make_supplier, published_job, sheet_items
 
 
