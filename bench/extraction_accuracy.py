@@ -143,9 +143,12 @@ def main(argv=None) -> int:
     parser.add_argument("--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels")
     parser.add_argument("--rules", action="store_true",
                         help="score the corpus with the hand-weighted column rules instead of the column model")
+    parser.add_argument("--hybrid", action="store_true",
+                        help="score the corpus with the rules' roles and the column model's doubt "
+                             "(extract(..., model_doubt=True))")
     args = parser.parse_args(argv)
     if args.corpus_only:
-        print_corpus(args.verbose, args.labels, not args.rules)
+        print_corpus(args.verbose, args.labels, not (args.rules or args.hybrid), args.hybrid)
         return 0
     scores = [] if args.no_generated else [score(name, make()) for name, make in sorted(sheetgen.SHEETS.items())]
     if args.truth.is_dir() and args.real.is_dir():
@@ -156,11 +159,12 @@ def main(argv=None) -> int:
     print_total(scores)
     if args.real.is_dir():
         print_outcomes(args.real)
-    print_corpus(args.verbose, args.labels, not args.rules)
+    print_corpus(args.verbose, args.labels, not (args.rules or args.hybrid), args.hybrid)
     return 0
 
 
-def print_corpus(verbose: bool, folders: list[Path] | None = None, column_model: bool = True) -> None:
+def print_corpus(verbose: bool, folders: list[Path] | None = None, column_model: bool = True,
+                 model_doubt: bool = False) -> None:
     from bench.corpus import labels as corpus_labels
     from bench.corpus.scoring import calibration, print_calibration, print_summary, score_file
 
@@ -171,11 +175,11 @@ def print_corpus(verbose: bool, folders: list[Path] | None = None, column_model:
     for part, files in corpus_labels.split().items():
         if part not in ("development", "test"):
             continue
-        scores = [score_file(labeled[f], column_model=column_model) for f in files if f in labeled]
+        scores = [score_file(labeled[f], column_model=column_model, model_doubt=model_doubt)
+                  for f in files if f in labeled]
         print_summary(f"labeled corpus, {part} part ({len(scores)} of {len(files)} files labeled)", scores, verbose)
-        if column_model:
-            print_calibration(part + (" (in sample: the model was fitted on it; make train prints it out of fold)"
-                                      if part == "development" else ""), calibration(labeled, files))
+        print_calibration(part + (" (in sample: the model was fitted on it; make train prints it out of fold)"
+                                  if part == "development" else ""), calibration(labeled, files))
 
 
 if __name__ == "__main__":

@@ -93,13 +93,13 @@ def _compare_item(item: dict, row: list[str], roles: dict[str, str], label: dict
     return out
 
 
-def run_file(path: Path, column_model: bool = True):
+def run_file(path: Path, column_model: bool = True, model_doubt: bool = False):
     """(table, Extraction, validated items, outcome) the way a parse job sees the file."""
     from catalog.extraction import extract
     from catalog.validation import needs_review, review_flags, validate_items
 
     table = read_table(path, filename=path.name)
-    result = extract(table, column_model=column_model)
+    result = extract(table, column_model=column_model, model_doubt=model_doubt)
     if result.refusal:
         return table, result, [], "refuse"
     items = review_flags(validate_items(result.items, table))
@@ -107,10 +107,10 @@ def run_file(path: Path, column_model: bool = True):
     return table, result, items, "review" if review else "publish"
 
 
-def score_file(label: dict, corpus: Path = CORPUS, column_model: bool = True) -> FileScore:
+def score_file(label: dict, corpus: Path = CORPUS, column_model: bool = True, model_doubt: bool = False) -> FileScore:
     s = FileScore(label["file"], label["kind"], label["outcome"])
     try:
-        table, result, items, s.outcome = run_file(corpus / label["file"], column_model)
+        table, result, items, s.outcome = run_file(corpus / label["file"], column_model, model_doubt)
     except UnreadableSheet as exc:
         s.reason = str(exc)
         return s
@@ -213,7 +213,7 @@ def print_summary(name: str, scores: list[FileScore], verbose: bool = False) -> 
 def calibration(labels: dict[str, dict], files: list[str]) -> dict:
     """The column model on the labeled columns of ``files``: (confidence, right?) per column's most
     likely role, and per item role the extractor takes (catalog.extraction.columns.choose_columns)."""
-    from bench.corpus.train import _choices, labeled_columns
+    from bench.corpus.train import _choices, agreements, labeled_columns
     from catalog.extraction.column_model import load_model
     from catalog.extraction.columns import _renormalized, _vetoes
 
@@ -226,11 +226,16 @@ def calibration(labels: dict[str, dict], files: list[str]) -> dict:
         columns.append((p[best], best == (role if role in model.roles else "other")))
         probs.append([p[r] for r in model.roles])
     taken = [(p, right) for p, _m, right, _present, was in _choices(rows, probs, list(model.roles)) if was]
+    agreed = agreements(rows, probs, list(model.roles), labels, files)
     return {"columns": columns, "taken": taken, "threshold": model.threshold,
-            "column_threshold": getattr(model, "column_threshold", None)}
+            "column_threshold": getattr(model, "column_threshold", None),
+            "agreed": agreed, "agree_threshold": model.agree_threshold,
+            "agree_named_threshold": model.agree_named_threshold}
 
 
 def print_calibration(name: str, cal: dict) -> None:
+    from bench.corpus.train import agreement_rows
+
     edges = (0.0, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
     print(f"  calibration of the column model, {name} part:")
     print(f"    {'confidence':>12s} {'columns':>8s} {'right':>7s} {'roles taken':>12s} {'right':>7s}")
@@ -243,6 +248,8 @@ def print_calibration(name: str, cal: dict) -> None:
     b = [r for p, r in cal["taken"] if p >= t]
     print(f"    roles taken with confidence >= the threshold {t}: {len(b)} of {len(cal['taken'])}, "
           + (f"{sum(b) / len(b):.3f} right" if b else "none (every role taken needs confirmation)"))
+    print("  the rules' roles with the model's doubt (model_doubt): confident when the column model agrees")
+    print("\n".join(agreement_rows(cal["agreed"], cal["agree_threshold"], cal["agree_named_threshold"])))
 
 
 __all__ = ["FileScore", "calibration", "col_letter", "print_calibration", "print_summary", "run_file",

@@ -75,6 +75,74 @@ def labeled_columns(label: dict, corpus: Path = CORPUS):
             yield label["file"], role, f, header, (label["file"], lab["sheet"]), col
 
 
+def rules_roles(label: dict, corpus: Path = CORPUS):
+    """((file, sheet), role, column) of every role the hand rules (``rules_columns``) take on a labeled sheet."""
+    from catalog.extraction import rules_columns
+
+    try:
+        table = read_table(corpus / label["file"], filename=Path(label["file"]).name)
+    except UnreadableSheet:
+        return
+    for lab in label.get("sheets") or []:
+        if lab["sheet"] >= len(table.sheets) or lab.get("matrix"):
+            continue
+        rows = table.sheets[lab["sheet"]].rows
+        headers = lab.get("header_rows") or []
+        body = rows[max(headers):] if headers else rows
+        width = max([len(r) for r in body] + [len(rows[h - 1]) for h in headers if h <= len(rows)] + [1])
+        labels = [" ".join(rows[h - 1][c] for h in headers if h <= len(rows) and c < len(rows[h - 1])
+                           and rows[h - 1][c]) for c in range(width)]
+        got = rules_columns.assign_roles(rules_columns.profile_columns(body, width), labels)
+        for role, col in got.roles.items():
+            yield (label["file"], lab["sheet"]), role, col
+
+
+def agreements(rows, probs, roles, labels: dict[str, dict], files: list[str]) -> list[tuple[float, bool, bool]]:
+    """Per role the rules take on a labeled column: (the model's probability for it when the model
+    agrees, else 0; right?; does the header name the role?). ``rows`` and ``probs`` are the labeled
+    columns and their probabilities."""
+    from catalog.extraction.columns import ITEM_ROLES, agrees, header_names
+
+    index = {(where, col): n for n, (_f, _r, _v, _h, where, col) in enumerate(rows)}
+    out = []
+    for f in files:
+        for where, role, col in rules_roles(labels[f]):
+            n = index.get((where, col))
+            if n is None or role not in ITEM_ROLES:
+                continue
+            p = dict(zip(roles, probs[n], strict=True))
+            out.append((p[role] if role in p and agrees(p, role, 0.0) else 0.0, rows[n][1] == role,
+                        header_names(rows[n][3], role)))
+    return out
+
+
+def _agree_threshold(pairs) -> float:
+    """The lowest probability at which the roles both readings agree on are right at least TARGET of the time."""
+    chosen, good = 1.0, 0
+    for n, (p, right, *_named) in enumerate(sorted(pairs, reverse=True), start=1):
+        good += right
+        if p <= 0 or good / n < TARGET:
+            break
+        chosen = p
+    return float(chosen)  # unrounded: the next, wrong, role may lie just below
+
+
+def agreement_rows(pairs, threshold: float, named_threshold: float) -> list[str]:
+    out = [f"    {'agreement':>12s} {'unnamed':>8s} {'right':>7s} {'named':>8s} {'right':>7s}"]
+    edges = (0.0, 1e-9, 0.5, 0.8, 0.9, 0.95, 0.99, 1.0001)
+    for lo, hi in pairwise(edges):
+        cells = []
+        for header in (False, True):
+            sel = [r for p, r, named in pairs if lo <= p < hi and named == header]
+            cells.append(f"{len(sel):>8d} " + (f"{sum(sel) / len(sel):>7.3f}" if sel else "    n/a"))
+        name = "disagree" if hi <= 1e-9 else f"{lo:>5.2f}-{min(hi, 1):<6.2f}"
+        out.append(f"    {name:>12s} " + " ".join(cells))
+    sel = [r for p, r, named in pairs if p >= (named_threshold if named else threshold)]
+    out.append(f"    confident (>= {threshold:.4f} unnamed, >= {named_threshold:.4f} named): {len(sel)} of {len(pairs)} roles "
+               "the rules took, " + (f"{sum(sel) / len(sel):.3f} right" if sel else "none"))
+    return out
+
+
 def examples(labels: dict[str, dict], files: list[str]) -> list[tuple]:
     return [ex for f in files if f in labels for ex in labeled_columns(labels[f])]
 
@@ -296,6 +364,12 @@ def train(labels: dict[str, dict]) -> dict:
     print("\n".join(calibration_rows(probs, y, column_threshold)))
     print(f"the item roles the extractor takes: threshold {threshold}, margin {margin}, absent floor {absent_floor}")
     print("\n".join(choice_rows(choices, threshold)))
+    agreed = agreements(rows, probs, roles, labels, dev)
+    agree_threshold = _agree_threshold([a for a in agreed if not a[2]])
+    agree_named_threshold = _agree_threshold([a for a in agreed if a[2]])
+    print("the rules' roles, confident when the model agrees (its most likely role, at least the threshold "
+          "for a header that does not or does name the role):")
+    print("\n".join(agreement_rows(agreed, agree_threshold, agree_named_threshold)))
     vocabulary = _vocabulary(rows)
     x, means, scales = _matrix(rows, features, vocabulary)
     model = _fit(x, y)
@@ -312,6 +386,7 @@ def train(labels: dict[str, dict]) -> dict:
         "weights": [[round(float(v), 5) for v in row] for row in weights],
         "intercepts": [round(float(v), 5) for v in intercepts],
         "temperature": temperature, "column_threshold": column_threshold, "threshold": threshold, "margin": margin, "absent_floor": absent_floor,
+        "agree_threshold": agree_threshold, "agree_named_threshold": agree_named_threshold,
         "target": TARGET,
     }
 

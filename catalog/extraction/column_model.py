@@ -198,6 +198,10 @@ class ColumnModel:
     threshold: float  # a role given with at least this probability is right 99.5% of the time
     margin: float  # a column that beats its best rival for a role by less is in doubt
     absent_floor: float  # a free column this likely to hold a role no column took puts it in doubt
+    # A role the rules took and the model reads the same way with at least this probability is right
+    # 99.5% of the time: when the column's header does not name the role, and when it does.
+    agree_threshold: float
+    agree_named_threshold: float
 
     @functools.cached_property
     def _word_index(self) -> dict[str, int]:
@@ -235,6 +239,9 @@ def model_from_json(data: dict) -> ColumnModel:
         weights=tuple(tuple(w) for w in data["weights"]), intercepts=tuple(data["intercepts"]),
         temperature=float(data["temperature"]), threshold=float(data["threshold"]),
         margin=float(data["margin"]), absent_floor=float(data["absent_floor"]),
+        # A model file fitted before the agreement was calibrated: every role stays in doubt.
+        agree_threshold=float(data.get("agree_threshold", 1.0)),
+        agree_named_threshold=float(data.get("agree_named_threshold", 1.0)),
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from catalog.extraction.column_model import column_values, load_model, value_features, with_context
+from catalog.extraction.headers import classify_header
 from catalog.extraction.text import col_letter
 
 ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
@@ -217,3 +218,54 @@ def assign_roles(body: list[list[str]], width: int, labels: list[str],
     other_prices = [c for c in live if c not in by_col and max(probs[c], key=probs[c].get) in _MONEY_ROLES]
     return Assignment(roles=roles, columns=columns, doubts=[why for _c, why in doubted.values()], other_prices=other_prices,
                       doubted=doubted)
+
+
+def agrees(probs: dict[str, float], role: str, threshold: float) -> bool:
+    """The model reads the column as ``role`` too: its most likely role, with at least ``threshold``."""
+    p = probs.get(role, 0.0)
+    return p >= threshold and p >= max(probs.values())
+
+
+def header_names(label: str, role: str) -> bool:
+    """The rules' header reading (``headers.classify_header``) names ``role``."""
+    got = classify_header(label)
+    return bool(got and got[0] == role)
+
+
+def agreement_threshold(label: str, role: str) -> float:
+    """How sure the model must be of a role the rules took, for the column to need no confirmation."""
+    model = load_model()
+    return model.agree_named_threshold if header_names(label, role) else model.agree_threshold
+
+
+def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) -> Assignment:
+    """The rules' roles (``rules_columns.assign_roles``), with the model's doubt on each of them.
+
+    A column the rules gave a role is confident only when the model agrees
+    (``agrees`` at ``agreement_threshold``: the model's thresholds for a
+    header that names the role and for one that does not, chosen out of fold
+    on the development part by ``make train``); otherwise it needs
+    confirmation and its values are flagged on that field.
+    """
+    scored = column_probabilities(body, width, labels)
+    doubted: dict[str, tuple[int, str]] = {}
+    for role, col in rules.roles.items():
+        p = scored[col][0]
+        if role not in ITEM_ROLES:
+            continue
+        if not agrees(p, role, agreement_threshold(labels[col] if col < len(labels) else "", role)):
+            kind = max(p, key=p.get)
+            doubted[role] = (col, f"column {col_letter(col)} was taken as the {role.replace('_', ' ')}; the column "
+                                  f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
+                                  f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}")
+    flagged = {c for c, _why in doubted.values()}
+    by_col = {c: r for r, c in rules.roles.items()}
+    columns = []
+    for c in rules.columns:
+        p, vetoed, f = scored[c.col]
+        role = by_col.get(c.col, "other")
+        columns.append(Column(c.col, c.header, role, p.get(role, 0.0) if role != "other" else c.confidence,
+                              c.evidence + _evidence(f, vetoed, p), kind=max(p, key=p.get),
+                              needs_confirmation=c.col in flagged))
+    return Assignment(roles=dict(rules.roles), columns=columns, doubts=rules.doubts + [w for _c, w in doubted.values()],
+                      other_prices=rules.other_prices, doubted=doubted)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from catalog.errors import NotAnItemList
 from catalog.extraction import rules_columns
-from catalog.extraction.columns import ROLES, assign_roles
+from catalog.extraction.columns import ROLES, assign_roles, second_opinion
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
 from catalog.extraction.mapping import MappingError, sheet_mapping
@@ -275,7 +275,8 @@ def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: st
     return _SheetResult(got.items, report, notes)
 
 
-def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_model: bool) -> _SheetResult:
+def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_model: bool,
+                model_doubt: bool = False) -> _SheetResult:
     rows = sheet.rows
     if mapped and mapped.get("matrix"):
         return _matrix_sheet(sheet, Matrix.from_json(mapped["matrix"]), currency, "reviewer")
@@ -299,6 +300,8 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
     else:
         assignment = rules_columns.assign_roles(rules_columns.profile_columns(body, width), header.labels,
                                                 mapped and mapped["columns"])
+        if model_doubt and not mapped:
+            assignment = second_opinion(assignment, body, width, header.labels)
     if "unit_price" not in assignment.roles:
         named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
         if named:
@@ -328,16 +331,19 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder))
 
 
-def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
+def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False,
+            model_doubt: bool = False) -> Extraction:
     """Items and the per-sheet ``columns`` report of ``table`` (pure, no ORM).
 
     ``mapping`` (a reviewer's, or a remembered layout) names, per sheet, the
     header row and the column of each role; the sheets it lists are the only
     ones read, and its ``currency`` stands for the sheets' stated currency.
-    ``column_model`` takes the columns' roles from the fitted column model
-    (``catalog.extraction.columns``: a calibrated probability per role, each
-    column in doubt marked and its values flagged as uncertain (catalog.flags));
-    without it, from the hand-weighted rules of ``rules_columns``.
+    The columns' roles come from the hand-weighted rules of ``rules_columns``.
+    ``model_doubt`` keeps them and takes their doubt from the fitted column
+    model: a role the model does not read the same way, confidently, marks
+    its column ``needs_confirmation`` and flags its values as uncertain
+    (catalog.flags; ``columns.second_opinion``). ``column_model`` takes the
+    roles themselves from the model (``columns.assign_roles``).
     Raises ``MappingError`` when the mapping names a sheet or column the
     table does not have.
     """
@@ -353,7 +359,7 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
         if not any(any(r) for r in sheet.rows):
             reports.append(_report(sheet, Header((), []), "empty"))
             continue
-        got = _read_sheet(sheet, mapped, currency, column_model)
+        got = _read_sheet(sheet, mapped, currency, column_model, model_doubt)
         items += got.items
         notes += got.notes
         reports.append(got.report)

@@ -100,3 +100,42 @@ def test_a_reviewers_mapping_is_taken_as_given_and_needs_no_confirmation():
     ex = extract(table(*rows), mapping, column_model=True)
     assert not ex.needs_confirmation
     assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
+
+
+def plain_sheet(n=12):
+    units = ("pc", "box", "kg")
+    return [["SKU", "Description", "Unit", "Price"]] + [
+        [f"AB-{k:03d}", f"Steel bolt size M{k} zinc plated", units[k % 3], f"{k}.{k % 10}5"] for k in range(1, n)]
+
+
+def test_with_model_doubt_the_rules_take_the_roles_and_the_model_only_doubts_them():
+    rows = plain_sheet()
+    rules = extract(table(*rows), model_doubt=True).sheets[0]
+    assert roles(rules) == {"A": "sku", "B": "description", "C": "unit", "D": "unit_price"}
+    assert all("kind" in c for c in rules["columns"])
+
+
+def test_a_plain_sheet_the_model_reads_as_the_rules_do_needs_no_confirmation():
+    ex = extract(table(*plain_sheet()), model_doubt=True)
+    assert not any(c["needs_confirmation"] for c in ex.sheets[0]["columns"])
+    assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
+
+
+def test_a_role_the_model_reads_otherwise_needs_confirmation_and_flags_its_values_on_that_field():
+    # The rules take the only money-like column as the price; the model reads a column of years as none.
+    rows = [["Code", "Title", "Price"]] + [[f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)]
+    ex = extract(table(*rows), model_doubt=True)
+    (report,) = ex.sheets
+    doubted = {c["role"] for c in report["columns"] if c["needs_confirmation"]}
+    assert "unit_price" in doubted and ex.needs_confirmation
+    for item in ex.items:
+        assert doubted <= {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
+
+
+def test_model_doubt_leaves_a_reviewers_mapping_without_doubt():
+    rows = plain_sheet()
+    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": 1,
+                           "columns": {"sku": "A", "description": "B", "unit_price": "D"}}]}
+    ex = extract(table(*rows), mapping, model_doubt=True)
+    assert not ex.needs_confirmation
+    assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
