@@ -816,8 +816,8 @@ def jobs_end_stalled_sessions(*, leases: float) -> list[tuple[uuid.UUID, int]]:
 
     A worker paused (SIGSTOP, a frozen VM, a partition) inside a transaction
     keeps its row locks with no bound: recovery passes over the locked job
-    (SKIP LOCKED), and every publication that needs the same supplier or
-    workspace rows waits behind it. Its lease ran out long ago, so nothing
+    (SKIP LOCKED), and every accept that needs the same shared rows (the
+    workspace's, a kind's own) waits behind it. Its lease ran out long ago, so nothing
     it could still commit would be accepted: its session is terminated, the
     transaction rolls back, and the next expiry scan re-queues the job."""
     with connection.cursor() as cursor:

@@ -10,20 +10,37 @@ the item, or ``needs_confirmation`` on the sheet's column mapping.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dataclasses import dataclass, field
-
+import catalog.extraction.rules_columns as rules_columns
 from catalog.errors import NotAnItemList
-from catalog.extraction import rules_columns
 from catalog.extraction.columns import ROLES, assign_roles, second_opinion
 from catalog.extraction.headers import classify_header
-from catalog.extraction.layout import Header, find_header, header_at, is_band, not_an_item_list
+from catalog.extraction.layout import (
+    Header,
+    find_header,
+    header_at,
+    is_band,
+    not_an_item_list,
+)
 from catalog.extraction.mapping import MappingError, sheet_mapping
-from catalog.extraction.matrix import MAX_MATRIX_ITEMS, Matrix, counts_sentence, matrix_read, propose_matrix
+from catalog.extraction.matrix import (
+    MAX_MATRIX_ITEMS,
+    Matrix,
+    counts_sentence,
+    matrix_read,
+    propose_matrix,
+)
 from catalog.extraction.money import (
-    ISO_CODES, PLAIN_NUMBER_RE, ambiguous_currency_symbol, canonical_decimal, decimal_style,
-    detect_currency, find_currencies, parse_decimal,
+    ISO_CODES,
+    PLAIN_NUMBER_RE,
+    ambiguous_currency_symbol,
+    canonical_decimal,
+    decimal_style,
+    detect_currency,
+    find_currencies,
+    parse_decimal,
 )
 from catalog.extraction.packs import normalize_unit, pack_in_description, split_pack
 from catalog.extraction.rows import PRICE_WITHOUT_ITEM, Columns, RowClassifier
@@ -66,6 +83,10 @@ class _SheetResult:
     items: list[dict]
     report: dict
     notes: list[str]
+    # The column model's doubt, held back until the file is known to go to
+    # review (``extract``'s default): (the columns report with it, its
+    # reasons, one uncertain-column flag per role in doubt).
+    held_doubt: tuple[list[dict], list[str], list[dict]] | None = None
 
 
 def _report(sheet: Sheet, header: Header, status: str, **extra) -> dict:
@@ -276,7 +297,7 @@ def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: st
 
 
 def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_model: bool,
-                model_doubt: bool = False) -> _SheetResult:
+                model_doubt: bool | None = False) -> _SheetResult:
     rows = sheet.rows
     if mapped and mapped.get("matrix"):
         return _matrix_sheet(sheet, Matrix.from_json(mapped["matrix"]), currency, "reviewer")
@@ -295,13 +316,15 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
             return got
     body = rows[header.body_start - 1:]
     width = max([len(header.labels)] + [len(r) for r in body])
+    second = None
     if column_model:
         assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
     else:
         assignment = rules_columns.assign_roles(rules_columns.profile_columns(body, width), header.labels,
                                                 mapped and mapped["columns"])
-        if model_doubt and not mapped:
-            assignment = second_opinion(assignment, body, width, header.labels)
+        second = second_opinion(assignment, body, width, header.labels) if model_doubt is not False and not mapped else None
+        if model_doubt and second is not None:
+            assignment = second
     if "unit_price" not in assignment.roles:
         named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
         if named:
@@ -328,11 +351,31 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
     report = _report(sheet, header, "read", columns=[c.to_json() for c in assignment.columns],
                      needs_confirmation=confirm and not mapped, doubts=doubts, rows=counts, skipped_rows=listed,
                      source="reviewer" if mapped else "inferred")
-    return _SheetResult(items, report, _summary(sheet, header, assignment, builder))
+    held = _held_doubt(second, assignment) if model_doubt is None else None
+    return _SheetResult(items, report, _summary(sheet, header, assignment, builder), held)
+
+
+def _held_doubt(second, rules) -> tuple[list[dict], list[str], list[dict]] | None:
+    """The column model's doubt on the rules' roles, kept for ``_show_held_doubt``."""
+    if second is None or not second.doubted:
+        return None
+    return ([c.to_json() for c in second.columns], second.doubts[len(rules.doubts):],
+            [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
+             for role, (col, _why) in second.doubted.items()])
+
+
+def _show_held_doubt(got: _SheetResult) -> None:
+    """The column model's doubt on a sheet that goes to a reviewer anyway:
+    its columns marked, every item flagged on the fields in doubt."""
+    columns, reasons, flags = got.held_doubt
+    got.report.update(columns=columns, needs_confirmation=True,
+                      doubts=list(got.report.get("doubts") or []) + reasons)
+    for item in got.items:
+        item["flags"] = list(item.get("flags") or []) + [dict(f) for f in flags]
 
 
 def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False,
-            model_doubt: bool = False) -> Extraction:
+            model_doubt: bool | None = None) -> Extraction:
     """Items and the per-sheet ``columns`` report of ``table`` (pure, no ORM).
 
     ``mapping`` (a reviewer's, or a remembered layout) names, per sheet, the
@@ -342,14 +385,18 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
     ``model_doubt`` keeps them and takes their doubt from the fitted column
     model: a role the model does not read the same way, confidently, marks
     its column ``needs_confirmation`` and flags its values as uncertain
-    (catalog.flags; ``columns.second_opinion``). ``column_model`` takes the
-    roles themselves from the model (``columns.assign_roles``).
+    (catalog.flags; ``columns.second_opinion``). ``True`` always; ``None``
+    (the default) when the file goes to a reviewer anyway (an item flagged,
+    or columns to confirm), so the reviewer is pointed at the columns in
+    doubt while a sheet the rules read cleanly still publishes; ``False``
+    never. ``column_model`` takes the roles themselves from the model
+    (``columns.assign_roles``).
     Raises ``MappingError`` when the mapping names a sheet or column the
     table does not have.
     """
     if not any(any(row for row in s.rows) for s in table.sheets):
         return Extraction([], [MSG_EMPTY_TABLE], [], False, MSG_EMPTY_TABLE)
-    items, notes, reports, refusals = [], [], [], []
+    items, notes, reports, refusals, results = [], [], [], [], []
     currency = (mapping or {}).get("currency")
     for sheet in table.sheets:
         mapped = sheet_mapping(mapping, sheet) if mapping else None
@@ -360,6 +407,7 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
             reports.append(_report(sheet, Header((), []), "empty"))
             continue
         got = _read_sheet(sheet, mapped, currency, column_model, model_doubt)
+        results.append(got)
         items += got.items
         notes += got.notes
         reports.append(got.report)
@@ -367,6 +415,11 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
             refusals.append(got.report["reason"])
     refusal = None if items else MSG_REFUSED.format(details="; ".join(refusals) or "no sheet was selected")
     confirm = any(r.get("needs_confirmation") for r in reports if r["status"] == "read")
+    if confirm or any(item.get("flags") for item in items):
+        for got in results:
+            if got.held_doubt:
+                _show_held_doubt(got)
+        confirm = any(r.get("needs_confirmation") for r in reports if r["status"] == "read")
     return Extraction(items, notes, reports, confirm, refusal)
 
 

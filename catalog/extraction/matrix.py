@@ -33,7 +33,8 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from catalog.extraction import headers, layout
+import catalog.extraction.headers as headers
+import catalog.extraction.layout as layout
 from catalog.extraction.money import (
     PLAIN_NUMBER_RE,
     canonical_decimal,

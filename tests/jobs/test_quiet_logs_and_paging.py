@@ -67,7 +67,7 @@ def test_a_page_past_the_end_is_a_404_problem(api_client, workspace):
     body = response.json()
     assert body["type"] == "/problems/page-out-of-range"
     assert body["last_page"] == 2
-    assert "Page 3 is past the last page (2; 3 jobs in all)" in body["detail"]
+    assert "Page 3 is past the last page (2; 3 in all)" in body["detail"]
 
 
 def test_the_last_page_links_back_and_not_forward(api_client, workspace):
