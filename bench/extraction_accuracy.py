@@ -141,14 +141,20 @@ def main(argv=None) -> int:
     parser.add_argument("--corpus-only", action="store_true", help="only the labeled corpus")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per labeled file")
     parser.add_argument("--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels")
-    parser.add_argument("--rules", action="store_true",
-                        help="score the corpus with the hand-weighted column rules instead of the column model")
-    parser.add_argument("--hybrid", action="store_true",
-                        help="score the corpus with the rules' roles and the column model's doubt "
-                             "(extract(..., model_doubt=True))")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--rules", action="store_true",
+                      help="score the corpus with the hand-weighted column rules and no model doubt")
+    mode.add_argument("--hybrid", action="store_true",
+                      help="score the corpus with the rules' roles and the column model's doubt on every "
+                           "file (extract(..., model_doubt=True))")
+    mode.add_argument("--model", action="store_true",
+                      help="score the corpus with the roles taken from the column model (column_model=True)")
     args = parser.parse_args(argv)
+    # Without a flag: what a parse job does (the rules' roles, the model's doubt
+    # on every file that goes to a reviewer anyway).
+    model_doubt = False if args.rules else True if args.hybrid else None
     if args.corpus_only:
-        print_corpus(args.verbose, args.labels, not (args.rules or args.hybrid), args.hybrid)
+        print_corpus(args.verbose, args.labels, args.model, model_doubt)
         return 0
     scores = [] if args.no_generated else [score(name, make()) for name, make in sorted(sheetgen.SHEETS.items())]
     if args.truth.is_dir() and args.real.is_dir():
@@ -159,12 +165,12 @@ def main(argv=None) -> int:
     print_total(scores)
     if args.real.is_dir():
         print_outcomes(args.real)
-    print_corpus(args.verbose, args.labels, not (args.rules or args.hybrid), args.hybrid)
+    print_corpus(args.verbose, args.labels, args.model, model_doubt)
     return 0
 
 
-def print_corpus(verbose: bool, folders: list[Path] | None = None, column_model: bool = True,
-                 model_doubt: bool = False) -> None:
+def print_corpus(verbose: bool, folders: list[Path] | None = None, column_model: bool = False,
+                 model_doubt: bool | None = None) -> None:
     from bench.corpus import labels as corpus_labels
     from bench.corpus.scoring import calibration, print_calibration, print_summary, score_file
 

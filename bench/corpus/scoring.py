@@ -93,7 +93,7 @@ def _compare_item(item: dict, row: list[str], roles: dict[str, str], label: dict
     return out
 
 
-def run_file(path: Path, column_model: bool = True, model_doubt: bool = False):
+def run_file(path: Path, column_model: bool = False, model_doubt: bool | None = None):
     """(table, Extraction, validated items, outcome) the way a parse job sees the file."""
     from catalog.extraction import extract
     from catalog.validation import needs_review, review_flags, validate_items
@@ -107,7 +107,8 @@ def run_file(path: Path, column_model: bool = True, model_doubt: bool = False):
     return table, result, items, "review" if review else "publish"
 
 
-def score_file(label: dict, corpus: Path = CORPUS, column_model: bool = True, model_doubt: bool = False) -> FileScore:
+def score_file(label: dict, corpus: Path = CORPUS, column_model: bool = False,
+               model_doubt: bool | None = None) -> FileScore:
     s = FileScore(label["file"], label["kind"], label["outcome"])
     try:
         table, result, items, s.outcome = run_file(corpus / label["file"], column_model, model_doubt)
