@@ -16,15 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from bench.corpus.labels import CORPUS  # noqa: E402
-
-
-def col_letter(i: int) -> str:
-    s = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        s = chr(65 + r) + s
-    return s
+from catalog.extraction.text import col_letter  # noqa: E402  the letters labels use
 
 
 def sheets_of(path: Path) -> list[tuple[str, list[list[str]]]]:
