@@ -107,3 +107,14 @@ def kill_all(procs: list[subprocess.Popen]) -> None:
     for proc in procs:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
+
+
+# Headers whose value is the moment of the response (never_cache's Expires):
+# two responses a second apart differ there and nowhere else.
+CLOCK_HEADERS = frozenset({"Date", "Expires"})
+
+
+def comparable_headers(response) -> list[tuple[str, str]]:
+    """The response's headers, with the clock's value replaced by its name only."""
+    return sorted((name, "<clock>" if name in CLOCK_HEADERS else value)
+                  for name, value in response.items())
