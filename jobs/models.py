@@ -68,6 +68,9 @@ class Job(models.Model):
     lease_until = models.DateTimeField(null=True, blank=True)
     worker_id = models.CharField(max_length=100, blank=True)
     run_after = models.DateTimeField(db_default=Now())
+    # When the job was last claimed (database time). The claim serves first
+    # the workspace whose jobs were claimed least recently (jobs.services).
+    claimed_at = models.DateTimeField(null=True, blank=True)
 
     # Null for jobs admitted without a key: the unique (workspace, key) constraint ignores nulls.
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
@@ -119,6 +122,18 @@ class Job(models.Model):
                 fields=["run_after"],
                 name="job_claimable",
                 condition=Q(state__in=CLAIMABLE_STATES),
+            ),
+            # The fair claim: each workspace's claimable rows, in run_after
+            # order, and when a job of the workspace was last claimed.
+            models.Index(
+                fields=["workspace", "run_after"],
+                name="job_claimable_workspace",
+                condition=Q(state__in=CLAIMABLE_STATES),
+            ),
+            models.Index(
+                fields=["workspace", "claimed_at"],
+                name="job_workspace_claimed",
+                condition=Q(claimed_at__isnull=False),
             ),
             # The recovery scan: running rows by lease expiry.
             models.Index(

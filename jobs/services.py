@@ -364,14 +364,69 @@ def jobs_admit_many(*, workspace_id: int, kind: str, count: int, payload: dict |
 # two thirds of each job's time (bench/queue_throughput.py --profile). Their
 # assignments and events are written from the same definitions as the ORM
 # transitions' (_leave_state_sql, _event_payload_sql); their guards are
-# those of _fenced().
+# those of _fenced(), and which rows are claimable is JobQuerySet.claimable().
+#
+# Fair between workspaces: one workspace's backlog does not hold up another
+# workspace's job. Each workspace's next jobs take turns: a workspace's k-th
+# next job has turn (its jobs running now) + k, and lower turns go first;
+# between equal turns, the workspace served least recently (the later of
+# its oldest due job and its last claim) goes first, then the older job.
+# With one workspace this is oldest first.
 _CLAIM_SQL = """
-WITH next AS ({candidate}),
+WITH RECURSIVE busy AS (
+    -- The workspaces with a due job: one probe of job_claimable_workspace each.
+    (SELECT workspace_id FROM jobs_job WHERE {due} ORDER BY workspace_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT workspace_id FROM jobs_job WHERE {due} AND workspace_id > busy.workspace_id
+            ORDER BY workspace_id LIMIT 1)
+    FROM busy WHERE busy.workspace_id IS NOT NULL
+),
+workspaces AS (
+    SELECT busy.workspace_id,
+           (SELECT count(*) FROM jobs_job AS r
+            WHERE r.workspace_id = busy.workspace_id AND r.state = 'running') AS running,
+           (SELECT max(s.claimed_at) FROM jobs_job AS s
+            WHERE s.workspace_id = busy.workspace_id AND s.claimed_at IS NOT NULL) AS served
+    FROM busy WHERE busy.workspace_id IS NOT NULL
+),
+turns AS (
+    SELECT c.id, w.running + c.position AS turn, greatest(c.oldest, w.served) AS since, c.run_after
+    FROM workspaces AS w CROSS JOIN LATERAL (
+        SELECT d.id, d.run_after, row_number() OVER (ORDER BY d.run_after) AS position,
+               min(d.run_after) OVER () AS oldest
+        FROM (SELECT id, run_after FROM jobs_job
+              WHERE jobs_job.workspace_id = w.workspace_id AND {due_kinds}
+              ORDER BY run_after LIMIT {window}) AS d
+    ) AS c
+),
+next AS (
+    -- SKIP LOCKED: concurrent claimers pass over a row another one holds;
+    -- a row claimed since this statement's snapshot fails the recheck.
+    SELECT jobs_job.id, t.turn, t.since, t.run_after FROM jobs_job JOIN turns AS t ON t.id = jobs_job.id
+    WHERE {due_kinds}
+    ORDER BY t.turn, t.since, t.run_after
+    LIMIT {limit}
+    FOR UPDATE OF jobs_job SKIP LOCKED
+),{claim}
+SELECT c.id, c.kind, c.attempt, c.workspace_id, c.payload, c.lease_token
+FROM claimed AS c JOIN next AS n ON n.id = c.id ORDER BY n.turn, n.since, n.run_after
+"""
+
+# The oldest claimable jobs, whatever their workspace: asked only when the
+# fair statement claimed nothing, which it does when every job in its
+# look-ahead was held by other claimers (or when nothing is claimable).
+_CLAIM_OLDEST_SQL = """
+WITH next AS ({candidate}),{claim}
+SELECT id, kind, attempt, workspace_id, payload, lease_token FROM claimed ORDER BY run_after
+"""
+
+# What both claim statements do with the rows `next` locked.
+_CLAIM_UPDATE_SQL = """
 claimed AS (
     UPDATE jobs_job AS j
     SET state = 'running', attempt = j.attempt + 1, lease_token = gen_random_uuid(),
         lease_until = clock_timestamp() + make_interval(secs => %s), worker_id = %s,
-        {leave_state}
+        claimed_at = clock_timestamp(), {leave_state}
     FROM next WHERE j.id = next.id
     RETURNING j.id, j.kind, j.attempt, j.workspace_id, j.payload, j.lease_token, j.run_after
 ),
@@ -379,25 +434,42 @@ opened AS (
     INSERT INTO jobs_attempt (job_id, number, lease_token, worker_id, started_at, outcome, error,
                               provider_request_ids)
     SELECT id, attempt, lease_token, %s, clock_timestamp(), 'running', '', '[]'::jsonb FROM claimed
-)
-SELECT id, kind, attempt, workspace_id, payload, lease_token FROM claimed ORDER BY run_after
-"""
+)"""
+
+# How many of each workspace's next jobs the fair claim looks at beyond the
+# ones it claims: rows other claimers hold at the same moment are skipped.
+CLAIM_LOOKAHEAD = 32
+
+
+def _where(queryset) -> tuple[str, list]:
+    """The WHERE clause of `queryset` (over the unaliased jobs_job) and its params."""
+    query = queryset.query
+    return query.where.as_sql(query.get_compiler(connection=connection), connection)
+
 
 @functools.cache
-def _claim_sql(kinds: tuple[str, ...] | None, limit: int) -> tuple[str, tuple]:
-    """The claim statement, compiled once per set of kinds and batch size.
+def _claim_sql(kinds: tuple[str, ...] | None, limit: int, fair: bool = True) -> tuple[str, tuple]:
+    """A claim statement and its leading params, compiled once per set of
+    kinds and batch size: the fair one, or (fair=False) oldest first.
 
-    Its first part is the next claimable rows, locked: SKIP LOCKED lets
+    Its `next` part is the claimable rows to take, locked: SKIP LOCKED lets
     concurrent claimers pass over a row another claimer holds instead of
-    queueing behind it. The ORM builds that SELECT ... FOR UPDATE only inside
-    a transaction; the statement itself runs as its own transaction."""
+    queueing behind it. The statement itself runs as its own transaction."""
+    claim = _CLAIM_UPDATE_SQL.format(leave_state=_leave_state_clause("j."))
     candidates = Job.objects.claimable()
     if kinds is not None:
         candidates = candidates.filter(kind__in=kinds)
-    query = candidates.select_for_update(skip_locked=True).order_by("run_after").values("id")[:limit]
-    with transaction.atomic():
-        candidate, params = query.query.sql_with_params()
-    return _CLAIM_SQL.format(candidate=candidate, leave_state=_leave_state_clause("j.")), params
+    if not fair:
+        query = candidates.select_for_update(skip_locked=True).order_by("run_after").values("id", "run_after")[:limit]
+        # The ORM builds SELECT ... FOR UPDATE only inside a transaction.
+        with transaction.atomic():
+            candidate, params = query.query.sql_with_params()
+        return _CLAIM_OLDEST_SQL.format(candidate=candidate, claim=claim), tuple(params)
+    due, due_params = _where(Job.objects.claimable())
+    due_kinds, kinds_params = _where(candidates)
+    sql = _CLAIM_SQL.format(due=due, due_kinds=due_kinds, window=int(limit) + CLAIM_LOOKAHEAD,
+                            limit=int(limit), claim=claim)
+    return sql, (*due_params, *due_params, *kinds_params, *kinds_params)
 
 
 def job_claim_next(*, worker_id: str, kinds: Iterable[str] | None = None) -> Claim | None:
@@ -413,14 +485,13 @@ def job_claim_next(*, worker_id: str, kinds: Iterable[str] | None = None) -> Cla
 
 def jobs_claim_batch(*, worker_id: str, limit: int,
                      kinds: Iterable[str] | None = None) -> list[Claim]:
-    """Claim up to `limit` claimable jobs, oldest first: each with its own
-    token, attempt and lease, exactly as `job_claim_next` claims one."""
-    sql, params = _claim_sql(tuple(sorted(kinds)) if kinds is not None else None, limit)
-    # One statement, one transaction: the locks, the UPDATE and the Attempt
-    # INSERTs commit together, before the caller starts the slow work.
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, settings.JOB_LEASE_SECONDS, worker_id, worker_id])
-        rows = cursor.fetchall()
+    """Claim up to `limit` claimable jobs, fairly between workspaces (see
+    _CLAIM_SQL): each with its own token, attempt and lease, exactly as
+    `job_claim_next` claims one."""
+    kinds = tuple(sorted(kinds)) if kinds is not None else None
+    rows = _claim_rows(_claim_sql(kinds, limit), worker_id)
+    if not rows:
+        rows = _claim_rows(_claim_sql(kinds, limit, fair=False), worker_id)
     claims = []
     for job_id, kind, number, workspace_id, payload, token in rows:
         if isinstance(payload, str):  # Django's connection loads jsonb as text
@@ -428,6 +499,15 @@ def jobs_claim_batch(*, worker_id: str, limit: int,
         claims.append(Claim(job_id=job_id, kind=kind, attempt=number, token=token,
                             worker_id=worker_id, workspace_id=workspace_id, payload=payload))
     return claims
+
+
+def _claim_rows(statement: tuple[str, tuple], worker_id: str) -> list[tuple]:
+    sql, params = statement
+    # One statement, one transaction: the locks, the UPDATE and the Attempt
+    # INSERTs commit together, before the caller starts the slow work.
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, settings.JOB_LEASE_SECONDS, worker_id, worker_id])
+        return cursor.fetchall()
 
 
 # --- heartbeat and checkpoints ------------------------------------------------
