@@ -20,7 +20,7 @@ from catalog.selectors import (
     sheet_job_review,
     sheet_status_fields,
 )
-from catalog.services import revision_publish
+from catalog.services import revision_publish, supplier_for_publication
 from catalog.storage import sheet_read_bytes
 from jobs.errors import PermanentError, TransientError
 from jobs.registry import register
@@ -160,6 +160,15 @@ def _from_extractor(ctx, extractor: Extractor, saved: dict) -> tuple[list[dict],
     return validate_items(check_model_items(items, table), table), notes, report
 
 
+def _supplier_made(ctx) -> None:
+    """Make the supplier named at upload before the publishing transaction,
+    in a short one of its own: the publication then holds no shared row
+    while it writes its items (catalog.services.revision_publish)."""
+    name = ctx.payload.get("supplier_name")
+    if ctx.payload.get("supplier_id") is None and name and name.strip():
+        supplier_for_publication(workspace_id=ctx.workspace_id, name=name)
+
+
 def parse_sheet(ctx) -> None:
     from catalog.selectors import supplier_current_items
     from catalog.validation import needs_review, review_flags
@@ -184,6 +193,8 @@ def parse_sheet(ctx) -> None:
     # A reviewer's own mapping always comes back to them; columns inferred
     # without confidence wait for a reviewer to confirm them.
     review = needs_review(checked) or confirm or layout["source"] == "reviewer"
+    if not review:
+        _supplier_made(ctx)
     ctx.accept(output, needs_review=review, publish=lambda job: revision_publish(job=job))
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -132,24 +132,59 @@ def _pack_size(item: dict) -> Decimal | None:
     return None if item.get("pack_size") is None else Decimal(str(item["pack_size"]))
 
 
+def supplier_for_publication(*, workspace_id: int, name: str) -> Supplier:
+    """The workspace's supplier named `name` (see supplier_find), created if
+    none is, in a short transaction of its own: called before a publishing
+    transaction opens, so that transaction only finds it.
+
+    Two first publications for "Acme" and "ACME " take turns on the
+    workspace's row for the moment of the creation, so the second finds the
+    supplier the first made; the unique (workspace, name) decides between
+    two spellings that are the same."""
+    clean = " ".join(name.split())
+    found = supplier_find(workspace_id=workspace_id, name=clean)
+    if found is not None:
+        return found
+    with transaction.atomic():
+        _lock_workspace(workspace_id)
+        found = supplier_find(workspace_id=workspace_id, name=clean)
+        if found is None:
+            found, _ = Supplier.objects.get_or_create(workspace_id=workspace_id, name=clean)
+    return found
+
+
+def _publish_supplier_name(job) -> str:
+    return " ".join(((job.payload or {}).get("supplier_name") or "").split())
+
+
 def _publish_supplier(job) -> Supplier | None:
-    """The job's supplier, created on its first publication, row-locked so
-    that two publications for one supplier take turns (current revision)."""
+    """The job's supplier as it is now, not locked (None when it is still to
+    be created: a publication whose supplier was not made beforehand)."""
     payload = job.payload or {}
-    suppliers = Supplier.objects.select_for_update(of=("self",)).select_related("current_revision")
     if payload.get("supplier_id") is not None:
-        return suppliers.filter(pk=payload["supplier_id"]).first()
-    name = (payload.get("supplier_name") or "").strip()
-    if not name:
-        return None
-    found = supplier_find(workspace_id=job.workspace_id, name=name)
-    if found is None:
-        # Two first publications for "Acme" and "ACME " take turns on the
-        # workspace's row, so the second finds the supplier the first made.
+        return (Supplier.objects.select_related("current_revision")
+                .filter(pk=payload["supplier_id"]).first())
+    name = _publish_supplier_name(job)
+    found = supplier_find(workspace_id=job.workspace_id, name=name) if name else None
+    return None if found is None else Supplier.objects.select_related("current_revision").get(pk=found.pk)
+
+
+def _lock_supplier(job, supplier: Supplier | None) -> Supplier | None:
+    """The shared rows, taken last: the supplier's row (two publications
+    for one supplier take turns on its current revision and its numbers),
+    created here under the workspace's row if it does not exist yet, or,
+    for a publication without a supplier, the workspace's row."""
+    name = _publish_supplier_name(job)
+    if supplier is None and name:
         _lock_workspace(job.workspace_id)
-        found = (supplier_find(workspace_id=job.workspace_id, name=name)
-                 or Supplier.objects.create(workspace_id=job.workspace_id, name=" ".join(name.split())))
-    return suppliers.get(pk=found.pk)
+        supplier = (supplier_find(workspace_id=job.workspace_id, name=name)
+                    or Supplier.objects.create(workspace_id=job.workspace_id, name=name))
+    if supplier is None:
+        _lock_workspace(job.workspace_id)
+        return None
+    # NO KEY UPDATE: the key checks of other publications' revisions for
+    # this supplier (written before they take their turn) are not held up.
+    return Supplier.objects.select_for_update(no_key=True, of=("self",)).get(pk=supplier.pk)
 
 
 def _lock_workspace(workspace_id: int) -> None:
@@ -175,16 +210,36 @@ def _revision_is(revision: CatalogRevision, sha256: str, items: list[dict]) -> b
     return published == staged
 
 
-def _next_number(*, workspace_id: int, supplier: Supplier | None) -> int:
-    """The number of the next revision: the supplier's row is already locked
-    (_publish_supplier), and a publication without a supplier locks its
-    workspace's row, so two publications never take the same number."""
+def _next_number(*, workspace_id: int, supplier: Supplier | None, revision: CatalogRevision) -> int:
+    """The number of the next revision, `revision` (still pending) aside:
+    the supplier's row, or for a publication without one the workspace's
+    row, is locked (_lock_supplier), so two publications never take the
+    same number."""
     if supplier is not None:
         revisions = CatalogRevision.objects.filter(supplier=supplier)
     else:
-        _lock_workspace(workspace_id)
         revisions = CatalogRevision.objects.filter(workspace_id=workspace_id, supplier=None)
-    return (revisions.aggregate(last=Max("number"))["last"] or 0) + 1
+    return (revisions.exclude(pk=revision.pk).aggregate(last=Max("number"))["last"] or 0) + 1
+
+
+# A revision's number while its items are written, before it takes its turn
+# for the real one: unique per job (the real numbers stay far below), so
+# pending revisions of one supplier never meet on the unique number.
+PENDING_NUMBER = 1_000_000_000
+
+
+def _pending_number(job) -> int:
+    return PENDING_NUMBER + job.pk.int % PENDING_NUMBER
+
+
+def _check_references_now() -> None:
+    """Run the foreign-key checks of the rows written so far now, not at
+    commit: 100,000 items cost their checks before the shared rows are
+    taken, not while they are held. Django's keys are deferred by default;
+    that is restored."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 _ITEM_COLUMNS = ("revision_id", "sku", "description", "unit", "unit_code", "pack_size", "unit_price",
@@ -213,34 +268,38 @@ def revision_publish(*, job, approved_by=None) -> dict:
     accept or approve; `CatalogRevision.job` is unique, so a second
     publication of the same job fails instead of duplicating the catalog.
 
-    The supplier named at upload is created now if it does not exist yet. A
-    sheet identical to the supplier's current revision (same file, same
-    items) publishes nothing: the result points at that revision and says
-    it is unchanged."""
+    Lock order: the job's row (the guarded UPDATE, before this), then the
+    revision and its items, written with no shared row held, then, last and
+    briefly, the supplier's row (or the workspace's), for the number, the
+    current revision and the event. A publication that is slow to write its
+    items holds up no other publication of the workspace or the supplier.
+
+    The supplier named at upload is made beforehand (supplier_for_publication);
+    one still missing is created in the last step. A sheet identical to the
+    supplier's current revision (same file, same items) publishes nothing:
+    the result points at that revision and says it is unchanged."""
     if not connection.in_atomic_block:
         raise PublishOutsideTransaction("revision_publish must run inside the guarded transaction")
     items = (job.output or {}).get("items", [])
-    payload = job.payload or {}
     supplier = _publish_supplier(job)
-    supplier_id = supplier.pk if supplier else None
-    sheet = PriceSheet.objects.filter(pk=payload.get("sheet_id")).only("sha256").first()
-    current = supplier.current_revision if supplier else None
-    if current is not None and sheet is not None and _revision_is(current, sheet.sha256, items):
-        if approved_by is not None:
-            supplier_layout_remember(job=job, supplier=supplier, approved_by=approved_by)
-        return {"revision_id": str(current.public_id), "item_count": current.item_count,
-                "unchanged": True,
-                "note": MSG_UNCHANGED.format(revision=current.number, supplier=supplier.name)}
+    unchanged = _unchanged(job, supplier, items, approved_by)
+    if unchanged is not None:
+        return unchanged
     revision = CatalogRevision.objects.create(
-        workspace_id=job.workspace_id, supplier_id=supplier_id, job=job,
+        workspace_id=job.workspace_id, supplier=supplier, job=job,
         attempt=job.attempt, approved_by=approved_by, item_count=len(items),
-        number=_next_number(workspace_id=job.workspace_id, supplier=supplier),
+        number=_pending_number(job),
     )
     _items_copy(revision, items)
-    if supplier_id is not None:
-        Supplier.objects.filter(pk=supplier_id).update(current_revision=revision)
-    if supplier is not None and approved_by is not None:
-        supplier_layout_remember(job=job, supplier=supplier, approved_by=approved_by)
+    _check_references_now()
+    # Last: the shared rows, held from here to the commit.
+    supplier = _lock_supplier(job, supplier)
+    number = _next_number(workspace_id=job.workspace_id, supplier=supplier, revision=revision)
+    CatalogRevision.objects.filter(pk=revision.pk).update(number=number, supplier=supplier)
+    if supplier is not None:
+        Supplier.objects.filter(pk=supplier.pk).update(current_revision=revision)
+        if approved_by is not None:
+            supplier_layout_remember(job=job, supplier=supplier, approved_by=approved_by)
     supplier_public_id = str(supplier.public_id) if supplier is not None else None
     # Events and results name revisions and suppliers by their public ids,
     # the ones the catalog API takes (`/api/suppliers/<id>/changes?since=...`).
@@ -252,6 +311,24 @@ def revision_publish(*, job, approved_by=None) -> dict:
                  "approved_by": getattr(approved_by, "username", None)},
     )
     return {"revision_id": str(revision.public_id), "item_count": len(items)}
+
+
+def _unchanged(job, supplier: Supplier | None, items: list[dict], approved_by) -> dict | None:
+    """The result of a publication identical to the supplier's current
+    revision, or None. Compared before any lock; the supplier's row is then
+    locked and its current revision must still be the one compared."""
+    current = supplier.current_revision if supplier else None
+    sheet = PriceSheet.objects.filter(pk=(job.payload or {}).get("sheet_id")).only("sha256").first()
+    if current is None or sheet is None or not _revision_is(current, sheet.sha256, items):
+        return None
+    locked = _lock_supplier(job, supplier)
+    if locked.current_revision_id != current.pk:
+        return None  # another publication moved it since: publish
+    if approved_by is not None:
+        supplier_layout_remember(job=job, supplier=supplier, approved_by=approved_by)
+    return {"revision_id": str(current.public_id), "item_count": current.item_count,
+            "unchanged": True,
+            "note": MSG_UNCHANGED.format(revision=current.number, supplier=supplier.name)}
 
 
 # --- column mappings and remembered layouts ------------------------------------

@@ -1,17 +1,17 @@
 """A worker paused (SIGSTOP: a frozen VM, a partition) inside its
-publication transaction holds the job's, the supplier's and the workspace's
-rows. Recovery ends its session once its lease is long gone; its job is
-published once by another worker, and the jobs that waited on its locks do
-not lose an attempt (real processes, short leases)."""
+publication transaction holds the job's and the supplier's rows (taken
+last). Recovery ends its session once its lease is long gone; its job is
+published once by another worker, the jobs that waited on its locks do not
+lose an attempt, and the workspace's other publications never wait on it
+(real processes, short leases)."""
 
 import signal
 
 import pytest
 from django.db import connection, transaction
 
-from accounts.models import Workspace
-from catalog.models import CatalogRevision
-from catalog.services import pricesheet_store
+from catalog.models import CatalogRevision, Supplier
+from catalog.services import pricesheet_store, supplier_for_publication
 from jobs.models import Attempt, Job, State
 from jobs.services import job_admit
 from tests.helpers import wait_for
@@ -33,11 +33,11 @@ def sheet_job(workspace, label: str, supplier_name: str) -> Job:
     return job
 
 
-def waiting_on_workspace_lock() -> bool:
+def waiting_on_supplier_lock() -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_clear_snapshot()")  # fresh activity inside a transaction
         cursor.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                       "AND query LIKE '%%catalog_workspace%%FOR NO KEY UPDATE%%'")
+                       "AND query LIKE '%%catalog_supplier%%FOR NO KEY UPDATE%%'")
         return cursor.fetchone() is not None
 
 
@@ -50,19 +50,22 @@ def test_a_worker_paused_inside_its_publication_is_ended_and_holds_up_no_other_j
         workspace, other_workspace, processes, tmp_path, settings):
     settings.MEDIA_ROOT = media = tmp_path / "media"
     stalled = sheet_job(workspace, "first", "Acme")
+    acme = supplier_for_publication(workspace_id=workspace.pk, name="Acme")
     with transaction.atomic():
-        # Hold the workspace's row so that A's first publication stops
-        # inside its transaction, after the guarded accept took the job's row.
-        Workspace.objects.select_for_update(no_key=True).get(pk=workspace.pk)
+        # Hold the supplier's row so that A's publication stops inside its
+        # transaction, at its last step: the guarded accept took the job's
+        # row, the items are written.
+        Supplier.objects.select_for_update(no_key=True).get(pk=acme.pk)
         a = processes.worker("worker-a", **FAST, MEDIA_ROOT=media, JOB_LOCK_TIMEOUT_MS=120_000,
                              JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS=0)
-        wait_for(waiting_on_workspace_lock, timeout=60, message="A's publication to wait")
+        wait_for(waiting_on_supplier_lock, timeout=60, message="A's publication to wait")
         a.send_signal(signal.SIGSTOP)
-    # A's session now holds the job's and the workspace's rows, its process paused.
-    same = sheet_job(workspace, "same", "Bolt")
+    # A's session now holds the job's and the supplier's rows, its process paused.
+    same = sheet_job(workspace, "same", "Acme")
+    neighbour = sheet_job(workspace, "neighbour", "Bolt")
     other = sheet_job(other_workspace, "other", "Acme")
     processes.worker("worker-b", **FAST, MEDIA_ROOT=media, JOB_LOCK_TIMEOUT_MS=500)
-    for job in (stalled, same, other):
+    for job in (stalled, same, neighbour, other):
         wait_for(lambda job=job: Job.objects.get(pk=job.pk).state == State.COMPLETED, timeout=90,
                  interval=0.1, message=f"job {job.pk} to be published")
     a.send_signal(signal.SIGCONT)
@@ -71,7 +74,9 @@ def test_a_worker_paused_inside_its_publication_is_ended_and_holds_up_no_other_j
     assert Attempt.objects.get(job=stalled, number=stalled.attempt).worker_id == "worker-b"
     assert "ended stalled session" not in processes.output(a)
     assert "terminating that session" in processes.output(processes.procs[1])
-    for job in (same, other):
+    for job in (same, neighbour, other):
         job.refresh_from_db()
         assert charged_attempts(job) == 1, (job.attempt, job.max_attempts, job.reason)
         assert CatalogRevision.objects.filter(job_id=job.pk).count() == 1
+    # The workspace's other supplier never waited on A's locks.
+    assert (neighbour.attempt, neighbour.max_attempts) == (1, 5)
