@@ -381,7 +381,7 @@ WITH RECURSIVE busy AS (
             ORDER BY workspace_id LIMIT 1)
     FROM busy WHERE busy.workspace_id IS NOT NULL
 ),
-workspaces AS (
+workspaces AS MATERIALIZED (
     SELECT busy.workspace_id,
            (SELECT count(*) FROM jobs_job AS r
             WHERE r.workspace_id = busy.workspace_id AND r.state = 'running') AS running,
@@ -389,7 +389,7 @@ workspaces AS (
             WHERE s.workspace_id = busy.workspace_id AND s.claimed_at IS NOT NULL) AS served
     FROM busy WHERE busy.workspace_id IS NOT NULL
 ),
-turns AS (
+turns AS MATERIALIZED (
     SELECT c.id, w.running + c.position AS turn, greatest(c.oldest, w.served) AS since, c.run_after
     FROM workspaces AS w CROSS JOIN LATERAL (
         SELECT d.id, d.run_after, row_number() OVER (ORDER BY d.run_after) AS position,
@@ -400,13 +400,14 @@ turns AS (
     ) AS c
 ),
 next AS (
-    -- SKIP LOCKED: concurrent claimers pass over a row another one holds;
-    -- a row claimed since this statement's snapshot fails the recheck.
-    SELECT jobs_job.id, t.turn, t.since, t.run_after FROM jobs_job JOIN turns AS t ON t.id = jobs_job.id
-    WHERE {due_kinds}
-    ORDER BY t.turn, t.since, t.run_after
+    -- In turn order, each row locked as it is reached: SKIP LOCKED passes
+    -- over a row another claimer holds, and a row claimed since this
+    -- statement's snapshot fails the recheck.
+    SELECT j.id, t.turn, t.since, t.run_after
+    FROM (SELECT * FROM turns ORDER BY turn, since, run_after) AS t
+    CROSS JOIN LATERAL (SELECT jobs_job.id FROM jobs_job WHERE jobs_job.id = t.id AND {due_kinds}
+                        FOR UPDATE SKIP LOCKED) AS j
     LIMIT {limit}
-    FOR UPDATE OF jobs_job SKIP LOCKED
 ),{claim}
 SELECT c.id, c.kind, c.attempt, c.workspace_id, c.payload, c.lease_token
 FROM claimed AS c JOIN next AS n ON n.id = c.id ORDER BY n.turn, n.since, n.run_after
@@ -438,7 +439,7 @@ opened AS (
 
 # How many of each workspace's next jobs the fair claim looks at beyond the
 # ones it claims: rows other claimers hold at the same moment are skipped.
-CLAIM_LOOKAHEAD = 32
+CLAIM_LOOKAHEAD = 16
 
 
 def _where(queryset) -> tuple[str, list]:

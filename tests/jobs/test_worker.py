@@ -5,7 +5,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.db.models.functions import Now
 
 from jobs.models import Attempt, Job, OutboxMessage, State
@@ -274,3 +274,27 @@ def test_a_group_member_that_lost_its_lease_is_not_accepted(workspace, settings)
     assert states == {jobs[0].pk: State.CANCELLED, jobs[1].pk: State.COMPLETED,
                       jobs[2].pk: State.COMPLETED}
     assert Attempt.objects.get(job_id=jobs[0].pk).outcome == "cancelled"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lost_connection_retries_the_job_without_counting_the_attempt(workspace, settings):
+    settings.JOB_MAX_ATTEMPTS = 2
+    job = admit(workspace, "sleep", {"seconds": 1.5})
+
+    def work():
+        try:
+            Worker(worker_id="w").run_one()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    wait_for(lambda: Job.objects.filter(pk=job.pk, state=State.RUNNING).exists(), timeout=20,
+             message="the claim")
+    with connection.cursor() as cursor:  # the worker's session ends while its job sleeps
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    thread.join(30)
+    job.refresh_from_db()
+    assert (job.state, job.attempt, job.max_attempts) == (State.RETRYING, 1, 3)
+    assert "interrupted" in job.reason and "not counted" in job.reason
