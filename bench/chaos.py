@@ -61,6 +61,14 @@ class ChaosConfig:
     receiver_error_rate: float = 0.1
     pg_restart_data_dir: Path | None = None  # the embedded cluster's folder, to restart it
     quiesce_seconds: float = 300.0
+    # Uploads admitted per workspace per minute (UPLOAD_RATE_PER_MINUTE):
+    # out of the way of the paced run; the noisy run sets it to its burst.
+    upload_rate_per_minute: int = 1_000_000
+    # The noisy run: the soak's workspace uploads `noisy_jobs` at once (in
+    # place of the paced `jobs`), and a quiet workspace uploads up to
+    # `quiet_jobs` clean sheets, one at a time, while that backlog waits.
+    noisy_jobs: int = 0
+    quiet_jobs: int = 5
 
 
 @dataclass
@@ -74,6 +82,11 @@ class Report:
     client_retries: int = 0
     outbox: dict = field(default_factory=dict)
     webhook_posts: int = 0
+    # The noisy run: per quiet job (seconds to its first claim, noisy jobs
+    # queued ahead of it, noisy jobs claimed before it), and the bound.
+    quiet_waits: list[tuple[float, int, int]] = field(default_factory=list)
+    quiet_wait_bound: float = 0.0
+    noisy_refused: str = ""
     violations: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -86,9 +99,20 @@ class Report:
             f"webhook POSTs received: {self.webhook_posts}",
             f"faults injected: {sum(self.faults.values())} ({faults})",
             f"stale completions rejected: {self.stale_rejected}",
+            *self._noisy_lines(),
             f"violations: {len(self.violations)}",
             *[f"  VIOLATION: {v}" for v in self.violations],
         ]
+
+
+    def _noisy_lines(self) -> list[str]:
+        if not self.quiet_waits:
+            return []
+        waits = ", ".join(f"{wait:.1f} s ({ahead} ahead, {overtaken} overtook)"
+                          for wait, ahead, overtaken in self.quiet_waits)
+        return [f"quiet workspace's jobs, wait for a first claim: {waits}; "
+                f"the longest noisy job, with a wake-up and a claim: {self.quiet_wait_bound:.1f} s",
+                f"noisy workspace past its rate: {self.noisy_refused}"]
 
 
 # --- inputs -----------------------------------------------------------------
@@ -320,7 +344,7 @@ class Clients:
                     self.answers[key].add(answer["id"])
                     self.report.admissions += 1
                 return answer["id"]
-            if status in (400, 413, 422):
+            if status in (400, 413, 415, 422):  # refused for what it is: never admitted
                 return None
             with self._lock:
                 self.report.client_retries += 1
@@ -461,6 +485,140 @@ def _pg_ctl() -> str:
     return str(bin_dir() / "pg_ctl")
 
 
+# --- a noisy workspace --------------------------------------------------------------------
+
+
+class NoisyRun:
+    """The soak's workspace uploads a burst; a quiet workspace uploads one
+    clean sheet at a time while at least three rounds of the burst (3 x
+    workers jobs) still wait. A fair claim runs each quiet job when the
+    next worker is free: it waits about one job's processing, and hardly
+    any noisy job is claimed before it; oldest first, it waits for the
+    whole backlog ahead."""
+
+    def __init__(self, *, clients: "Clients", quiet: "Clients", noisy_workspace_id: int,
+                 config: ChaosConfig, report: Report):
+        self.clients = clients
+        self.quiet = quiet
+        self.noisy_workspace_id = noisy_workspace_id
+        self.config = config
+        self.report = report
+        self.quiet_jobs: list[tuple[str, int]] = []  # (job id, noisy jobs queued ahead)
+
+    def _noisy_waiting(self) -> int:
+        from jobs.models import Job
+
+        return Job.objects.filter(workspace_id=self.noisy_workspace_id,
+                                  state__in=["queued", "retrying"]).count()
+
+    def run(self) -> None:
+        from django.db import connection
+
+        burst = threading.Thread(target=self._burst)
+        burst.start()
+        ahead = 3 * self.config.workers
+        try:
+            # The backlog waits, and the workers are claiming.
+            _wait(lambda: self._noisy_waiting() >= ahead and self._noisy_claims() >= self.config.workers,
+                  90, "the noisy backlog")
+            for n in range(self.config.quiet_jobs):
+                waiting = self._noisy_waiting()
+                if waiting < ahead:
+                    break
+                job_id = self._quiet_upload(n)
+                if job_id is None:
+                    break
+                self.quiet_jobs.append((job_id, waiting))
+                _wait(lambda job_id=job_id: self._claimed(job_id), 120, "a quiet job's claim")
+        finally:
+            burst.join()
+            connection.close()
+
+    def _burst(self) -> None:
+        self.clients.run(self.config.noisy_jobs, 0.0)
+        self._past_the_rate()  # within the minute of the burst
+
+    def _noisy_claims(self) -> int:
+        from jobs.models import Attempt
+
+        return Attempt.objects.filter(job__workspace_id=self.noisy_workspace_id).count()
+
+    def _claimed(self, job_id: str) -> bool:
+        from jobs.models import Attempt
+
+        return Attempt.objects.filter(job_id=job_id).exists()
+
+    def _quiet_upload(self, n: int) -> str | None:
+        body, content_type = _multipart({"supplier": f"Quiet {n % 3}"}, f"quiet-{n}.csv", clean_sheet(n))
+        for _ in range(10):
+            try:
+                status, answer = self.quiet._request(
+                    "POST", "/api/jobs", body,
+                    {"Idempotency-Key": f"quiet-{n}", "Content-Type": content_type})
+            except OSError:
+                continue  # the web server may be restarting
+            if status == 202:
+                return answer["id"]
+            if status == 429:
+                self.report.violations.append("the quiet workspace was refused for the noisy one's rate")
+                return None
+        return None
+
+    def _past_the_rate(self) -> None:
+        """Noisy uploads past UPLOAD_RATE_PER_MINUTE within the minute (the
+        burst's refused files did not count): 429 with Retry-After."""
+        for n in range(30):
+            status, retry_after = self._noisy_upload(n)
+            if status != 202:
+                break
+        self.report.noisy_refused = f"{status}, Retry-After {retry_after}"
+        if status != 429 or not (retry_after or "").isdigit():
+            self.report.violations.append(f"an upload past the noisy workspace's rate answered "
+                                          f"{self.report.noisy_refused}, not 429 with Retry-After")
+
+    def _noisy_upload(self, n: int) -> tuple[int, str | None]:
+        body, content_type = _multipart({"supplier": "Past the rate"}, f"past-{n}.csv", clean_sheet(n))
+        request = urllib.request.Request(
+            self.clients.base_url + "/api/jobs", data=body, method="POST",
+            headers={"Authorization": f"Bearer {self.clients.token}", "Content-Type": content_type,
+                     "Idempotency-Key": f"past-the-rate-{n}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.headers.get("Retry-After")
+        except urllib.error.HTTPError as error:
+            return error.code, error.headers.get("Retry-After")
+
+    def check(self, rows) -> None:
+        """Each quiet job waits for one job's processing, not the backlog:
+        at most one noisy job per worker is claimed between its admission
+        and its first claim (oldest first, every job queued ahead of it
+        is). Its wait in seconds is reported beside the longest noisy
+        attempt that succeeded, plus a wake-up and a claim."""
+        v = self.report.violations
+        if len(self.quiet_jobs) < 3:
+            v.append(f"only {len(self.quiet_jobs)} quiet job(s) ran while the noisy backlog waited")
+        longest = rows("SELECT coalesce(max(extract(epoch FROM a.finished_at - a.started_at)), 0) "
+                       "FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
+                       "WHERE j.workspace_id = %s AND a.outcome = 'succeeded'",
+                       [self.noisy_workspace_id])[0][0]
+        self.report.quiet_wait_bound = float(longest) + 2 * 0.5 + 2.0
+        for job_id, ahead in self.quiet_jobs:
+            wait, overtaken = rows(
+                "WITH q AS (SELECT j.created_at, min(a.started_at) AS claimed FROM jobs_job j "
+                "JOIN jobs_attempt a ON a.job_id = j.id WHERE j.id = %s GROUP BY j.created_at) "
+                "SELECT extract(epoch FROM q.claimed - q.created_at), "
+                "(SELECT count(*) FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
+                " WHERE j.workspace_id = %s AND a.started_at > q.created_at "
+                " AND a.started_at < q.claimed) FROM q", [job_id, self.noisy_workspace_id])[0]
+            wait = float(wait)
+            self.report.quiet_waits.append((wait, ahead, overtaken))
+            # Counted in jobs, not seconds: a fleet stalled by the faults (every
+            # worker paused or restarting) claims nothing at all meanwhile.
+            if overtaken > self.config.workers:
+                v.append(f"quiet job {job_id} waited {wait:.1f} s while {overtaken} of the {ahead} "
+                         f"noisy jobs ahead of it were claimed first")
+
+
 # --- the run and the checks --------------------------------------------------------------
 
 
@@ -494,15 +652,17 @@ PROMISES = [
 ]
 
 
-def check(report: Report, answers: dict[str, set[str]], receiver: Receiver) -> None:
-    """The promises, by SQL."""
+def _rows(sql: str, params=()) -> list[tuple]:
     from django.db import connection
 
-    def rows(sql: str, params=()) -> list[tuple]:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.fetchall()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
+
+def check(report: Report, answers: dict[str, set[str]], receiver: Receiver) -> None:
+    """The promises, by SQL."""
+    rows = _rows
     v = report.violations
     report.states = dict(rows("SELECT state, count(*) FROM jobs_job GROUP BY state"))
     report.jobs = sum(report.states.values())
@@ -565,6 +725,13 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
     secret = uuid.uuid4().hex
     receiver = Receiver(secret, config.receiver_error_rate)
     WebhookEndpoint.objects.create(workspace=workspace, url=receiver.url, secret=secret)
+    quiet_token = None
+    if config.noisy_jobs:
+        quiet_workspace = workspace_create(slug=f"quiet-{uuid.uuid4().hex[:6]}", name="Quiet")
+        quiet_user = membership_add(workspace=quiet_workspace, username=f"quiet-{uuid.uuid4().hex[:6]}",
+                                    role=Membership.Role.ADMIN).user
+        _, quiet_token = apitoken_create(user=quiet_user, name="chaos")
+        WebhookEndpoint.objects.create(workspace=quiet_workspace, url=receiver.url, secret=secret)
     provider = FakeProvider()
     provider.chaos = {"error_rate": config.llm_error_rate, "timeout_rate": config.llm_timeout_rate,
                       "max_delay": 0.3, "timeout_delay": 4.0}
@@ -583,6 +750,7 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
         "OUTBOX_VISIBILITY_SECONDS": "4", "OUTBOX_BACKOFF_BASE_SECONDS": "0.2",
         "OUTBOX_BACKOFF_MAX_SECONDS": "1", "OUTBOX_POLL_INTERVAL_SECONDS": "0.3",
         "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
+        "UPLOAD_RATE_PER_MINUTE": str(config.noisy_jobs or config.upload_rate_per_minute),
     }
     fleet = Fleet(database_url=database_url, env=env, log_dir=log_dir, workers=config.workers)
     faults = Faults(fleet, config, report)
@@ -593,7 +761,13 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
         fault_thread = threading.Thread(target=faults.run, daemon=True)
         fault_thread.start()
         started = time.monotonic()
-        clients.run(config.jobs, config.fault_seconds * 0.8)
+        noisy = None
+        if config.noisy_jobs:
+            noisy = NoisyRun(clients=clients, quiet=Clients(clients.base_url, quiet_token, config, report),
+                             noisy_workspace_id=workspace.pk, config=config, report=report)
+            noisy.run()
+        else:
+            clients.run(config.jobs, config.fault_seconds * 0.8)
         remaining = config.fault_seconds - (time.monotonic() - started)
         if remaining > 0:
             faults.stop.wait(remaining)
@@ -605,7 +779,7 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
         def quiet() -> bool:
             fleet.restart_dead()
             try:
-                return (not Job.objects.filter(workspace=workspace, state__in=UNFINISHED).exists()
+                return (not Job.objects.filter(state__in=UNFINISHED).exists()
                         and not OutboxMessage.objects.filter(delivered_at__isnull=True,
                                                              failed_at__isnull=True).exists())
             except Exception:  # noqa: BLE001
@@ -614,6 +788,8 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
 
         _wait(quiet, config.quiesce_seconds, "quiescence", quiet=True)
         check(report, clients.answers, receiver)
+        if noisy is not None:
+            noisy.check(_rows)
     finally:
         faults.stop.set()
         fleet.stop()
@@ -639,6 +815,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int)
     parser.add_argument("--jobs", type=int)
     parser.add_argument("--seconds", type=float, help="how long faults are injected")
+    parser.add_argument("--noisy", type=int, metavar="N",
+                        help="the noisy run: one workspace uploads N sheets at once, a quiet one "
+                             "uploads one at a time meanwhile; checks the quiet one's waits")
     args = parser.parse_args()
     config = ChaosConfig()
     if args.quick:
@@ -646,6 +825,7 @@ def main() -> None:
     config.workers = args.workers or config.workers
     config.jobs = args.jobs or config.jobs
     config.fault_seconds = args.seconds or config.fault_seconds
+    config.noisy_jobs = args.noisy or 0
 
     import environ
     import psycopg
