@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.models.functions import Greatest, Least
 from django.db.models import (
     Case,
@@ -272,7 +272,8 @@ def _insert_values(obj) -> list:
     """The values of a new `obj` for `_insert_fields`, as `Model.objects.create`
     prepares them."""
     fields, _ = _insert_fields(type(obj))
-    return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+    wrapper = connections[obj._state.db or DEFAULT_DB_ALIAS]  # not the proxy: once per field adds up
+    return [f.get_db_prep_save(f.pre_save(obj, True), wrapper) for f in fields]
 
 
 @functools.cache
