@@ -76,8 +76,9 @@ def apitoken_authenticate(*, token: str) -> ApiToken | None:
 _TOKEN_FIELDS = ("id", "user_id", "scope", "last_used_at")
 
 
-def _user_fields() -> list[str]:
-    return [field.attname for field in get_user_model()._meta.concrete_fields]
+@functools.cache
+def _user_fields() -> tuple[str, ...]:
+    return tuple(field.attname for field in get_user_model()._meta.concrete_fields)
 
 
 @functools.cache
