@@ -177,13 +177,18 @@ def profile_in_process(token: str, count: int) -> str:
         out.write(f"{label}: {len(captured.captured_queries)} statements\n")
         for query in captured.captured_queries:
             out.write(f"    {' '.join(query['sql'].split())[:150]}\n")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
     for label, request in (("admission", admit), ("floor upload", floor)):
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall, server = time.process_time(), time.perf_counter(), backend_cpu_seconds(backend)
         for _ in range(count):
             request()
-        out.write(f"{label}: {(time.process_time() - cpu) * 1000 / count:.2f} ms CPU, "
-                  f"{(time.perf_counter() - wall) * 1000 / count:.2f} ms wall per request "
-                  f"(client included)\n")
+        out.write(f"{label}: {(time.process_time() - cpu) * 1000 / count:.2f} ms CPU here "
+                  f"(test client included), {(backend_cpu_seconds(backend) - server) * 1000 / count:.2f} "
+                  f"ms in its PostgreSQL backend, {(time.perf_counter() - wall) * 1000 / count:.2f} "
+                  f"ms wall per request\n")
+    out.write(statement_costs(connection, backend, count, admit, floor))
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
     for _ in range(count):
@@ -194,6 +199,41 @@ def profile_in_process(token: str, count: int) -> str:
     out.write(f"\ncProfile of {count} admissions (CPU time; the profiler inflates Python):\n")
     out.write(stats.getvalue())
     return out.getvalue()
+
+
+def statement_costs(connection, backend: int, count: int, *requests) -> str:
+    """The PostgreSQL backend's CPU per statement, by the statement's first
+    words, over `count` of each request (the kernel counts CPU in ticks, so
+    only the average over many statements means anything)."""
+    spent: dict[str, float] = {}
+    runs: dict[str, int] = {}
+
+    def measure(execute, sql, params, many, context):
+        before = backend_cpu_seconds(backend)
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            key = " ".join(sql.split())[:60]
+            spent[key] = spent.get(key, 0.0) + backend_cpu_seconds(backend) - before
+            runs[key] = runs.get(key, 0) + 1
+
+    with connection.execute_wrapper(measure):
+        for _ in range(count):
+            for request in requests:
+                request()
+    lines = [f"    {spent[key] * 1000 / runs[key]:.2f} ms  {key}"
+             for key in sorted(spent, key=spent.get, reverse=True)]
+    return "PostgreSQL backend CPU per statement:\n" + "\n".join(lines) + "\n"
+
+
+def backend_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a PostgreSQL backend on this machine (NaN when
+    the server is elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ratio_lines(results: list[Result], repeat: int) -> list[str]:
