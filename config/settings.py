@@ -7,7 +7,8 @@ This is the one module that reads the environment: every other module uses
 (tests/config/test_settings.py holds them to it). Each variable is read once,
 through `config.env`, which refuses a value that does not parse and names
 the variable. The settings are grouped by concern, in this order: the site
-and its secrets, the database, storage, uploads and request bounds,
+and its secrets, the application, the database, accounts, static files,
+storage, uploads and request bounds,
 throttling, jobs, the worker's connections, extraction, parsing limits,
 review, webhooks and the outbox, operations, HTTPS and browser security,
 sign-in throttling, logging. README's "Settings" table lists every variable."""
@@ -50,6 +51,7 @@ elif len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH and not DEBUG:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# --- The application: apps, middleware, templates (the same on every machine) -----
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -116,6 +118,7 @@ DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default=""
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Accounts: passwords and sign-in pages ---------------------------------------
 # Checked by the admin's password forms and `addmember --password`.
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -138,6 +141,7 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# --- Static files (collected by `make setup`, served by WhiteNoise) ---------------
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
