@@ -233,7 +233,9 @@ JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS = env.int("JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS
 JOB_STALLED_LEASES = env.float("JOB_STALLED_LEASES", default=2.0, above=0)
 
 # --- Extraction: which extractor, and the model endpoint it may call -------------
-EXTRACTOR = env.str("EXTRACTOR", default="builtin", choices=("builtin", "openai"))
+# The names of catalog.extractors.EXTRACTORS.
+EXTRACTOR_CHOICES = ("builtin", "openai")
+EXTRACTOR = env.str("EXTRACTOR", default="builtin", choices=EXTRACTOR_CHOICES)
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")
