@@ -72,7 +72,7 @@ class BuiltinExtractor:
                 calls: Calls) -> dict:
         from catalog.mapping import read_items
 
-        return read_items(table, **layouts, validate=False)
+        return read_items(table, **layouts)
 
     def check(self, items: list[dict], table: Table) -> list[dict]:
         return items
