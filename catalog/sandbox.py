@@ -16,7 +16,8 @@ whichever extractor, validate) runs in a child process:
   (the job context's check: lease lost, job cancelled, worker stopping), and
   kills the child when that raises;
 - with no network, except to the model endpoint when the extractor calls
-  one (an audit hook refuses every other lookup and connection).
+  one (an audit hook refuses every other lookup and connection);
+- ending itself when its worker is gone (killed outright).
 
 The child's work is one pure call, ``catalog.pipeline.read_extract_validate``,
 over bytes and plain data. What it must tell the job as it goes comes up the
@@ -35,6 +36,7 @@ import resource
 import signal
 import socket
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -59,6 +61,7 @@ MSG_UNDECODABLE = "the file's text could not be decoded; save it again as UTF-8 
 MSG_NETWORK = "the parse child may reach only the model endpoint, not {address}"
 
 POLL_SECONDS = 0.2
+WATCH_SECONDS = 0.5  # how often a child checks that its worker is still there
 
 
 class ParseLimitExceeded(UnreadableSheet):
@@ -163,7 +166,30 @@ def _network_only_to(base_url: str | None) -> None:
     sys.addaudithook(guard)
 
 
-def _child_main(conn, request: dict, limits: ParseLimits) -> None:
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _die_with(worker_pid: int) -> None:
+    """A worker killed outright leaves its child behind (the fork server,
+    its parent, stays while the child lives): a watch thread ends the child
+    once the worker is gone, rather than parse, or wait on the model, for
+    nobody. (A pattern holding the GIL delays it; the CPU limit bounds that.)"""
+
+    def watch() -> None:
+        while not _gone(worker_pid):
+            time.sleep(WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-worker", daemon=True).start()
+
+
+def _child_main(conn, request: dict, limits: ParseLimits, worker_pid: int) -> None:
+    _die_with(worker_pid)
     memory = limits.max_memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     cpu = max(1, int(limits.max_seconds + 0.999))
@@ -265,7 +291,7 @@ def run_parse(request: dict, *, limits: ParseLimits, should_stop: Callable[[], N
     global last_report
     ctx = _mp_context()
     parent_end, child_end = ctx.Pipe(duplex=True)
-    child = ctx.Process(target=_child_main, args=(child_end, request, limits),
+    child = ctx.Process(target=_child_main, args=(child_end, request, limits, os.getpid()),
                         name="parse-sheet", daemon=True)
     started = time.monotonic()
     child.start()
