@@ -235,12 +235,15 @@ def _child_main(conn, request: dict, limits: ParseLimits, worker_pid: int) -> No
 _context = None
 
 
-def _mp_context():
+def _mp_context(*, remote: bool = False):
     global _context
     if _context is None:
         ctx = multiprocessing.get_context("forkserver")
-        # Children fork from a server that has already imported the parsers.
-        ctx.set_forkserver_preload(["catalog.sandbox", "catalog.pipeline", "catalog.extraction",
+        # Children fork from a server that has already imported the parsers,
+        # and the model client when the worker's extractor calls one (half
+        # a second of CPU that each child would pay again).
+        model = ["catalog.llm"] if remote else []
+        ctx.set_forkserver_preload([*model, "catalog.sandbox", "catalog.pipeline", "catalog.extraction",
                                     "catalog.mapping", "catalog.validation", "catalog.readers", "openpyxl",
                                     "charset_normalizer", "xlrd", "python_calamine", "pdfplumber"])
         _context = ctx
@@ -289,7 +292,7 @@ def run_parse(request: dict, *, limits: ParseLimits, should_stop: Callable[[], N
     died for no known reason), or whatever ``should_stop`` or a handler
     raises, after killing the child."""
     global last_report
-    ctx = _mp_context()
+    ctx = _mp_context(remote=request.get("endpoint") is not None)
     parent_end, child_end = ctx.Pipe(duplex=True)
     child = ctx.Process(target=_child_main, args=(child_end, request, limits, os.getpid()),
                         name="parse-sheet", daemon=True)
