@@ -336,7 +336,7 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
         kind = "rate card (prices by weight or size bands)"
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
     uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
-                 for role, (col, _why) in getattr(assignment, "doubted", {}).items()]
+                 for role, (col, _why) in assignment.doubted.items()]
     builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
