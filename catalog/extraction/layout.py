@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from catalog.extraction.headers import HEADER_CELL_MAX, RE, classify_header
 from catalog.extraction.money import parse_decimal
@@ -195,8 +196,13 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
 
 
 def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
-    """A rate card, a price matrix or a table of statistics when the shape says so, else None."""
-    for cand in [header] + _dimension_rows(rows):
+    """A rate card, a price matrix or a table of statistics when the shape says so, else None.
+
+    Under a header found by its words, the rows below it are data: a row of
+    numbers there (an item's length, depth, code) is never a matrix's column
+    labels."""
+    dims = [d for d in _dimension_rows(rows) if not header.rows or d.rows[0] < header.rows[0]]
+    for cand in [header] + dims:
         kind = _shape_kind(cand, rows[cand.body_start - 1:])
         if kind:
             return kind
@@ -205,4 +211,66 @@ def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
     priced = any((got := classify_header(t)) and got[0] == "unit_price" for t in labels)
     if len(stats) >= 2 and not priced:
         return "table of statistics (minimum, maximum, average), with no unit price"
+    return None
+
+
+# A date or a period that keys a row: "2025-07-04", "17.06.2021 00:00", "2011-1"
+# (a half-year), "2011 q2". The year is a calendar year, so a code such as
+# "4010-1" is no period.
+_PERIOD = re.compile(
+    r"(?:(?:19|20)\d\d(?:[-./]\d{1,2}){1,2}|\d{1,2}[-./]\d{1,2}[-./](?:19|20)?\d\d|(?:19|20)\d\d\s*+[qh]\d)"
+    r"(?:[ t]\d{1,2}:\d\d(?::\d\d)?+\S*+)?+"
+)
+_DIGITS = re.compile(r"\d+")
+PERIOD_SHARE = 0.8  # of a column's filled cells that are dates or periods
+PERIOD_DISTINCT = 0.3  # of them distinct: a running series, not one "valid from" date
+RUNNING_SHARE = 0.8  # of consecutive periods in order (a series may restart per group)
+
+
+def is_period(text: str) -> bool:
+    return bool(text) and len(text) <= 30 and bool(_PERIOD.fullmatch(fold(text).strip()))
+
+
+def _period_key(text: str) -> tuple[int, ...]:
+    """A sortable key: the year first, whichever way the date is written."""
+    parts = [int(d) for d in _DIGITS.findall(text)]
+    if parts and parts[0] < 1000 and len(parts) >= 3:  # day.month.year
+        parts = [parts[2], parts[1], parts[0], *parts[3:]]
+    return tuple(parts)
+
+
+def keyed_by_periods(texts: list[str]) -> bool:
+    """A column of running dates or periods: its rows are observations over
+    time (prices by day, by half-year), not items."""
+    texts = [t for t in texts if t]
+    if len(texts) < 5:
+        return False
+    periods = [t for t in texts if is_period(t)]
+    if len(periods) < PERIOD_SHARE * len(texts) or len(set(periods)) < PERIOD_DISTINCT * len(periods):
+        return False
+    keys = [_period_key(t) for t in periods]
+    ordered = sum(1 for a, b in pairwise(keys) if a <= b)
+    descending = sum(1 for a, b in pairwise(keys) if a >= b)
+    return max(ordered, descending) >= RUNNING_SHARE * (len(keys) - 1)
+
+
+BOUNDS_SHARE = 0.9  # of rows whose two whole numbers run low to high
+BOUNDS_CHAIN = 0.5  # of rows whose low bound continues the row above's band
+
+
+def band_bounds(body: list[list[str]], width: int) -> int | None:
+    """The first of two adjacent columns of whole numbers that bound a band
+    on every row (0-18, 19-23, 24-28: an age or weight band kept in two
+    columns), or None."""
+    sample = [r for r in body[:500] if any(r)]
+    for col in range(width - 1):
+        pairs = [(parse_decimal(cell_at(r, col)), parse_decimal(cell_at(r, col + 1))) for r in sample]
+        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        if len(pairs) < 5:
+            continue
+        whole = [(a, b) for a, b in pairs if a == a.to_integral_value() and b == b.to_integral_value()]
+        banded = sum(1 for a, b in whole if a < b)
+        chained = sum(1 for (_a, high), (low, _b) in pairwise(whole) if low in (high, high + 1))
+        if banded >= BOUNDS_SHARE * len(pairs) and chained >= BOUNDS_CHAIN * len(pairs):
+            return col
     return None
