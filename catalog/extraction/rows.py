@@ -122,13 +122,18 @@ def is_group_row(rows: list[list[str]], r: int, cols: Columns, decimal: str | No
     """Row ``r`` (1-based) names a group, not an item: its price is zero, it
     has no SKU of its own (none, or the same text as its name), and the
     next row that holds anything is an item with a price above zero. A zero
-    price followed by more zero prices is a list without prices, not a group."""
+    price next to more zero prices is a list without prices, not a group."""
     row = rows[r - 1]
     if parse_decimal(cell(row, cols.price), decimal) != 0:
         return False
     sku, desc = cell(row, cols.sku), cell(row, cols.desc)
     if not (desc or sku) or (sku and desc and sku != desc):
         return False
+    for prev in reversed(rows[max(0, r - 1 - _LOOKAHEAD):r - 1]):
+        if any(prev):
+            if parse_decimal(cell(prev, cols.price), decimal) == 0:
+                return False  # zero prices in a row: a list without prices
+            break
     for nxt in rows[r:r + _LOOKAHEAD]:
         if any(nxt):
             value = parse_decimal(cell(nxt, cols.price), decimal)
