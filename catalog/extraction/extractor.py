@@ -46,7 +46,7 @@ from catalog.extraction.money import (
     parse_decimal,
 )
 from catalog.extraction.packs import normalize_unit, pack_in_description, split_pack
-from catalog.extraction.rows import PRICE_WITHOUT_ITEM, Columns, RowClass, RowClassifier, is_group_row
+from catalog.extraction.rows import PRICE_WITHOUT_ITEM, Columns, RowClassifier
 from catalog.extraction.text import cap, cell, col_letter
 from catalog.flags import Code, flag
 
@@ -237,8 +237,6 @@ def _classify_rows(sheet: Sheet, header: Header, builder: _ItemBuilder) -> tuple
             got = None
         else:
             got = classifier.classify(r, row)
-            if got.kind == "item" and is_group_row(sheet.rows, r, builder.cols, builder.decimal):
-                got = RowClass(r, "group", "a heading of the items below it, with a zero price: not an item")
             kind = got.kind
         counts[kind] = counts.get(kind, 0) + 1
         if kind in ("item", PRICE_WITHOUT_ITEM):

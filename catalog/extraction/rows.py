@@ -1,8 +1,7 @@
 """Row classes: every row of a sheet is accounted for, with a reason.
 
 Classes: ``item``, ``header``, ``title``, ``section``, ``blank``, ``total``,
-``note``, ``skipped``, ``group`` (a heading of the items below it that
-carries a zero price: not an item), and ``PRICE_WITHOUT_ITEM`` (a row that holds a price
+``note``, ``skipped``, and ``PRICE_WITHOUT_ITEM`` (a row that holds a price
 but no SKU or description: it becomes a flagged item, never dropped).
 """
 
@@ -114,29 +113,3 @@ class RowClassifier:
             return RowClass(r, "total", "a lone number equal to the sum of the prices above it")
         return RowClass(r, PRICE_WITHOUT_ITEM, "a price but no SKU or description")
 
-
-_LOOKAHEAD = 3  # rows looked at below a zero-priced heading for the first item of its group
-
-
-def is_group_row(rows: list[list[str]], r: int, cols: Columns, decimal: str | None) -> bool:
-    """Row ``r`` (1-based) names a group, not an item: its price is zero, it
-    has no SKU of its own (none, or the same text as its name), and the
-    next row that holds anything is an item with a price above zero. A zero
-    price next to more zero prices is a list without prices, not a group."""
-    row = rows[r - 1]
-    if parse_decimal(cell(row, cols.price), decimal) != 0:
-        return False
-    sku, desc = cell(row, cols.sku), cell(row, cols.desc)
-    if not (desc or sku) or (sku and desc and sku != desc):
-        return False
-    for prev in reversed(rows[max(0, r - 1 - _LOOKAHEAD):r - 1]):
-        if any(prev):
-            if parse_decimal(cell(prev, cols.price), decimal) == 0:
-                return False  # zero prices in a row: a list without prices
-            break
-    for nxt in rows[r:r + _LOOKAHEAD]:
-        if any(nxt):
-            value = parse_decimal(cell(nxt, cols.price), decimal)
-            named = cell(nxt, cols.desc) or cell(nxt, cols.sku)
-            return bool(value and value > 0 and named and named not in (sku, desc))
-    return False

@@ -87,16 +87,6 @@ def test_rows_named_only_by_size_bands_are_still_a_rate_card():
     assert result.refusal
 
 
-def test_a_zero_priced_heading_above_priced_items_is_a_group_row_not_an_item():
-    rows = [["Service", "Price EUR"], ["Orthodontic plates", "0.00"],
-            ["Plate, upper", "120.00"], ["Plate, lower", "110.00"],
-            ["Retainers", "0.00"], ["Retainer, fixed", "80.00"], ["Retainer, removable", "95.00"]]
-    result = extract(table(rows))
-    assert [i["source"]["row"] for i in result.items] == [3, 4, 6, 7]
-    groups = [s for s in result.sheets[0]["skipped_rows"] if s["class"] == "group"]
-    assert [s["row"] for s in groups] == [2, 5]
-
-
 def test_zero_prices_of_a_list_without_prices_stay_items():
     rows = [["Name", "Price EUR"]] + [[f"Pipe {i} mm", "0"] for i in range(20, 30)] + [["Pipe 40 mm", "4.10"]]
     result = extract(table(rows))
