@@ -180,6 +180,11 @@ def _dimension_rows(rows: list[list[str]]) -> list[Header]:
     return out[:3]
 
 
+def _numbers_from_first_cell(row: list[str]) -> bool:
+    cells = [c for c in row if c]
+    return bool(cell_at(row, 0)) and all(_is_number(c) for c in cells)
+
+
 def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
     width = max([len(header.labels)] + [len(r) for r in body[:200]])
     numeric = _numeric_columns(body, width)
@@ -198,10 +203,10 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
 def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
     """A rate card, a price matrix or a table of statistics when the shape says so, else None.
 
-    Under a header found by its words, the rows below it are data: a row of
-    numbers there (an item's length, depth, code) is never a matrix's column
-    labels."""
-    dims = [d for d in _dimension_rows(rows) if not header.rows or d.rows[0] < header.rows[0]]
+    A row of numbers from its first cell on (an item's length, depth, code)
+    is a data row, never a matrix's column labels: those sit beside an empty
+    or a text corner."""
+    dims = [d for d in _dimension_rows(rows) if not _numbers_from_first_cell(d.labels)]
     for cand in [header] + dims:
         kind = _shape_kind(cand, rows[cand.body_start - 1:])
         if kind:
