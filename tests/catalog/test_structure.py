@@ -123,3 +123,14 @@ def test_unrelated_price_columns_are_not_flagged():
              for i in range(20)]
     result = extract(table(rows))
     assert not any(f["code"] == "derived_price" for i in result.items for f in i.get("flags") or [])
+
+
+def test_a_price_column_that_is_quantity_times_another_is_flagged_as_a_total():
+    rng = random.Random(11)
+    rows = [["SKU", "Description", "Qty", "Each", "Price EUR"]]
+    for i in range(12):
+        qty, each = rng.randint(2, 9), rng.randint(100, 5000) / 100
+        rows.append([f"T{i:04d}", f"Tool {i}", str(qty), f"{each:.2f}", f"{qty * each:.2f}"])
+    result = extract(table(rows))
+    flags = [f for f in result.items[0]["flags"] if f["code"] == "derived_price"]
+    assert flags and "column C × column D" in flags[0]["message"]
