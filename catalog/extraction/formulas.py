@@ -18,6 +18,7 @@ from catalog.extraction.money import parse_decimal
 from catalog.extraction.text import cell
 
 _SAMPLE = 200  # body rows compared
+_PROBE_ROWS = 20  # rows looked at first: a column with no number there is not parsed further
 _MAX_COLUMNS = 40  # numeric columns compared with each other
 MIN_ROWS = 5  # rows holding both values, at least
 RATIO_SHARE = 0.6  # of those rows at one ratio (mixed tax rates leave the rest at another)
@@ -38,6 +39,9 @@ def _numbers(body: list[list[str]], width: int, decimal: str | None) -> dict[int
     rows = [r for r in body[:_SAMPLE] if any(r)]
     out = {}
     for col in range(width):
+        probe = [parse_decimal(t, decimal) for r in rows[:_PROBE_ROWS] if (t := cell(r, col))]
+        if sum(1 for v in probe if v is not None) < min(MIN_ROWS, len(rows)):
+            continue  # no numbers in its first rows: text is slow to parse and holds no price
         values = [parse_decimal(cell(r, col), decimal) for r in rows]
         if sum(1 for v in values if v) >= MIN_ROWS:
             out[col] = values

@@ -263,16 +263,31 @@ BOUNDS_SHARE = 0.9  # of rows whose two whole numbers run low to high
 BOUNDS_CHAIN = 0.5  # of rows whose low bound continues the row above's band
 
 
+_PROBE_ROWS = 20  # rows looked at first: a column with no number there is not parsed further
+
+
+def _whole_numbers(sample: list[list[str]], col: int) -> list | None:
+    """The column's values parsed (None where not a number), or None when its
+    first rows hold too few whole numbers to bound bands."""
+    probe = [parse_decimal(t) for r in sample[:_PROBE_ROWS] if (t := cell_at(r, col))]
+    if sum(1 for v in probe if v is not None and v == v.to_integral_value()) < 5:
+        return None
+    return [parse_decimal(cell_at(r, col)) for r in sample]
+
+
 def band_bounds(body: list[list[str]], width: int) -> int | None:
     """The first of two adjacent columns of whole numbers that bound a band
     on every row (0-18, 19-23, 24-28: an age or weight band kept in two
     columns), or None."""
     sample = [r for r in body[:500] if any(r)]
+    parsed: dict[int, list | None] = {}
     for col in range(width - 1):
-        pairs = [(parse_decimal(cell_at(r, col)), parse_decimal(cell_at(r, col + 1))) for r in sample]
-        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-        if len(pairs) < 5:
+        for c in (col, col + 1):
+            if c not in parsed:
+                parsed[c] = _whole_numbers(sample, c)
+        if parsed[col] is None or parsed[col + 1] is None:
             continue
+        pairs = [(a, b) for a, b in zip(parsed[col], parsed[col + 1], strict=True) if a is not None and b is not None]
         whole = [(a, b) for a, b in pairs if a == a.to_integral_value() and b == b.to_integral_value()]
         banded = sum(1 for a, b in whole if a < b)
         chained = sum(1 for (_a, high), (low, _b) in pairwise(whole) if low in (high, high + 1))
