@@ -312,13 +312,12 @@ def mapping_decides(table: Table, *, given: dict | None, remembered: list[dict])
 
 
 def read_items(table: Table, *, given: dict | None = None, remembered: list[dict] | None = None) -> dict:
-    """Choose how to read the table, extract and validate its items (pure,
-    plain data out, so it crosses the parse child's process boundary):
-    `items`, `notes`, `refusal` (why no sheet is an item list, or None) and
-    `report`: the status's `columns` (with each read sheet's header
-    signature), `needs_confirmation` and `layout`."""
-    from catalog.validation import validate_items
-
+    """Choose how to read the table and extract its items, not yet
+    validated (`catalog.pipeline` validates them; pure, plain data out, so
+    it crosses the parse child's process boundary): `items`, `notes`,
+    `refusal` (why no sheet is an item list, or None) and `report`: the
+    status's `columns` (with each read sheet's header signature),
+    `needs_confirmation` and `layout`."""
     choice = choose_mapping(table, given=given, remembered=remembered or [])
     extracted = extract(table, mapping=choice.mapping)
     for report in extracted.sheets:
@@ -330,7 +329,7 @@ def read_items(table: Table, *, given: dict | None = None, remembered: list[dict
     if refusal and choice.notes:
         refusal = " ".join([refusal.rstrip(".") + ".", *(n[0].upper() + n[1:] + "." for n in choice.notes)])
     return {
-        "items": validate_items(extracted.items, table) if extracted.items else [],
+        "items": extracted.items,
         "notes": [*choice.notes, *extracted.notes],
         "refusal": refusal,
         "report": {"columns": extracted.sheets, "layout": choice.layout,

@@ -2,7 +2,9 @@
 
 Modules by concern: ``text`` (bounded text, folding), ``money`` (currencies
 and decimals), ``packs`` (units and pack sizes), ``headers`` (header words),
-``columns`` (column roles from content), ``layout`` (header row, item list or
+``rules_columns`` and ``columns`` (column roles from content, by the
+hand-weighted rules and by the fitted column model, both as one
+``assignment``), ``layout`` (header row, item list or
 not), ``rows`` (row classes), ``mapping`` (a reviewer's column mapping) and
 ``extractor`` (the built-in extractor itself).
 """

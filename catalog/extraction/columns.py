@@ -17,8 +17,7 @@ from such a column (the uncertain-column flag, its field the role).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import column_values, load_model, value_features, with_context
 from catalog.extraction.headers import classify_header
 from catalog.extraction.text import col_letter
@@ -29,34 +28,6 @@ ITEM_ROLES = ROLES
 _MONEY_ROLES = ("unit_price", "alt_price", "total")
 _NAME_ROLES = ("description", "sku")
 MAJORITY = 0.5  # a value share above half speaks for the column
-
-
-@dataclass
-class Column:
-    col: int
-    header: str
-    role: str  # one of ROLES or "other"
-    confidence: float
-    evidence: list[str] = field(default_factory=list)
-    kind: str = "other"  # the model's most likely role, item role or not (alt_price, row_index...)
-    needs_confirmation: bool = False
-
-    def to_json(self) -> dict:
-        return {"column": col_letter(self.col), "header": self.header, "role": self.role,
-                "kind": self.kind, "confidence": round(self.confidence, 3),
-                "needs_confirmation": self.needs_confirmation, "evidence": "; ".join(self.evidence)}
-
-
-@dataclass
-class Assignment:
-    roles: dict[str, int]  # role -> column
-    columns: list[Column]
-    doubts: list[str]
-    other_prices: list[int] = field(default_factory=list)
-    doubted: dict[str, tuple[int, str]] = field(default_factory=dict)  # item role in doubt -> (column, why)
-
-    def get(self, role: str) -> int | None:
-        return self.roles.get(role)
 
 
 def _vetoes(f: dict[str, float]) -> dict[str, str]:

@@ -397,7 +397,7 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
     if shape_kind:
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=shape_kind), shape_kind)
     uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
-                 for role, (col, _why) in getattr(assignment, "doubted", {}).items()]
+                 for role, (col, _why) in assignment.doubted.items()]
     cols = _columns_of(assignment, header.labels)
     relation_flags, relation_notes = ([], []) if mapped else _price_relations(sheet, body, width, cols)
     builder = _ItemBuilder(sheet, header, cols, currency, uncertain + relation_flags)

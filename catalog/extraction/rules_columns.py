@@ -11,9 +11,10 @@ assignment says what a reviewer should confirm.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 
+from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
 from catalog.extraction.packs import normalize_unit, split_pack
@@ -48,30 +49,6 @@ class Profile:
     unit_words: float = 0.0
     currency_codes: float = 0.0
     sequential: bool = False
-
-
-@dataclass
-class Column:
-    col: int
-    header: str
-    role: str  # one of ROLES or "other"
-    confidence: float
-    evidence: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"column": col_letter(self.col), "header": self.header, "role": self.role,
-                "confidence": round(self.confidence, 2), "evidence": "; ".join(self.evidence)}
-
-
-@dataclass
-class Assignment:
-    roles: dict[str, int]  # role -> column
-    columns: list[Column]
-    doubts: list[str]
-    other_prices: list[int] = field(default_factory=list)
-
-    def get(self, role: str) -> int | None:
-        return self.roles.get(role)
 
 
 def _code_weight(text: str) -> float:
