@@ -38,6 +38,7 @@ class Code(StrEnum):
     PRICE_CHANGED = "price_changed"
     SUSPICIOUS_INSTRUCTION = "suspicious_instruction"
     UNCERTAIN_COLUMN = "uncertain_column"
+    DERIVED_PRICE = "derived_price"
 
 
 class Clear(StrEnum):
@@ -165,6 +166,15 @@ REGISTRY: dict[Code, FlagType] = {t.code: t for t in (
               "check every value of this item against the sheet.")),
     _type(Code.UNCERTAIN_COLUMN, "Column not confirmed", ITEM_FIELDS, **_DOUBT, messages=(
         "The {role} comes from column {column}, whose role is not confirmed; check it.")),
+    # A price column computed from others: which one is the unit price is a
+    # choice the extractor made and a reviewer confirms.
+    _type(Code.DERIVED_PRICE, "Price column computed from others", ["unit_price"], **_DOUBT, messages={
+        "ratio": ("The price comes from column {column}, which is column {other} × {factor} on most rows "
+                  "(a price with or without tax, a discount or a markup); check which column holds the "
+                  "unit price."),
+        "total": ("The price comes from column {column}, which is column {first} × column {second} on most "
+                  "rows (a total, not a unit price); check which column holds the unit price."),
+    }),
 )}
 
 CODES: tuple[str, ...] = tuple(str(code) for code in REGISTRY)

@@ -16,12 +16,15 @@ from typing import TYPE_CHECKING
 import catalog.extraction.rules_columns as rules_columns
 from catalog.errors import NotAnItemList
 from catalog.extraction.columns import ROLES, assign_roles, second_opinion
+from catalog.extraction.formulas import price_relations
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import (
     Header,
+    band_bounds,
     find_header,
     header_at,
     is_band,
+    keyed_by_periods,
     not_an_item_list,
 )
 from catalog.extraction.mapping import MappingError, sheet_mapping
@@ -265,11 +268,69 @@ def _summary(sheet: Sheet, header: Header, assignment, builder: _ItemBuilder) ->
     return notes
 
 
-def _named_by_bands(body: list[list[str]], assignment) -> bool:
-    """Rows named by weight or size bands are rates, not items."""
-    names = [cell(r, assignment.get("sku")) or cell(r, assignment.get("description")) for r in body[:500]]
-    names = [n for n in names if n]
+MSG_BANDS_TOO = ("the rows are also named by bands (column {column}): if this is a rate card rather than "
+                 "an item list, refuse it; else confirm the columns")
+KIND_BANDS = "rate card (prices by weight or size bands)"
+KIND_BOUNDS = "rate card (prices by bands whose bounds are kept in two columns)"
+KIND_PERIODS = "table of prices over time (its rows are dates or periods, not items)"
+_SAMPLE = 500  # body rows looked at to judge what names the rows
+
+
+def _band_names(body: list[list[str]], col: int | None) -> bool:
+    names = [n for r in body[:_SAMPLE] if (n := cell(r, col))]
     return len(names) >= 3 and sum(1 for n in names if is_band(n)) >= 0.6 * len(names)
+
+
+def _names_text(body: list[list[str]], col: int | None) -> bool:
+    """The column names rows with text that is no band (a grade, a product name)."""
+    names = [n for r in body[:_SAMPLE] if (n := cell(r, col))]
+    return len(names) >= 3 and sum(1 for n in names if not is_band(n) and parse_decimal(n) is None) >= 0.6 * len(names)
+
+
+def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | None, str | None]:
+    """(the kind of table that is no item list, or None; a doubt when an item
+    list reads it too), judged on what tells the rows apart.
+
+    Rows named by dates or periods are observations over time; rows told
+    apart only by a band (in one cell, or its bounds in two columns) are
+    rates. A band beside a column that names the rows with text (a grade
+    and its size band) reads as items too: the reviewer confirms."""
+    names = [assignment.get("sku"), assignment.get("description")]
+    names = [c for c in names if c is not None]
+    if any(keyed_by_periods([cell(r, c) for r in body[:_SAMPLE]]) for c in names):
+        return KIND_PERIODS, None
+    banded = [c for c in names if _band_names(body, c)]
+    if banded:
+        if any(_names_text(body, c) for c in names if c not in banded):
+            return None, MSG_BANDS_TOO.format(column=col_letter(banded[0]))
+        return KIND_BANDS, None
+    bounds = band_bounds(body, width)
+    if bounds is not None and bounds not in names and bounds + 1 not in names:
+        keys = [tuple(cell(r, c) for c in names) for r in body[:_SAMPLE] if any(r)]
+        if len(set(keys)) < 0.5 * len(keys):
+            return KIND_BOUNDS, None
+    return None, None
+
+
+def _price_relations(sheet: Sheet, body: list[list[str]], width: int, cols: Columns) -> tuple[list[dict], list[str]]:
+    """(the flag every item carries when the price column is computed from
+    another, notes on the sheet) from ``formulas.price_relations``."""
+    decimal = decimal_style(cell(r, cols.price) for r in body[:2000])
+    got = price_relations(body, width, cols.price, decimal)
+    column = col_letter(cols.price)
+    if got.derived and got.derived.kind == "ratio":
+        other = col_letter(got.derived.columns[0])
+        factor = format(got.derived.factor.normalize(), "f")
+        return ([flag(Code.DERIVED_PRICE, "unit_price", variant="ratio", column=column, other=other, factor=factor)],
+                [f"sheet {sheet.name!r}: the price column {column} is column {other} × {factor}"])
+    if got.derived:
+        first, second = (col_letter(c) for c in got.derived.columns)
+        return ([flag(Code.DERIVED_PRICE, "unit_price", variant="total", column=column, first=first, second=second)],
+                [f"sheet {sheet.name!r}: the price column {column} is column {first} × column {second}"])
+    if got.total_of:
+        total, other = (col_letter(c) for c in got.total_of)
+        return [], [f"sheet {sheet.name!r}: column {total} is a total, the price column {column} × column {other}"]
+    return [], []
 
 
 def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: str) -> _SheetResult:
@@ -332,16 +393,18 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
         return _refused(sheet, header, MSG_NO_PRICE.format(sheet=sheet.name), "no prices")
     if "description" not in assignment.roles and "sku" not in assignment.roles:
         return _refused(sheet, header, MSG_NO_NAME.format(sheet=sheet.name), "no item names")
-    if not mapped and _named_by_bands(body, assignment):
-        kind = "rate card (prices by weight or size bands)"
-        return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
+    shape_kind, shape_doubt = _rows_shape(body, width, assignment) if not mapped else (None, None)
+    if shape_kind:
+        return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=shape_kind), shape_kind)
     uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
                  for role, (col, _why) in assignment.doubted.items()]
-    builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
+    cols = _columns_of(assignment, header.labels)
+    relation_flags, relation_notes = ([], []) if mapped else _price_relations(sheet, body, width, cols)
+    builder = _ItemBuilder(sheet, header, cols, currency, uncertain + relation_flags)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
         return _refused(sheet, header, MSG_NO_ITEMS.format(sheet=sheet.name), "no items")
-    doubts = [] if mapped else list(assignment.doubts)
+    doubts = [] if mapped else list(assignment.doubts) + ([shape_doubt] if shape_doubt else [])
     if not header.rows and not mapped:
         doubts.insert(0, "no header row: the columns were read from their values alone")
     if column_model:
@@ -352,7 +415,7 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
                      needs_confirmation=confirm and not mapped, doubts=doubts, rows=counts, skipped_rows=listed,
                      source="reviewer" if mapped else "inferred")
     held = _held_doubt(second, assignment) if model_doubt is None else None
-    return _SheetResult(items, report, _summary(sheet, header, assignment, builder), held)
+    return _SheetResult(items, report, _summary(sheet, header, assignment, builder) + relation_notes, held)
 
 
 def _held_doubt(second, rules) -> tuple[list[dict], list[str], list[dict]] | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from catalog.extraction.headers import HEADER_CELL_MAX, RE, classify_header
 from catalog.extraction.money import parse_decimal
@@ -179,6 +180,11 @@ def _dimension_rows(rows: list[list[str]]) -> list[Header]:
     return out[:3]
 
 
+def _numbers_from_first_cell(row: list[str]) -> bool:
+    cells = [c for c in row if c]
+    return bool(cell_at(row, 0)) and all(_is_number(c) for c in cells)
+
+
 def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
     width = max([len(header.labels)] + [len(r) for r in body[:200]])
     numeric = _numeric_columns(body, width)
@@ -195,8 +201,13 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
 
 
 def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
-    """A rate card, a price matrix or a table of statistics when the shape says so, else None."""
-    for cand in [header] + _dimension_rows(rows):
+    """A rate card, a price matrix or a table of statistics when the shape says so, else None.
+
+    A row of numbers from its first cell on (an item's length, depth, code)
+    is a data row, never a matrix's column labels: those sit beside an empty
+    or a text corner."""
+    dims = [d for d in _dimension_rows(rows) if not _numbers_from_first_cell(d.labels)]
+    for cand in [header] + dims:
         kind = _shape_kind(cand, rows[cand.body_start - 1:])
         if kind:
             return kind
@@ -205,4 +216,81 @@ def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
     priced = any((got := classify_header(t)) and got[0] == "unit_price" for t in labels)
     if len(stats) >= 2 and not priced:
         return "table of statistics (minimum, maximum, average), with no unit price"
+    return None
+
+
+# A date or a period that keys a row: "2025-07-04", "17.06.2021 00:00", "2011-1"
+# (a half-year), "2011 q2". The year is a calendar year, so a code such as
+# "4010-1" is no period.
+_PERIOD = re.compile(
+    r"(?:(?:19|20)\d\d(?:[-./]\d{1,2}){1,2}|\d{1,2}[-./]\d{1,2}[-./](?:19|20)?\d\d|(?:19|20)\d\d\s*+[qh]\d)"
+    r"(?:[ t]\d{1,2}:\d\d(?::\d\d)?+\S*+)?+"
+)
+_DIGITS = re.compile(r"\d+")
+PERIOD_SHARE = 0.8  # of a column's filled cells that are dates or periods
+PERIOD_DISTINCT = 0.3  # of them distinct: a running series, not one "valid from" date
+RUNNING_SHARE = 0.8  # of consecutive periods in order (a series may restart per group)
+
+
+def is_period(text: str) -> bool:
+    return bool(text) and len(text) <= 30 and bool(_PERIOD.fullmatch(fold(text).strip()))
+
+
+def _period_key(text: str) -> tuple[int, ...]:
+    """A sortable key: the year first, whichever way the date is written."""
+    parts = [int(d) for d in _DIGITS.findall(text)]
+    if parts and parts[0] < 1000 and len(parts) >= 3:  # day.month.year
+        parts = [parts[2], parts[1], parts[0], *parts[3:]]
+    return tuple(parts)
+
+
+def keyed_by_periods(texts: list[str]) -> bool:
+    """A column of running dates or periods: its rows are observations over
+    time (prices by day, by half-year), not items."""
+    texts = [t for t in texts if t]
+    if len(texts) < 5:
+        return False
+    periods = [t for t in texts if is_period(t)]
+    if len(periods) < PERIOD_SHARE * len(texts) or len(set(periods)) < PERIOD_DISTINCT * len(periods):
+        return False
+    keys = [_period_key(t) for t in periods]
+    ordered = sum(1 for a, b in pairwise(keys) if a <= b)
+    descending = sum(1 for a, b in pairwise(keys) if a >= b)
+    return max(ordered, descending) >= RUNNING_SHARE * (len(keys) - 1)
+
+
+BOUNDS_SHARE = 0.9  # of rows whose two whole numbers run low to high
+BOUNDS_CHAIN = 0.5  # of rows whose low bound continues the row above's band
+
+
+_PROBE_ROWS = 20  # rows looked at first: a column with no number there is not parsed further
+
+
+def _whole_numbers(sample: list[list[str]], col: int) -> list | None:
+    """The column's values parsed (None where not a number), or None when its
+    first rows hold too few whole numbers to bound bands."""
+    probe = [parse_decimal(t) for r in sample[:_PROBE_ROWS] if (t := cell_at(r, col))]
+    if sum(1 for v in probe if v is not None and v == v.to_integral_value()) < 5:
+        return None
+    return [parse_decimal(cell_at(r, col)) for r in sample]
+
+
+def band_bounds(body: list[list[str]], width: int) -> int | None:
+    """The first of two adjacent columns of whole numbers that bound a band
+    on every row (0-18, 19-23, 24-28: an age or weight band kept in two
+    columns), or None."""
+    sample = [r for r in body[:500] if any(r)]
+    parsed: dict[int, list | None] = {}
+    for col in range(width - 1):
+        for c in (col, col + 1):
+            if c not in parsed:
+                parsed[c] = _whole_numbers(sample, c)
+        if parsed[col] is None or parsed[col + 1] is None:
+            continue
+        pairs = [(a, b) for a, b in zip(parsed[col], parsed[col + 1], strict=True) if a is not None and b is not None]
+        whole = [(a, b) for a, b in pairs if a == a.to_integral_value() and b == b.to_integral_value()]
+        banded = sum(1 for a, b in whole if a < b)
+        chained = sum(1 for (_a, high), (low, _b) in pairwise(whole) if low in (high, high + 1))
+        if banded >= BOUNDS_SHARE * len(pairs) and chained >= BOUNDS_CHAIN * len(pairs):
+            return col
     return None

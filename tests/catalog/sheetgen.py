@@ -221,16 +221,18 @@ def duplicate_names() -> Generated:
 
 
 def formula_prices_xlsx() -> Generated:
-    """Prices computed by formulas, shown with two decimals: the displayed value counts."""
+    """Prices computed by formulas, shown with two decimals: the displayed value counts. The price
+    is the net column × 1.2 (a price with tax): which of the two to publish is a reviewer's choice."""
     names = _names(6, 7)
     rows = [["Code", "Description", "Net", "Price EUR"]]
-    items = {}
+    items, flags = {}, {}
     for n, name in enumerate(names):
         raw = 7.1027287187 * (n + 1.2)
         shown = f"{raw:.2f}"
         rows.append([f"F{n}", name, round(raw / 1.2, 4), {"v": repr(raw), "f": f"C{n + 2}*1.2", "fmt": 1}])
         items[len(rows)] = _item(f"F{n}", name, shown, "EUR")
-    return Generated("formulas.xlsx", xlsx(rows, "Prices"), "publish", sheet="Prices", items=items)
+        flags[len(rows)] = {"derived_price"}
+    return Generated("formulas.xlsx", xlsx(rows, "Prices"), "review", sheet="Prices", items=items, flags=flags)
 
 
 def french_linear_metre() -> Generated:
