@@ -35,7 +35,7 @@ from typing import Any
 from catalog.currencies import is_active_currency
 from catalog.errors import SheetError
 from catalog.items import VALUE_FIELDS
-from catalog.extraction import col_index, col_letter, extract, fold, parse_decimal
+from catalog.extraction import col_index, col_letter, extract, fold, parse_decimal, show_doubt
 from catalog.extraction.matrix import matrix_parse
 from catalog.reading import Sheet, Table
 
@@ -329,11 +329,14 @@ def read_items(table: Table, *, given: dict | None = None, remembered: list[dict
     refusal = extracted.refusal
     if refusal and choice.notes:
         refusal = " ".join([refusal.rstrip(".") + ".", *(n[0].upper() + n[1:] + "." for n in choice.notes)])
+    items = validate_items(extracted.items, table) if extracted.items else []
+    # A file validation sends to a reviewer shows the column doubt the extractor held back.
+    confirm = show_doubt(extracted, items)
     return {
-        "items": validate_items(extracted.items, table) if extracted.items else [],
+        "items": items,
         "notes": [*choice.notes, *extracted.notes],
         "refusal": refusal,
         "report": {"columns": extracted.sheets, "layout": choice.layout,
                    # A mapping a person set or approved needs no confirmation.
-                   "needs_confirmation": extracted.needs_confirmation and choice.mapping is None},
+                   "needs_confirmation": confirm and choice.mapping is None},
     }

@@ -19,6 +19,7 @@ import functools
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -202,6 +203,9 @@ class ColumnModel:
     # 99.5% of the time: when the column's header does not name the role, and when it does.
     agree_threshold: float
     agree_named_threshold: float
+    # Per item role the rules took no column for: a column they gave no role this likely to hold
+    # it puts the role in doubt (below it, the role is absent 99.5% of the time).
+    rules_absent_floor: Mapping[str, float]
 
     @functools.cached_property
     def _word_index(self) -> dict[str, int]:
@@ -242,6 +246,8 @@ def model_from_json(data: dict) -> ColumnModel:
         # A model file fitted before the agreement was calibrated: every role stays in doubt.
         agree_threshold=float(data.get("agree_threshold", 1.0)),
         agree_named_threshold=float(data.get("agree_named_threshold", 1.0)),
+        # Before it was fitted, a role the rules did not take is never in doubt.
+        rules_absent_floor={r: float(v) for r, v in (data.get("rules_absent_floor") or {}).items()},
     )
 
 

@@ -238,6 +238,22 @@ def agreement_threshold(label: str, role: str) -> float:
     return model.agree_named_threshold if header_names(label, role) else model.agree_threshold
 
 
+def _rules_absences(rules, probs: list[dict]) -> dict[str, tuple[int, str]]:
+    """Item roles the rules took no column for while a column they left free may hold one:
+    role -> (column, why), from the model's ``rules_absent_floor``."""
+    floors = load_model().rules_absent_floor
+    free = [c.col for c in rules.columns if c.col not in rules.roles.values()]
+    out = {}
+    for role in ITEM_ROLES:
+        if role in rules.roles or not free:
+            continue
+        p, col = max((probs[c].get(role, 0.0), c) for c in free)
+        if p >= floors.get(role, 1.0) and p > 0:
+            out[role] = (col, f"column {col_letter(col)} may hold the {role.replace('_', ' ')} ({p:.2f}); "
+                              "none was taken")
+    return out
+
+
 def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) -> Assignment:
     """The rules' roles (``rules_columns.assign_roles``), with the model's doubt on each of them.
 
@@ -250,6 +266,8 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
     scored = column_probabilities(body, width, labels)
     doubted: dict[str, tuple[int, str]] = {}
     for role, col in rules.roles.items():
+        if role in getattr(rules, "doubted", {}):
+            continue  # the rules' own doubt (a close call, a header that names another column) stands
         p = scored[col][0]
         if role not in ITEM_ROLES:
             continue
@@ -258,6 +276,9 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
             doubted[role] = (col, f"column {col_letter(col)} was taken as the {role.replace('_', ' ')}; the column "
                                   f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
                                   f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}")
+    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored]))
+    reasons = [w for _c, w in doubted.values()]
+    doubted.update(getattr(rules, "doubted", {}))
     flagged = {c for c, _why in doubted.values()}
     by_col = {c: r for r, c in rules.roles.items()}
     columns = []
@@ -267,5 +288,5 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
         columns.append(Column(c.col, c.header, role, p.get(role, 0.0) if role != "other" else c.confidence,
                               c.evidence + _evidence(f, vetoed, p), kind=max(p, key=p.get),
                               needs_confirmation=c.col in flagged))
-    return Assignment(roles=dict(rules.roles), columns=columns, doubts=rules.doubts + [w for _c, w in doubted.values()],
+    return Assignment(roles=dict(rules.roles), columns=columns, doubts=rules.doubts + reasons,
                       other_prices=rules.other_prices, doubted=doubted)

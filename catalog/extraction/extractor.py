@@ -76,6 +76,9 @@ class Extraction:
     sheets: list[dict] = field(default_factory=list)  # the ``columns`` report, per sheet
     needs_confirmation: bool = False
     refusal: str | None = None
+    # The column model's doubt still held back, per read sheet: (its report, the doubt), for
+    # ``show_doubt`` once validation has said whether the file goes to a reviewer.
+    held: list[tuple[dict, tuple]] = field(default_factory=list)
 
 
 @dataclass
@@ -198,9 +201,10 @@ class _ItemBuilder:
         if written and written > max(0, -value.normalize().as_tuple().exponent):
             # "12.50" is published as "12.5"; pages show it as the sheet did.
             item["source"]["price_places"] = min(written, 6)
-        flags += more + pack_flags + [dict(f) for f in self.uncertain]
+        flags += more + pack_flags
         if flags:
             item["flags"] = flags
+        _doubt_on(item, self.uncertain)
         return item
 
     def _source(self, r: int) -> dict:
@@ -335,8 +339,7 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
     if not mapped and _named_by_bands(body, assignment):
         kind = "rate card (prices by weight or size bands)"
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
-    uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
-                 for role, (col, _why) in getattr(assignment, "doubted", {}).items()]
+    uncertain = _uncertain_flags(getattr(assignment, "doubted", {}), assignment.roles)
     builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
@@ -360,18 +363,50 @@ def _held_doubt(second, rules) -> tuple[list[dict], list[str], list[dict]] | Non
     if second is None or not second.doubted:
         return None
     return ([c.to_json() for c in second.columns], second.doubts[len(rules.doubts):],
-            [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
-             for role, (col, _why) in second.doubted.items()])
+            _uncertain_flags(second.doubted, second.roles))
 
 
-def _show_held_doubt(got: _SheetResult) -> None:
+def _uncertain_flags(doubted: dict[str, tuple[int, str]], taken: dict[str, int]) -> list[dict]:
+    """One uncertain-column flag per item role in doubt (taken from its column, or taken from
+    none while the column may hold it). A currency read for a price column in doubt (its
+    header, its cells, their number format) is in doubt with it."""
+    flags = [flag(Code.UNCERTAIN_COLUMN, role, variant="" if role in taken else "absent",
+                  role=_ROLE_WORDS[role], column=col_letter(col))
+             for role, (col, _why) in doubted.items()]
+    if "unit_price" in doubted and "currency" not in doubted:
+        flags.append(flag(Code.UNCERTAIN_COLUMN, "currency", role=_ROLE_WORDS["currency"],
+                          column=col_letter(doubted["unit_price"][0])))
+    return flags
+
+
+def _doubt_on(item: dict, flags: list[dict]) -> None:
+    """``flags`` (uncertain columns) on ``item``; a currency flag only on an item with a currency."""
+    have = {(f["code"], f["field"]) for f in item.get("flags") or []}
+    added = [dict(f) for f in flags if (f["field"] != "currency" or item.get("currency"))
+             and (f["code"], f["field"]) not in have]
+    if added:
+        item["flags"] = list(item.get("flags") or []) + added
+
+
+def _show_held_doubt(report: dict, items: list[dict], held: tuple) -> None:
     """The column model's doubt on a sheet that goes to a reviewer anyway:
     its columns marked, every item flagged on the fields in doubt."""
-    columns, reasons, flags = got.held_doubt
-    got.report.update(columns=columns, needs_confirmation=True,
-                      doubts=list(got.report.get("doubts") or []) + reasons)
-    for item in got.items:
-        item["flags"] = list(item.get("flags") or []) + [dict(f) for f in flags]
+    columns, reasons, flags = held
+    report.update(columns=columns, needs_confirmation=True, doubts=list(report.get("doubts") or []) + reasons)
+    for item in items:
+        _doubt_on(item, flags)
+
+
+def show_doubt(result: Extraction, items: list[dict]) -> bool:
+    """After validation (``items``: the file's items with their flags), the doubt
+    ``extract`` held back is shown when the file goes to a reviewer anyway (an item
+    flagged, or columns to confirm): the columns in doubt marked, their values flagged.
+    Returns whether the file's columns need confirmation."""
+    if not result.held or not (result.needs_confirmation or any(i.get("flags") for i in items)):
+        return result.needs_confirmation
+    for report, held in result.held:
+        _show_held_doubt(report, [i for i in items if i["source"]["sheet"] == report["sheet"]], held)
+    return True
 
 
 def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False,
@@ -415,12 +450,12 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
             refusals.append(got.report["reason"])
     refusal = None if items else MSG_REFUSED.format(details="; ".join(refusals) or "no sheet was selected")
     confirm = any(r.get("needs_confirmation") for r in reports if r["status"] == "read")
-    if confirm or any(item.get("flags") for item in items):
-        for got in results:
-            if got.held_doubt:
-                _show_held_doubt(got)
-        confirm = any(r.get("needs_confirmation") for r in reports if r["status"] == "read")
-    return Extraction(items, notes, reports, confirm, refusal)
+    held = [(got.report, got.held_doubt) for got in results if got.held_doubt]
+    if held and (confirm or any(item.get("flags") for item in items)):
+        for report, doubt in held:
+            _show_held_doubt(report, [i for i in items if i["source"]["sheet"] == report["sheet"]], doubt)
+        held, confirm = [], True
+    return Extraction(items, notes, reports, confirm, refusal, held)
 
 
 def extract_items(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
@@ -433,4 +468,4 @@ def extract_items(table: Table, mapping: dict | None = None, *, column_model: bo
     return result
 
 
-__all__ = ["Extraction", "MappingError", "ROLES", "extract", "extract_items"]
+__all__ = ["Extraction", "MappingError", "ROLES", "extract", "extract_items", "show_doubt"]

@@ -139,3 +139,27 @@ def test_model_doubt_leaves_a_reviewers_mapping_without_doubt():
     ex = extract(table(*rows), mapping, model_doubt=True)
     assert not ex.needs_confirmation
     assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
+
+
+def years_as_prices(price_header="Price"):
+    # The rules take the only numeric column as the price; the model reads a column of years as none.
+    return [["Code", "Title", price_header]] + [[f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)]
+
+
+def test_a_file_that_validation_sends_to_review_shows_the_column_doubt_held_back():
+    from catalog.mapping import read_items
+
+    # No currency anywhere: extraction itself flags nothing, validation flags every item.
+    got = read_items(table(*years_as_prices()))
+    (report,) = got["report"]["columns"]
+    assert got["report"]["needs_confirmation"] and report["needs_confirmation"]
+    assert next(c for c in report["columns"] if c["role"] == "unit_price")["needs_confirmation"]
+    for item in got["items"]:
+        assert "unit_price" in {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
+
+
+def test_a_currency_read_for_a_price_column_in_doubt_is_in_doubt_too():
+    ex = extract(table(*years_as_prices("Price EUR")), model_doubt=True)
+    for item in ex.items:
+        assert item["currency"] == "EUR"
+        assert {"unit_price", "currency"} <= {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
