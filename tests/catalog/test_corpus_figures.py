@@ -20,12 +20,13 @@ pytestmark = pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus fo
 FLOOR = {"f1": 0.925, "outcome_right": 78, "price": 0.59, "description": 0.975, "sku": 0.76}
 MAX_LISTS_REFUSED = 2
 # What bench/extraction_accuracy.py --corpus-only measured on the development part for
-# extract()'s default (the rules alone left 117,607 wrong values without a flag).
-PARSED_FLOOR = {"f1": 0.984, "outcome_right": 82, "max_unflagged": 4348}
-# The rules' roles with the column model's doubt (extract(..., model_doubt=True)) on the development part:
-# the rules' item rows, and no more wrong values unflagged than today (SKUs of columns the rules took for
-# no role, currencies not read from a column).
-HYBRID_FLOOR = {"f1": 0.984, "outcome_right": 80, "max_unflagged": 543}
+# extract()'s default (the rules alone left 117,607 wrong values without a flag): no wrong
+# value without a flag on its field or its column.
+PARSED_FLOOR = {"f1": 0.985, "outcome_right": 82, "price": 0.51, "description": 0.967, "sku": 0.579,
+                "max_unflagged": 0}
+# The rules' roles with the column model's doubt on every file (extract(..., model_doubt=True)) on the
+# development part: the rules' item rows, and no wrong value unflagged.
+HYBRID_FLOOR = {"f1": 0.985, "outcome_right": 81, "max_unflagged": 0}
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,14 @@ def test_what_a_parse_job_does_keeps_the_rules_figures_and_shows_the_models_doub
     assert got["f1"] >= PARSED_FLOOR["f1"]
     assert got["outcome_right"] >= PARSED_FLOOR["outcome_right"]
     assert got["unflagged_total"] <= PARSED_FLOOR["max_unflagged"], got["unflagged"]
+    assert len(got["lists_refused"]) <= MAX_LISTS_REFUSED, got["lists_refused"]
+
+
+def test_what_a_parse_job_does_keeps_its_values_on_matched_rows(development_as_parsed):
+    acc = development_as_parsed["accuracy"]
+    assert acc["unit_price"] >= PARSED_FLOOR["price"]
+    assert acc["description"] >= PARSED_FLOOR["description"]
+    assert acc["sku"] >= PARSED_FLOOR["sku"]
 
 
 def test_every_corpus_file_is_labeled():
@@ -115,6 +124,7 @@ def test_the_column_thresholds_come_from_the_model_file():
         data["threshold"], data["margin"], data["absent_floor"])
     assert (model.agree_threshold, model.agree_named_threshold) == (
         data["agree_threshold"], data["agree_named_threshold"])
+    assert dict(model.rules_absent_floor) == data["rules_absent_floor"]
     assert data["trained_on"] and data["version"]
 
 
