@@ -224,7 +224,8 @@ def calibration(labels: dict[str, dict], files: list[str]) -> dict:
     likely role, and per item role the extractor takes (catalog.extraction.columns.choose_columns)."""
     from bench.corpus.train import _choices, agreements, labeled_columns
     from catalog.extraction.column_model import load_model
-    from catalog.extraction.columns import _renormalized, _vetoes
+    from catalog.extraction.column_model import value_vetoes as _vetoes
+    from catalog.extraction.columns import _renormalized
 
     model = load_model()
     rows = [ex for f in files if f in labels for ex in labeled_columns(labels[f])]

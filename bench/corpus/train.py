@@ -266,7 +266,8 @@ def _vetoed(rows, probs, roles):
     """The probabilities after the run-time vetoes (catalog.extraction.columns)."""
     import numpy as np
 
-    from catalog.extraction.columns import _renormalized, _vetoes
+    from catalog.extraction.column_model import value_vetoes as _vetoes
+    from catalog.extraction.columns import _renormalized
 
     out = probs.copy()
     for n, (_f, _r, values, *_rest) in enumerate(rows):

@@ -31,6 +31,7 @@ from catalog.extraction.text import cap, fold
 MODEL_PATH = Path(__file__).with_name("column_model.json")
 SAMPLE_ROWS = 2000
 STEM_CHARS = 7
+MAJORITY = 0.5  # a value share above half speaks for the column
 
 _TOKEN = re.compile(r"\w++")
 _INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
@@ -144,6 +145,24 @@ def value_features(values: list[str], rows: int, col: int, width: int) -> dict[s
         return base
     n = len(texts)
     return {**base, **_number_features(texts, n), **_text_features(texts, n)}
+
+
+def value_vetoes(f: dict[str, float]) -> dict[str, str]:
+    """role -> why the column's values rule it out, whatever its header says."""
+    out = {}
+    if f.get("constant"):
+        out["sku"] = out["description"] = "the same value on every row"
+    if f.get("alpha", 0.0) <= MAJORITY and f.get("numeric", 0.0) > MAJORITY:
+        out.setdefault("description", "numbers, not text")
+    if f.get("url", 0.0) > MAJORITY:
+        out["description"] = out["unit_price"] = out["sku"] = "links"
+    if f.get("running_index"):
+        out["unit_price"] = "a running row number"
+    elif f.get("numeric", 0.0) > MAJORITY and f.get("integers") == 1.0 and f.get("year_like") == 1.0:
+        out["unit_price"] = "years"
+    if f.get("percent", 0.0) > MAJORITY:
+        out["unit_price"] = "percentages"
+    return out
 
 
 def _ranked(cols: list[int], feats: list[dict], key: str) -> int | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from catalog.extraction.column_model import column_values, load_model, value_features, with_context
+from catalog.extraction.column_model import MAJORITY, column_values, load_model, value_features, value_vetoes, with_context
 from catalog.extraction.headers import classify_header
 from catalog.extraction.text import col_letter
 
@@ -28,7 +28,6 @@ ITEM_ROLES = ROLES
 # Another money column when two fit the price: what the model calls them.
 _MONEY_ROLES = ("unit_price", "alt_price", "total")
 _NAME_ROLES = ("description", "sku")
-MAJORITY = 0.5  # a value share above half speaks for the column
 
 
 @dataclass
@@ -59,24 +58,6 @@ class Assignment:
         return self.roles.get(role)
 
 
-def _vetoes(f: dict[str, float]) -> dict[str, str]:
-    """role -> why the column's values rule it out, whatever its header says."""
-    out = {}
-    if f.get("constant"):
-        out["sku"] = out["description"] = "the same value on every row"
-    if f.get("alpha", 0.0) <= MAJORITY and f.get("numeric", 0.0) > MAJORITY:
-        out.setdefault("description", "numbers, not text")
-    if f.get("url", 0.0) > MAJORITY:
-        out["description"] = out["unit_price"] = out["sku"] = "links"
-    if f.get("running_index"):
-        out["unit_price"] = "a running row number"
-    elif f.get("numeric", 0.0) > MAJORITY and f.get("integers") == 1.0 and f.get("year_like") == 1.0:
-        out["unit_price"] = "years"
-    if f.get("percent", 0.0) > MAJORITY:
-        out["unit_price"] = "percentages"
-    return out
-
-
 def _renormalized(probs: dict[str, float], vetoed: dict[str, str]) -> dict[str, float]:
     """The vetoed roles' probability goes to "other": the values say the column is something else."""
     kept = {r: (0.0 if r in vetoed else p) for r, p in probs.items()}
@@ -91,7 +72,7 @@ def column_probabilities(body: list[list[str]], width: int, labels: list[str]) -
     out = []
     for c, f in enumerate(feats):
         label = labels[c] if c < len(labels) else ""
-        vetoed = _vetoes(f)
+        vetoed = value_vetoes(f)
         out.append((_renormalized(model.probabilities(f, label), vetoed), vetoed, f))
     return out
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from catalog.extraction.column_model import MAJORITY, value_features, value_vetoes
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
 from catalog.extraction.packs import normalize_unit, split_pack
@@ -28,7 +29,6 @@ THRESHOLDS = {"sku": 0.45, "description": 0.3, "unit": 0.45, "pack_size": 0.5,
 HEADER_BONUS = {1: 0.3, 2: 0.45, 3: 0.55}
 CLOSE_CALL = 0.15  # two columns this close for one role: a reviewer decides
 WEAK_DESCRIPTION = 0.5
-MAJORITY = 0.5  # a value share above half speaks for the column
 
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-./_#]{1,39}+")
 # A number written with two decimal places ("24.00", "1 913,69"): how amounts of money are
@@ -53,8 +53,8 @@ class Profile:
     unit_words: float = 0.0
     currency_codes: float = 0.0
     cents: float = 0.0
-    constant: bool = False
     sequential: bool = False
+    vetoes: dict[str, str] = field(default_factory=dict)  # role -> why the values rule it out
 
 
 @dataclass
@@ -121,7 +121,6 @@ def _text_stats(texts: list[str]) -> dict:
         "mean_len": sum(len(t) for t in texts) / n,
         "words": sum(len(t.split()) for t in texts) / n,
         "distinct": len(set(texts)) / n,
-        "constant": n >= 2 and len(set(texts)) == 1,
         "unit_words": sum(1 for t in texts if _is_unit_text(t)) / n,
         "currency_codes": sum(1 for t in texts if t.upper() in ISO_CODES) / n,
         "cents": sum(1 for t in texts if len(t) <= 24 and _CENTS.fullmatch(t)) / n,
@@ -144,12 +143,14 @@ def profile_columns(rows: list[list[str]], width: int) -> list[Profile]:
     sample = [r for r in rows if r][:SAMPLE_ROWS]
     profiles = []
     for col in range(width):
-        texts = [cap(r[col]) for r in sample if col < len(r) and r[col]]
+        values = [r[col] for r in sample if col < len(r) and r[col]]
+        texts = [cap(v) for v in values]
         p = Profile(col=col)
         if texts:
             p.filled = len(texts) / max(1, len(sample))
             for key, value in {**_value_stats(texts), **_text_stats(texts)}.items():
                 setattr(p, key, value)
+            p.vetoes = value_vetoes(value_features(values, len(sample), col, width))
         profiles.append(p)
     return profiles
 
@@ -176,11 +177,10 @@ def content_scores(p: Profile) -> dict[str, tuple[float, str]]:
     return {role: (score * fill, why) for role, (score, why) in scores.items()}
 
 
-def value_vetoes(p: Profile) -> dict[str, str]:
-    """role -> why the column's values rule it out, whatever its header says."""
-    out = {}
-    if p.constant:
-        out["sku"] = out["description"] = "the same value on every row"
+def _vetoes(p: Profile) -> dict[str, str]:
+    """role -> why the column's values rule it out, whatever its header says: the column
+    model's vetoes (``column_model.value_vetoes``), and amounts written with cents are no code."""
+    out = dict(p.vetoes)
     if p.cents > MAJORITY:
         out["sku"] = "amounts written with cents, not codes"
     return out
@@ -192,7 +192,7 @@ def score_columns(profiles: list[Profile], labels: list[str]) -> dict[tuple[str,
     for p in profiles:
         label = labels[p.col] if p.col < len(labels) else ""
         said = classify_header(label)
-        vetoed = value_vetoes(p)
+        vetoed = _vetoes(p)
         for role, (score, why) in content_scores(p).items():
             if role in vetoed:
                 out[(role, p.col)] = (0.0, [f"not {role.replace('_', ' ')}: {vetoed[role]}"])

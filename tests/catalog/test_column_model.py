@@ -122,14 +122,20 @@ def test_a_plain_sheet_the_model_reads_as_the_rules_do_needs_no_confirmation():
 
 
 def test_a_role_the_model_reads_otherwise_needs_confirmation_and_flags_its_values_on_that_field():
-    # The rules take the only money-like column as the price; the model reads a column of years as none.
-    rows = [["Code", "Title", "Price"]] + [[f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)]
+    # The rules take column B as the description; the model, on two rows, is not sure enough of it.
+    rows = [["SKU", "Description", "Unit", "Price EUR"], ["A-1", "Apples", "kg", "1.50"], ["B-2", "Bananas", "kg", "2.25"]]
     ex = extract(table(*rows), model_doubt=True)
     (report,) = ex.sheets
     doubted = {c["role"] for c in report["columns"] if c["needs_confirmation"]}
-    assert "unit_price" in doubted and ex.needs_confirmation
+    assert "description" in doubted and ex.needs_confirmation
     for item in ex.items:
         assert doubted <= {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
+
+
+def test_a_column_of_years_is_no_price_for_the_rules_either():
+    rows = [["Code", "Title", "Price"]] + [[f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)]
+    ex = extract(table(*rows))
+    assert ex.refusal and not ex.items
 
 
 def test_model_doubt_leaves_a_reviewers_mapping_without_doubt():
@@ -141,25 +147,24 @@ def test_model_doubt_leaves_a_reviewers_mapping_without_doubt():
     assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
 
 
-def years_as_prices(price_header="Price"):
-    # The rules take the only numeric column as the price; the model reads a column of years as none.
-    return [["Code", "Title", price_header]] + [[f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)]
-
-
 def test_a_file_that_validation_sends_to_review_shows_the_column_doubt_held_back():
     from catalog.mapping import read_items
 
     # No currency anywhere: extraction itself flags nothing, validation flags every item.
-    got = read_items(table(*years_as_prices()))
+    rows = [["SKU", "Description", "Unit", "Price"], ["A-1", "Apples", "kg", "1.50"], ["B-2", "Bananas", "kg", "2.25"]]
+    assert not any(i.get("flags") for i in extract(table(*rows)).items)
+    got = read_items(table(*rows))
     (report,) = got["report"]["columns"]
     assert got["report"]["needs_confirmation"] and report["needs_confirmation"]
-    assert next(c for c in report["columns"] if c["role"] == "unit_price")["needs_confirmation"]
+    assert next(c for c in report["columns"] if c["role"] == "description")["needs_confirmation"]
     for item in got["items"]:
-        assert "unit_price" in {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
+        assert "description" in {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
 
 
 def test_a_currency_read_for_a_price_column_in_doubt_is_in_doubt_too():
-    ex = extract(table(*years_as_prices("Price EUR")), model_doubt=True)
+    rows = [["SKU", "Name", "Price EUR", "Price"]]
+    rows += [[f"S{n}", f"Thing number {n}", f"{n}.10", f"{n}.30"] for n in range(1, 6)]
+    ex = extract(table(*rows))
     for item in ex.items:
         assert item["currency"] == "EUR"
         assert {"unit_price", "currency"} <= {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
