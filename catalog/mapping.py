@@ -317,7 +317,7 @@ def read_items(table: Table, *, given: dict | None = None, remembered: list[dict
     `items`, `notes`, `refusal` (why no sheet is an item list, or None) and
     `report`: the status's `columns` (with each read sheet's header
     signature), `needs_confirmation` and `layout`."""
-    from catalog.validation import validate_items
+    from catalog.validation import needs_review, review_flags, validate_items
 
     choice = choose_mapping(table, given=given, remembered=remembered or [])
     extracted = extract(table, mapping=choice.mapping)
@@ -330,8 +330,9 @@ def read_items(table: Table, *, given: dict | None = None, remembered: list[dict
     if refusal and choice.notes:
         refusal = " ".join([refusal.rstrip(".") + ".", *(n[0].upper() + n[1:] + "." for n in choice.notes)])
     items = validate_items(extracted.items, table) if extracted.items else []
-    # A file validation sends to a reviewer shows the column doubt the extractor held back.
-    confirm = show_doubt(extracted, items)
+    # A file validation (or an item repeated at another price) sends to a reviewer shows
+    # the column doubt the extractor held back.
+    confirm = show_doubt(extracted, items, review=needs_review(review_flags(items)))
     return {
         "items": items,
         "notes": [*choice.notes, *extracted.notes],

@@ -109,8 +109,9 @@ def run_file(path: Path, column_model: bool = False, model_doubt: bool | None = 
     result = extract(table, column_model=column_model, model_doubt=model_doubt)
     if result.refusal:
         return table, result, [], "refuse"
-    items = review_flags(validate_items(result.items, table))
-    confirm = show_doubt(result, items)
+    items = validate_items(result.items, table)  # as catalog.mapping.read_items does
+    confirm = show_doubt(result, items, review=needs_review(review_flags(items)))
+    items = review_flags(items)
     review = needs_review(items) or confirm
     return table, result, items, "review" if review else "publish"
 

@@ -397,12 +397,14 @@ def _show_held_doubt(report: dict, items: list[dict], held: tuple) -> None:
         _doubt_on(item, flags)
 
 
-def show_doubt(result: Extraction, items: list[dict]) -> bool:
+def show_doubt(result: Extraction, items: list[dict], *, review: bool | None = None) -> bool:
     """After validation (``items``: the file's items with their flags), the doubt
-    ``extract`` held back is shown when the file goes to a reviewer anyway (an item
-    flagged, or columns to confirm): the columns in doubt marked, their values flagged.
-    Returns whether the file's columns need confirmation."""
-    if not result.held or not (result.needs_confirmation or any(i.get("flags") for i in items)):
+    ``extract`` held back is shown when the file goes to a reviewer anyway (``review``,
+    by default an item flagged; or columns to confirm): the columns in doubt marked,
+    their values flagged. Returns whether the file's columns need confirmation."""
+    if review is None:
+        review = any(i.get("flags") for i in items)
+    if not result.held or not (result.needs_confirmation or review):
         return result.needs_confirmation
     for report, held in result.held:
         _show_held_doubt(report, [i for i in items if i["source"]["sheet"] == report["sheet"]], held)
