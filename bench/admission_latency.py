@@ -17,13 +17,22 @@ workspace, a user and a bearer token. Then, with 1 and 8 concurrent clients
 - the same admission through the service function alone (store the sheet
   and admit the job in this process, no HTTP), at 1 and 8 threads.
 
-Prints p50/p99 latency and requests/s of each, and last the ratios of the
-admission's p50/p99 to the floor's at 1 and 8 clients (the goal: p99 at 8
-clients at most 1.25 times the floor's), and of admissions/s over HTTP to
-admissions/s through the service function.
+The admission and floor phases are repeated (`--repeat`, interleaved, so
+both see the same machine each time). Prints p50/p99 latency and
+requests/s of each phase, the ratios of the admission's p50/p99 to the
+floor's at 1 and 8 clients in each repetition and their median (the goal:
+p99 at 8 clients at most 1.25 times the floor's), the ratio of
+admissions/s over HTTP to admissions/s through the service function, and
+the load average before and after.
 
-    .venv/bin/python bench/admission_latency.py            # about 1-2 minutes
-    .venv/bin/python bench/admission_latency.py --requests 100
+`--profile N` first runs N admissions and N floor uploads in this process
+through Django's test client (same settings, middleware and database):
+the statements of one of each, the CPU time per request, and a cProfile of
+the admissions.
+
+    .venv/bin/python bench/admission_latency.py            # about 2-3 minutes
+    .venv/bin/python bench/admission_latency.py --requests 100 --repeat 1
+    .venv/bin/python bench/admission_latency.py --profile 300 --profile-only
 
 No worker runs, so the admitted jobs stay queued: only admission is measured.
 """
@@ -31,7 +40,12 @@ No worker runs, so the admitted jobs stay queued: only admission is measured.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import http.client
+import io
+import os
+import pstats
+import statistics
 import sys
 import tempfile
 import threading
@@ -79,19 +93,20 @@ class Result:
     latencies: list[float]
     seconds: float
     errors: int
+    repetition: int = 0
 
     @property
     def per_second(self) -> float:
         return len(self.latencies) / self.seconds if self.seconds else float("nan")
 
     def row(self) -> list[object]:
-        return [self.label, self.clients, len(self.latencies),
+        return [self.label, self.repetition + 1, self.clients, len(self.latencies),
                 f"{percentile(self.latencies, 50) * 1000:.2f}",
                 f"{percentile(self.latencies, 99) * 1000:.2f}",
                 f"{self.per_second:.0f}", self.errors]
 
 
-def run_clients(label: str, clients: int, total: int, one_request) -> Result:
+def run_clients(label: str, clients: int, total: int, one_request, repetition: int = 0) -> Result:
     """`clients` threads share `total` requests; each thread calls
     `one_request(state)` (state is per thread) and times it."""
     latencies: list[float] = []
@@ -129,14 +144,154 @@ def run_clients(label: str, clients: int, total: int, one_request) -> Result:
     barrier.wait()
     for thread in threads:
         thread.join()
-    return Result(label, clients, latencies, time.perf_counter() - started, errors)
+    return Result(label, clients, latencies, time.perf_counter() - started, errors, repetition)
 
 
-def main() -> None:
+def profile_in_process(token: str, count: int) -> str:
+    """Statements per request and CPU per request of admissions and floor
+    uploads through the test client, then a cProfile of `count` admissions."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(SERVER_NAME="127.0.0.1")
+    content_type = f"multipart/form-data; boundary={BOUNDARY}"
+
+    def admit() -> None:
+        response = client.generic("POST", "/api/jobs", unique_body(), content_type=content_type,
+                                  HTTP_AUTHORIZATION=f"Bearer {token}",
+                                  HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+        assert response.status_code == 202, response.content
+
+    def floor() -> None:
+        response = client.generic("POST", "/bench/floor-upload", unique_body(), content_type=content_type)
+        assert response.status_code == 202, response.content
+
+    out = io.StringIO()
+    for _ in range(20):  # imports, connection, caches
+        admit()
+        floor()
+    for label, request in (("admission", admit), ("floor upload", floor)):
+        with CaptureQueriesContext(connection) as captured:
+            request()
+        out.write(f"{label}: {len(captured.captured_queries)} statements\n")
+        for query in captured.captured_queries:
+            out.write(f"    {' '.join(query['sql'].split())[:150]}\n")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    for label, request in (("admission", admit), ("floor upload", floor)):
+        cpu, wall, server = time.process_time(), time.perf_counter(), backend_cpu_seconds(backend)
+        for _ in range(count):
+            request()
+        out.write(f"{label}: {(time.process_time() - cpu) * 1000 / count:.2f} ms CPU here "
+                  f"(test client included), {(backend_cpu_seconds(backend) - server) * 1000 / count:.2f} "
+                  f"ms in its PostgreSQL backend, {(time.perf_counter() - wall) * 1000 / count:.2f} "
+                  f"ms wall per request\n")
+    out.write(statement_costs(connection, backend, count, admit, floor))
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    for _ in range(count):
+        admit()
+    profiler.disable()
+    stats = io.StringIO()
+    pstats.Stats(profiler, stream=stats).sort_stats("cumulative").print_stats(45)
+    out.write(f"\ncProfile of {count} admissions (CPU time; the profiler inflates Python):\n")
+    out.write(stats.getvalue())
+    return out.getvalue()
+
+
+def statement_costs(connection, backend: int, count: int, *requests) -> str:
+    """The PostgreSQL backend's CPU per statement, by the statement's first
+    words, over `count` of each request (the kernel counts CPU in ticks, so
+    only the average over many statements means anything)."""
+    spent: dict[str, float] = {}
+    runs: dict[str, int] = {}
+
+    def measure(execute, sql, params, many, context):
+        before = backend_cpu_seconds(backend)
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            key = " ".join(sql.split())[:60]
+            spent[key] = spent.get(key, 0.0) + backend_cpu_seconds(backend) - before
+            runs[key] = runs.get(key, 0) + 1
+
+    with connection.execute_wrapper(measure):
+        for _ in range(count):
+            for request in requests:
+                request()
+    lines = [f"    {spent[key] * 1000 / runs[key]:.2f} ms  {key}"
+             for key in sorted(spent, key=spent.get, reverse=True)]
+    return "PostgreSQL backend CPU per statement:\n" + "\n".join(lines) + "\n"
+
+
+def backend_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a PostgreSQL backend on this machine (NaN when
+    the server is elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ratio_lines(results: list[Result], repeat: int) -> list[str]:
+    """Admission / floor p50 and p99 per repetition and client count, and the medians."""
+    lines = []
+    for clients in (1, 8):
+        p50s, p99s = [], []
+        for rep in range(repeat):
+            adm = next(r for r in results if r.label == "admission (HTTP)" and r.clients == clients
+                       and r.repetition == rep)
+            floor = next(r for r in results if r.label == "floor upload (HTTP)"
+                         and r.clients == clients and r.repetition == rep)
+            p50s.append(percentile(adm.latencies, 50) / percentile(floor.latencies, 50))
+            p99s.append(percentile(adm.latencies, 99) / percentile(floor.latencies, 99))
+        each = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in zip(p50s, p99s, strict=True))
+        lines.append(f"admission / floor at {clients} client{'s' if clients > 1 else ''}: "
+                     f"p50 {statistics.median(p50s):.2f}, p99 {statistics.median(p99s):.2f} "
+                     f"(median of {repeat}; each repetition p50/p99: {each})")
+    return lines
+
+
+def load_average() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400, help="admissions per run [400]")
     parser.add_argument("--reads", type=int, default=1000, help="status reads per run [1000]")
-    args = parser.parse_args()
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="repetitions of the admission and floor phases [3]")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="first profile N admissions and floor uploads in-process")
+    parser.add_argument("--profile-only", action="store_true", help="only the in-process profile")
+    return parser.parse_args()
+
+
+def report(results: list[Result], repeat: int) -> None:
+    say("")
+    say(table(["what", "repetition", "clients", "requests", "p50 ms", "p99 ms", "per s", "errors"],
+              [r.row() for r in results]))
+    say("")
+    for line in ratio_lines(results, repeat):
+        say(line)
+
+    def first(label: str, clients: int) -> Result:
+        return next(r for r in results if r.label == label and r.clients == clients)
+
+    http = [first("admission (HTTP)", c).per_second for c in (1, 8)]
+    svc = [first("admission (service function)", c).per_second for c in (1, 8)]
+    say(f"HTTP / service function, admissions per second: {http[0] / svc[0]:.2f} at 1 client, "
+        f"{http[1] / svc[1]:.2f} at 8 clients (first repetition)")
+    say(f"load average after: {load_average()}")
+
+
+def main() -> None:
+    args = parse_args()
+    say(f"load average before: {load_average()}")
 
     say(f"fresh database {DATABASE} ...")
     db = common.fresh_database(DATABASE)
@@ -146,7 +301,8 @@ def main() -> None:
     env = db.env(MEDIA_ROOT=media, LOG_LEVEL="WARNING", CONN_MAX_AGE=60,
                  UPLOAD_RATE_PER_MINUTE=1_000_000)
 
-    common.setup_django(db, MEDIA_ROOT=media)
+    common.setup_django(db, MEDIA_ROOT=media, DJANGO_SETTINGS_MODULE="bench.floor_settings",
+                        UPLOAD_RATE_PER_MINUTE=1_000_000)
     from django.db import connections
 
     from accounts.models import Membership, Workspace
@@ -160,6 +316,10 @@ def main() -> None:
     with connections["default"].cursor() as cursor:
         cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor_upload (id text PRIMARY KEY, "
                        "sha256 text NOT NULL, size bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now())")
+    if args.profile:
+        say(profile_in_process(token, args.profile))
+        if args.profile_only:
+            return
     env["DJANGO_SETTINGS_MODULE"] = "bench.floor_settings"
     port, stop_gunicorn = common.start_gunicorn(env, ready_path="/api/jobs", ready_status=401)
     say(f"gunicorn on 127.0.0.1:{port} (2 workers x 4 threads); media in {media}")
@@ -215,34 +375,20 @@ def main() -> None:
     run_clients("warm-up", 2, 10, admit_service)
 
     results = []
-    for clients in (1, 8):
-        # Interleaved, so both see the same machine.
-        results.append(run_clients("admission (HTTP)", clients, args.requests, admit_http))
-        results.append(run_clients("floor upload (HTTP)", clients, args.requests, floor_http))
+    for repetition in range(args.repeat):
+        for clients in (1, 8):
+            # Interleaved, so both see the same machine.
+            results.append(run_clients("admission (HTTP)", clients, args.requests, admit_http,
+                                       repetition))
+            results.append(run_clients("floor upload (HTTP)", clients, args.requests, floor_http,
+                                       repetition))
     for clients in (1, 8):
         results.append(run_clients("status read (HTTP)", clients, args.reads, read_http))
     for clients in (1, 8):
         results.append(run_clients("admission (service function)", clients, args.requests,
                                    admit_service))
     stop_gunicorn()
-
-    say("")
-    say(table(["what", "clients", "requests", "p50 ms", "p99 ms", "per s", "errors"],
-              [r.row() for r in results]))
-    http8 = next(r for r in results if r.label == "admission (HTTP)" and r.clients == 8)
-    svc8 = next(r for r in results if r.label == "admission (service function)" and r.clients == 8)
-    http1 = next(r for r in results if r.label == "admission (HTTP)" and r.clients == 1)
-    svc1 = next(r for r in results if r.label == "admission (service function)" and r.clients == 1)
-    say("")
-    for clients in (1, 8):
-        adm = next(r for r in results if r.label == "admission (HTTP)" and r.clients == clients)
-        floor = next(r for r in results if r.label == "floor upload (HTTP)" and r.clients == clients)
-        say(f"admission / floor at {clients} client{'s' if clients > 1 else ''}: "
-            f"p50 {percentile(adm.latencies, 50) / percentile(floor.latencies, 50):.2f}, "
-            f"p99 {percentile(adm.latencies, 99) / percentile(floor.latencies, 99):.2f}")
-    say(f"HTTP / service function, admissions per second: "
-        f"{http1.per_second / svc1.per_second:.2f} at 1 client, "
-        f"{http8.per_second / svc8.per_second:.2f} at 8 clients")
+    report(results, args.repeat)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 from accounts.models import Workspace
 from catalog.items import JobItem
 from catalog.readers import binary_kind
-from catalog.selectors import upload_rate_wait_seconds, with_reading_report
+from catalog.selectors import UploadTarget, upload_target, with_reading_report
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
 from jobs.http import (
@@ -201,26 +201,25 @@ def limit_upload(request: HttpRequest, limit: int) -> None:
     request.upload_handlers.insert(0, UploadLimitHandler(request, limit=limit))
 
 
-def member_workspace(user, slug: str | None) -> Workspace:
+def member_workspace(user, slug: str | None, target: UploadTarget) -> Workspace:
     """The workspace an upload goes to: the named one (if the caller is a
-    member), else the caller's only workspace."""
-    mine = Workspace.objects.for_member(user).order_by("slug")
+    member), else the caller's only workspace (`target`, read for both)."""
+    spaces = target.workspaces
     if slug:
-        workspace = mine.filter(slug=slug).first()
-        if workspace is None:
+        if not spaces:
             raise Problem(404, "not-found", MSG_NOT_MEMBER.format(slug=slug))
-        return workspace
-    spaces = list(mine[:2])
+        return spaces[0]
     if not spaces:
         raise Problem(403, "no-workspace")
     if len(spaces) > 1:
+        mine = Workspace.objects.for_member(user).order_by("slug")
         raise Problem(400, "workspace-required", MSG_WORKSPACE_REQUIRED,
                       workspaces=list(mine.values_list("slug", flat=True)))
     return spaces[0]
 
 
 def clean_supplier_name(raw: str | None) -> str:
-    name = (raw or "").strip()
+    name = " ".join((raw or "").split())
     if len(name) > 200:
         raise Problem(400, "invalid-request", MSG_SUPPLIER_TOO_LONG)
     return name
@@ -245,13 +244,12 @@ def _admission_response(job: Job, *, created: bool) -> JsonResponse:
     return response
 
 
-def _refuse_over_rate(workspace: Workspace, key: str) -> None:
+def _refuse_over_rate(target: UploadTarget) -> None:
     """429 once the workspace has admitted `UPLOAD_RATE_PER_MINUTE` uploads
     in the last minute; a repeated key (a replay) is always answered."""
-    limit = settings.UPLOAD_RATE_PER_MINUTE
-    wait = upload_rate_wait_seconds(workspace_id=workspace.pk, limit=limit, key=key)
-    if wait:
-        seconds = math.ceil(wait)
+    if target.wait_seconds:
+        limit = settings.UPLOAD_RATE_PER_MINUTE
+        seconds = math.ceil(target.wait_seconds)
         raise Problem(429, "too-many-requests", MSG_RATE.format(limit=limit, seconds=seconds),
                       headers={"Retry-After": str(seconds)}, retry_after_seconds=seconds)
 
@@ -305,12 +303,17 @@ def jobs_admit(
     kind = binary_kind(next(file.chunks(), b"")[:16])
     if kind:
         raise Problem(415, "unsupported-media-type", MSG_NOT_A_SHEET.format(kind=kind))
-    space = member_workspace(who.user, workspace)
-    _refuse_over_rate(space, key)
+    supplier_name = clean_supplier_name(supplier)
+    # The workspace, the rate window and the supplier in one statement,
+    # before a byte is stored.
+    target = upload_target(user_id=who.user.pk, slug=workspace, key=key, supplier_name=supplier_name,
+                           limit=settings.UPLOAD_RATE_PER_MINUTE)
+    space = member_workspace(who.user, workspace, target)
+    _refuse_over_rate(target)
     job, created = pricesheet_admit(
         workspace=space, chunks=file.chunks(), original_name=file.name or "upload",
         content_type=file.content_type or "", idempotency_key=key,
-        supplier_name=clean_supplier_name(supplier), user=who.user,
+        supplier_name=supplier_name, supplier_id=target.supplier_id, user=who.user,
     )
     return _admission_response(job, created=created)
 

@@ -1,14 +1,14 @@
-"""The `parse_sheet` job kind: read the stored sheet (checkpointed), extract
-candidate items, validate them, and accept: clean output is published in
-the accept's transaction, flagged output waits for a reviewer.
+"""The `parse_sheet` job kind, one straight pipeline: read the stored sheet,
+extract candidate items, validate them (all three in one limited parse
+child, `catalog.pipeline`, whichever extractor the EXTRACTOR setting names:
+`catalog.extractors`), ask what needs the supplier's current catalog, and
+accept: clean output is published in the accept's transaction, flagged
+output waits for a reviewer.
 
-Reading, and for the built-in extractor extraction and validation too, run
-in a limited child process (`catalog.sandbox`); the model extractor's calls
-stay here, where the attempt records them."""
-
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+The child tells this process as it goes: the table as soon as it is read
+(checkpointed, so a retry never reads the file again), and a model
+extractor's calls (each call's request id and usage kept on the attempt as
+it returns; a stopping worker releases the job only before a call)."""
 
 from django.conf import settings
 
@@ -26,56 +26,9 @@ from jobs.errors import PermanentError, TransientError
 from jobs.registry import register
 
 MSG_NO_ITEMS = "no item rows were found in the sheet: it is not an item list"
-
-
-def _read_limits():
-    from catalog.reading import ReadLimits
-
-    return ReadLimits(max_sheets=settings.MAX_SHEETS, max_pages=settings.MAX_PAGES)
-
-
-def _in_child(ctx, *, data: bytes | None, filename: str, table: dict | None, extract: bool,
-              layouts: dict, extract_if_mapped: bool = False) -> dict:
-    from catalog.errors import SheetError
-    from catalog.sandbox import ParseLimits, ParserKilled, run_parse
-
-    limits = ParseLimits(max_memory_mb=settings.PARSE_MAX_MEMORY_MB,
-                         max_seconds=settings.PARSE_MAX_SECONDS)
-    request = {"data": data, "filename": filename, "table": table, "extract": extract,
-               "extract_if_mapped": extract_if_mapped, "read_limits": _read_limits(),
-               "layouts": layouts, "max_output_mb": settings.PARSE_MAX_OUTPUT_MB}
-    # A stopping worker releases the job before the child starts; once it
-    # runs, only a lost lease (cancelled, expired, taken over) kills it, and
-    # a stopping worker keeps the lease until the child answers.
-    ctx.check()
-    try:
-        return run_parse(request, limits=limits, should_stop=ctx.check_lease)
-    except SheetError as exc:
-        raise PermanentError(exc.reason) from exc
-    except ParserKilled as exc:
-        raise TransientError(str(exc)) from exc
-    # A child that crashed for no reason the input explains (ParserCrashed)
-    # is unexpected: it propagates, and the job's retry policy decides.
-
-
-def _model_extract(ctx, table) -> tuple[list[dict], list[str]]:
-    from catalog.errors import ExtractionError, SheetError
-    from catalog.llm import LLMConfig, extract_items_with_model
-
-    config = LLMConfig(base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY,
-                       model=settings.LLM_MODEL, timeout_seconds=settings.LLM_TIMEOUT_SECONDS)
-    try:
-        # Each call's request id and usage reach the attempt as the call
-        # returns; a stopping worker releases the job only before a call.
-        result = extract_items_with_model(
-            table, config=config, before_call=ctx.check, on_call=ctx.record_provider_call,
-            progress=lambda done, total: ctx.heartbeat(done, total),
-        )
-    except SheetError as exc:
-        raise PermanentError(exc.reason) from exc
-    except ExtractionError as exc:
-        raise (TransientError if exc.transient else PermanentError)(exc.reason) from exc
-    return result.items, [f"extracted by model {settings.LLM_MODEL}"]
+# Beyond the model client's own timeout, what one call may take before the
+# parent gives up on the child.
+CALL_MARGIN_SECONDS = 5.0
 
 
 def _layouts(ctx) -> dict:
@@ -88,76 +41,62 @@ def _layouts(ctx) -> dict:
             "remembered": supplier_layouts_data(supplier_id=ctx.payload.get("supplier_id"))}
 
 
-def _mapped(layouts: dict, saved: dict) -> bool:
-    from catalog.mapping import mapping_decides
-    from catalog.reading import Table
+def _endpoint():
+    """The model endpoint, for an extractor that calls one (None otherwise:
+    the child then has no network at all)."""
+    from catalog.extractors import EXTRACTORS, ModelEndpoint
 
-    return mapping_decides(Table.from_json(saved), **layouts)
-
-
-@dataclass(frozen=True)
-class Extractor:
-    """Where an extractor runs. One that runs `in_child` is pure and offline:
-    the parse child reads, extracts and validates in one run. Any other
-    extracts here, in the worker (its remote calls are recorded on the
-    attempt), from the table the child read; a mapping that decides the
-    columns still has the child read them as given."""
-
-    in_child: bool
-    extract: Callable[[Any, Any], tuple[list[dict], list[str]]] | None = None
+    if not EXTRACTORS[settings.EXTRACTOR].remote:
+        return None
+    return ModelEndpoint(base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY,
+                         model=settings.LLM_MODEL, timeout_seconds=settings.LLM_TIMEOUT_SECONDS)
 
 
-# The extractors by the name the EXTRACTOR setting gives.
-EXTRACTORS: dict[str, Extractor] = {
-    "builtin": Extractor(in_child=True),
-    "openai": Extractor(in_child=False, extract=_model_extract),
-}
+def _read_extract_validate(ctx, sheet: PriceSheet) -> dict:
+    """One parse child: the table (from the checkpoint, or read from the
+    file and checkpointed as soon as it is), the extractor's items, validated."""
+    from catalog.errors import ExtractionError, SheetError
+    from catalog.reading import ReadLimits
+    from catalog.sandbox import ParseLimits, ParserKilled, run_parse
 
-
-def _read(ctx, sheet: PriceSheet, extractor: Extractor, layouts: dict) -> tuple[dict, dict | None]:
-    """The table (checkpointed) and, when the child extracted, its result.
-    The parse child is started at most once per attempt: a first read
-    extracts in the same run when the extractor or a mapping says so; a
-    retry reuses the checkpointed table and starts a child only to extract."""
     saved = ctx.load_checkpoint("table")
-    if saved is not None and not extractor.in_child and not _mapped(layouts, saved):
-        return saved, None
+    endpoint = _endpoint()
+    limits = ParseLimits(max_memory_mb=settings.PARSE_MAX_MEMORY_MB, max_seconds=settings.PARSE_MAX_SECONDS,
+                         call_seconds=settings.LLM_TIMEOUT_SECONDS + CALL_MARGIN_SECONDS if endpoint else 0.0)
     # A retry never reads the file again. From the sheets storage: a local
     # folder, or an object store.
-    data = sheet_read_bytes(sheet.storage_path) if saved is None else None
-    result = _in_child(ctx, data=data, filename=sheet.original_name, table=saved,
-                       extract=extractor.in_child or saved is not None, layouts=layouts,
-                       extract_if_mapped=True)
-    del data
-    if saved is None:
-        saved = result["table"]
-        ctx.checkpoint("table", saved)
-    return saved, (result if "items" in result else None)
+    request = {"data": sheet_read_bytes(sheet.storage_path) if saved is None else None,
+               "filename": sheet.original_name, "table": saved, "extractor": settings.EXTRACTOR,
+               "layouts": _layouts(ctx), "endpoint": endpoint, "max_output_mb": settings.PARSE_MAX_OUTPUT_MB,
+               "read_limits": ReadLimits(max_sheets=settings.MAX_SHEETS, max_pages=settings.MAX_PAGES)}
+    events = {"table": lambda table: ctx.checkpoint("table", table),
+              "before_call": ctx.check, "on_call": ctx.record_provider_call,
+              "progress": lambda done, total: ctx.heartbeat(done, total)}
+    # A stopping worker releases the job before the child starts; once it
+    # runs, only a lost lease (cancelled, expired, taken over) kills it, a
+    # stopping worker keeps the lease until the child answers, and releases
+    # the job only before a model call.
+    ctx.check()
+    try:
+        return run_parse(request, limits=limits, should_stop=ctx.check_lease, on_event=events)
+    except SheetError as exc:
+        raise PermanentError(exc.reason) from exc
+    except ExtractionError as exc:
+        raise (TransientError if exc.transient else PermanentError)(exc.reason) from exc
+    except ParserKilled as exc:
+        raise TransientError(str(exc)) from exc
+    # A child that crashed for no reason the input explains (ParserCrashed)
+    # is unexpected: it propagates, and the job's retry policy decides.
 
 
-def _from_child(ctx, result: dict) -> tuple[list[dict], list[str], dict]:
-    """Items, notes and the reading report the child extracted."""
-    report = result["report"]
+def _usable(ctx, result: dict) -> None:
+    """Refuse a result that holds no items, with the reason."""
     if result["refusal"]:
         # Keep what was seen of the columns, so a reviewer can map them.
-        ctx.checkpoint("columns", {**report, "notes": result["notes"]})
+        ctx.checkpoint("columns", {**result["report"], "notes": result["notes"]})
         raise PermanentError(result["refusal"])
     if not result["items"]:
         raise PermanentError(MSG_NO_ITEMS)
-    return result["items"], result["notes"], report
-
-
-def _from_extractor(ctx, extractor: Extractor, saved: dict) -> tuple[list[dict], list[str], dict]:
-    from catalog.reading import Table
-    from catalog.validation import check_model_items, validate_items
-
-    table = Table.from_json(saved)
-    items, notes = extractor.extract(ctx, table)
-    if not items:
-        raise PermanentError(MSG_NO_ITEMS)
-    report = {"columns": [], "needs_confirmation": False,
-              "layout": {"source": "inferred", "approved_by": None, "approved_at": None}}
-    return validate_items(check_model_items(items, table), table), notes, report
 
 
 def parse_sheet(ctx) -> None:
@@ -165,25 +104,21 @@ def parse_sheet(ctx) -> None:
     from catalog.validation import needs_review, review_flags
 
     sheet = PriceSheet.objects.get(pk=ctx.payload["sheet_id"])
-    layouts = _layouts(ctx)
-    name = settings.EXTRACTOR
-    extractor = EXTRACTORS[name]
-    saved, result = _read(ctx, sheet, extractor, layouts)
+    # Read -> extract -> validate.
+    result = _read_extract_validate(ctx, sheet)
     ctx.heartbeat()
-    if result is not None:
-        checked, notes, report = _from_child(ctx, result)
-        name = "builtin"  # the built-in reader took the columns as given
-    else:
-        checked, notes, report = _from_extractor(ctx, extractor, saved)
+    _usable(ctx, result)
     # Questions for a reviewer that need the supplier's current catalog.
-    checked = review_flags(checked, previous=supplier_current_items(supplier_id=sheet.supplier_id),
+    checked = review_flags(result["items"], previous=supplier_current_items(supplier_id=sheet.supplier_id),
                            ratio=settings.PRICE_CHANGE_REVIEW_RATIO)
+    report = result["report"]
     confirm, layout = report["needs_confirmation"], report["layout"]
-    output = {"items": checked, "notes": notes, "extractor": name, "columns": report["columns"],
-              "layout": layout, "needs_confirmation": confirm}
+    output = {"items": checked, "notes": result["notes"], "extractor": result["extractor"],
+              "columns": report["columns"], "layout": layout, "needs_confirmation": confirm}
     # A reviewer's own mapping always comes back to them; columns inferred
     # without confidence wait for a reviewer to confirm them.
     review = needs_review(checked) or confirm or layout["source"] == "reviewer"
+    # Accept.
     ctx.accept(output, needs_review=review, publish=lambda job: revision_publish(job=job))
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from catalog.currencies import is_active_currency
 from catalog.errors import SheetError
 from catalog.items import VALUE_FIELDS
-from catalog.extraction import col_index, col_letter, extract, fold, parse_decimal, show_doubt
+from catalog.extraction import col_index, col_letter, extract, fold, parse_decimal
 from catalog.extraction.matrix import matrix_parse
 from catalog.reading import Sheet, Table
 
@@ -312,13 +312,14 @@ def mapping_decides(table: Table, *, given: dict | None, remembered: list[dict])
 
 
 def read_items(table: Table, *, given: dict | None = None, remembered: list[dict] | None = None) -> dict:
-    """Choose how to read the table, extract and validate its items (pure,
-    plain data out, so it crosses the parse child's process boundary):
-    `items`, `notes`, `refusal` (why no sheet is an item list, or None) and
-    `report`: the status's `columns` (with each read sheet's header
-    signature), `needs_confirmation` and `layout`."""
-    from catalog.validation import needs_review, review_flags, validate_items
-
+    """Choose how to read the table and extract its items, not yet
+    validated (`catalog.pipeline` validates them; pure, plain data out, so
+    it crosses the parse child's process boundary): `items`, `notes`,
+    `refusal` (why no sheet is an item list, or None), `report`: the
+    status's `columns` (with each read sheet's header signature),
+    `needs_confirmation` and `layout`; and `held`, the column doubt the
+    extractor held back until validation says whether the file goes to a
+    reviewer (`catalog.pipeline` shows it, `show_held_doubt`)."""
     choice = choose_mapping(table, given=given, remembered=remembered or [])
     extracted = extract(table, mapping=choice.mapping)
     for report in extracted.sheets:
@@ -329,15 +330,12 @@ def read_items(table: Table, *, given: dict | None = None, remembered: list[dict
     refusal = extracted.refusal
     if refusal and choice.notes:
         refusal = " ".join([refusal.rstrip(".") + ".", *(n[0].upper() + n[1:] + "." for n in choice.notes)])
-    items = validate_items(extracted.items, table) if extracted.items else []
-    # A file validation (or an item repeated at another price) sends to a reviewer shows
-    # the column doubt the extractor held back.
-    confirm = show_doubt(extracted, items, review=needs_review(review_flags(items)))
     return {
-        "items": items,
+        "items": extracted.items,
         "notes": [*choice.notes, *extracted.notes],
         "refusal": refusal,
         "report": {"columns": extracted.sheets, "layout": choice.layout,
                    # A mapping a person set or approved needs no confirmation.
-                   "needs_confirmation": confirm and choice.mapping is None},
+                   "needs_confirmation": extracted.needs_confirmation and choice.mapping is None},
+        "held": extracted.held,
     }

@@ -3,8 +3,8 @@
 A hostile sheet (a zip bomb, a cell that makes a pattern backtrack, millions
 of empty rows) can cost any amount of memory or CPU, and a pattern holds the
 GIL: in the worker process it would starve the lease keeper and every other
-job. So reading, and for the built-in extractor extraction and validation
-too, run in a child process:
+job. So the whole parse pipeline (`catalog.pipeline`: read, extract with
+whichever extractor, validate) runs in a child process:
 
 - started from a `forkserver` (a clean interpreter that preloads this
   module), so the child holds none of the worker's database connections or
@@ -14,10 +14,17 @@ too, run in a child process:
   kept by the parent, which kills the child when it runs over;
 - while the parent waits in short polls, calling ``should_stop`` each turn
   (the job context's check: lease lost, job cancelled, worker stopping), and
-  kills the child when that raises.
+  kills the child when that raises;
+- with no network, except to the model endpoint when the extractor calls
+  one (an audit hook refuses every other lookup and connection);
+- ending itself when its worker is gone (killed outright).
 
-The child's work is one pure call, ``parse_upload``, over bytes and plain
-data; model calls never run here.
+The child's work is one pure call, ``catalog.pipeline.read_extract_validate``,
+over bytes and plain data. What it must tell the job as it goes comes up the
+same pipe as events, which the parent hands to ``on_event``: the table as
+soon as it is read, and a model extractor's calls (the parent's answer to
+``before_call`` lets the next paid call start; each call's time is added to
+the wall-clock limit, up to ``call_seconds``).
 """
 
 from __future__ import annotations
@@ -27,13 +34,16 @@ import multiprocessing
 import os
 import resource
 import signal
+import socket
+import sys
+import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from catalog.errors import SheetError, UnreadableSheet
-from catalog.reading import ReadLimits, Table, read_bytes
+from catalog.errors import ExtractionError, ProviderRejectedError, ProviderTransientError, SheetError, UnreadableSheet
 
 log = logging.getLogger("catalog.sandbox")
 
@@ -48,13 +58,10 @@ MSG_TIME = (
 MSG_CRASH = "the parser stopped unexpectedly (exit code {code})"
 MSG_KILLED = "the parser was killed (signal {signal})"
 MSG_UNDECODABLE = "the file's text could not be decoded; save it again as UTF-8 CSV or as XLSX"
-MSG_OUTPUT = (
-    "this sheet expands to more than {mb} MB of text once read (cells that repeat "
-    "one value by reference, or very long values); split it into smaller files "
-    "or remove the repeated text"
-)
+MSG_NETWORK = "the parse child may reach only the model endpoint, not {address}"
 
 POLL_SECONDS = 0.2
+WATCH_SECONDS = 0.5  # how often a child checks that its worker is still there
 
 
 class ParseLimitExceeded(UnreadableSheet):
@@ -74,46 +81,8 @@ class ParserKilled(ParserCrashed):
 class ParseLimits:
     max_memory_mb: int = 512
     max_seconds: float = 120.0
-
-
-# --- the output budget -----------------------------------------------------------
-#
-# Reading is bounded by what the child may use, but a cell repeated by
-# reference (one shared string named by thousands of cells) costs the child
-# a pointer per cell and everyone after it the whole text per cell: the
-# checkpoint, the job output, the catalog rows, every page and export. So the
-# child measures its result as it will be written out, and refuses it when
-# it is over PARSE_MAX_OUTPUT_MB.
-
-CELL_OVERHEAD = 3  # quotes and a comma per cell once written as JSON
-
-
-def table_size(table: Table) -> int:
-    """Characters the table takes once written out (cells and their quoting)."""
-    total = 0
-    for sheet in table.sheets:
-        for row in sheet.rows:
-            total += sum(map(len, row)) + CELL_OVERHEAD * len(row) + 2
-        for key, raw in sheet.raw.items():
-            total += len(key) + len(str(raw.get("value", ""))) + 24
-    return total
-
-
-def value_size(value: Any) -> int:
-    """Characters a plain JSON-like value takes once written out (about)."""
-    if isinstance(value, str):
-        return len(value) + 2
-    if isinstance(value, dict):
-        return 2 + sum(len(str(k)) + 4 + value_size(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return 2 + sum(value_size(v) + 1 for v in value)
-    return len(str(value))
-
-
-def check_output_size(size: int, max_output_mb: int | None) -> None:
-    """Refuse a result past the budget, with the reason an uploader reads."""
-    if max_output_mb and size > max_output_mb * 1024 * 1024:
-        raise UnreadableSheet(MSG_OUTPUT.format(mb=max_output_mb))
+    # The most wall-clock time one model call may add to max_seconds.
+    call_seconds: float = 0.0
 
 
 @dataclass
@@ -124,45 +93,11 @@ class ChildReport:
     peak_rss_kb: int = 0
     seconds: float = 0.0
     cpu_seconds: float = 0.0  # the child's, as last seen while it ran
+    call_seconds: float = 0.0  # of seconds, those spent waiting on model calls
     outcome: str = ""
 
 
 last_report = ChildReport()
-
-
-def parse_upload(*, data: bytes | None, filename: str, table: dict | None,
-                 extract: bool, read_limits: ReadLimits, layouts: dict | None = None,
-                 extract_if_mapped: bool = False, max_output_mb: int | None = None) -> dict:
-    """Read the sheet (unless ``table``, a checkpoint, is given) and, with
-    ``extract`` (or ``extract_if_mapped`` and a mapping that decides the
-    columns), run the built-in extractor and validation. Pure: bytes and
-    plain data in, plain data out; raises ``SheetError`` for bad input.
-
-    ``layouts`` (``{"given": reviewer's mapping | None, "remembered": [...]}``)
-    decides which columns are read (`catalog.mapping.read_items`); the result
-    then has ``items``, ``notes``, ``refusal`` (why no sheet is an item list)
-    and ``report`` (the columns report, the layout, whether to confirm it).
-
-    The table and the items, as written out, are each measured against
-    ``max_output_mb`` (`check_output_size`)."""
-    parsed = Table.from_json(table) if table is not None else read_bytes(
-        data, filename=filename, limits=read_limits)
-    del data
-    if table is None:
-        check_output_size(table_size(parsed), max_output_mb)
-    result: dict = {"table": parsed.to_json() if table is None else None}
-    layouts = layouts or {"given": None, "remembered": []}
-    if extract_if_mapped and not extract:
-        from catalog.mapping import mapping_decides
-
-        extract = mapping_decides(parsed, given=layouts.get("given"),
-                                  remembered=layouts.get("remembered") or [])
-    if extract:
-        from catalog.mapping import read_items
-
-        result.update(read_items(parsed, **layouts))
-        check_output_size(value_size(result["items"]), max_output_mb)
-    return result
 
 
 # --- the child -------------------------------------------------------------------
@@ -180,7 +115,81 @@ def _peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _child_main(conn, request: dict, limits: ParseLimits) -> None:
+class _ParentLink:
+    """The child's side of the pipe: events up, and the parent's go-ahead
+    before each paid call (a parent that must stop kills the child instead)."""
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def table(self, data: dict) -> None:
+        self._conn.send(("event", "table", (data,)))
+
+    def before_call(self) -> None:
+        self._conn.send(("event", "before_call", ()))
+        self._conn.recv()
+
+    def on_call(self, request_id: str | None, usage: dict | None) -> None:
+        self._conn.send(("event", "on_call", (request_id, usage)))
+
+    def progress(self, done: int, total: int) -> None:
+        self._conn.send(("event", "progress", (done, total)))
+
+
+def _endpoint_addresses(base_url: str) -> tuple[set[str], set[tuple[str, int]]]:
+    parts = urllib.parse.urlsplit(base_url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        found = []  # the client's own lookup fails the same way: a connection error
+    return {host}, {(sockaddr[0], sockaddr[1]) for *_rest, sockaddr in found}
+
+
+def _network_only_to(base_url: str | None) -> None:
+    """Refuse, in this process, every name lookup and internet connection
+    but those to ``base_url`` (all of them when it is None). The refusal
+    is an OSError: the model client reports a connection error."""
+    hosts, addresses = _endpoint_addresses(base_url) if base_url else (set(), set())
+
+    def guard(event: str, args: tuple) -> None:
+        if event == "socket.getaddrinfo":
+            host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
+            if host not in hosts:
+                raise PermissionError(MSG_NETWORK.format(address=host))
+        elif event == "socket.connect":
+            sock, address = args
+            if sock.family in (socket.AF_INET, socket.AF_INET6) and tuple(address[:2]) not in addresses:
+                raise PermissionError(MSG_NETWORK.format(address=address[0]))
+
+    sys.addaudithook(guard)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _die_with(worker_pid: int) -> None:
+    """A worker killed outright leaves its child behind (the fork server,
+    its parent, stays while the child lives): a watch thread ends the child
+    once the worker is gone, rather than parse, or wait on the model, for
+    nobody. (A pattern holding the GIL delays it; the CPU limit bounds that.)"""
+
+    def watch() -> None:
+        while not _gone(worker_pid):
+            time.sleep(WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-worker", daemon=True).start()
+
+
+def _child_main(conn, request: dict, limits: ParseLimits, worker_pid: int) -> None:
+    _die_with(worker_pid)
     memory = limits.max_memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     cpu = max(1, int(limits.max_seconds + 0.999))
@@ -188,11 +197,17 @@ def _child_main(conn, request: dict, limits: ParseLimits) -> None:
     # stuck in C code that never returns to the interpreter.
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
+    endpoint = request.get("endpoint")
+    _network_only_to(endpoint.base_url if endpoint is not None else None)
     try:
-        result = parse_upload(**request)
+        from catalog.pipeline import read_extract_validate
+
+        result = read_extract_validate(**request, link=_ParentLink(conn))
         message = ("ok", result)
     except SheetError as exc:
         message = ("sheet", exc.reason)
+    except ExtractionError as exc:
+        message = ("extraction", (exc.reason, exc.transient, exc.request_id))
     except MemoryError:
         message = ("memory", None)
     except _CpuLimit:
@@ -208,9 +223,9 @@ def _child_main(conn, request: dict, limits: ParseLimits) -> None:
 
         message = ("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")
     try:
-        conn.send((message, _peak_rss_kb()))
+        conn.send(("answer", message, _peak_rss_kb()))
     except MemoryError:
-        conn.send((("memory", None), _peak_rss_kb()))
+        conn.send(("answer", ("memory", None), _peak_rss_kb()))
     finally:
         conn.close()
 
@@ -220,13 +235,16 @@ def _child_main(conn, request: dict, limits: ParseLimits) -> None:
 _context = None
 
 
-def _mp_context():
+def _mp_context(*, remote: bool = False):
     global _context
     if _context is None:
         ctx = multiprocessing.get_context("forkserver")
-        # Children fork from a server that has already imported the parsers.
-        ctx.set_forkserver_preload(["catalog.sandbox", "catalog.extraction", "catalog.mapping",
-                                    "catalog.validation", "catalog.readers", "openpyxl",
+        # Children fork from a server that has already imported the parsers,
+        # and the model client when the worker's extractor calls one (half
+        # a second of CPU that each child would pay again).
+        model = ["catalog.llm"] if remote else []
+        ctx.set_forkserver_preload([*model, "catalog.sandbox", "catalog.pipeline", "catalog.extraction",
+                                    "catalog.mapping", "catalog.validation", "catalog.readers", "openpyxl",
                                     "charset_normalizer", "xlrd", "python_calamine", "pdfplumber"])
         _context = ctx
     return _context
@@ -256,58 +274,107 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
 
 
-def run_parse(request: dict, *, limits: ParseLimits,
-              should_stop: Callable[[], None] | None = None) -> dict:
-    """Run ``parse_upload(**request)`` in a limited child and return its result.
+EventHandler = Callable[..., None]
+
+
+def run_parse(request: dict, *, limits: ParseLimits, should_stop: Callable[[], None] | None = None,
+              on_event: dict[str, EventHandler] | None = None) -> dict:
+    """Run ``catalog.pipeline.read_extract_validate(**request)`` in a limited
+    child and return its result, with ``table`` (the table it read, or None
+    when it was given one).
+
+    ``on_event`` maps the child's events (``table``, ``before_call``,
+    ``on_call``, ``progress``) to handlers, called here as the events come.
 
     Raises ``ParseLimitExceeded`` (memory or time), ``SheetError`` (the input
-    is unreadable), ``ParserKilled`` (a signal from outside its limits ended
-    it), ``ParserCrashed`` (the child died for no known reason), or whatever
-    ``should_stop`` raises, after killing the child."""
+    is unreadable), ``ExtractionError`` (a model call failed), ``ParserKilled``
+    (a signal from outside its limits ended it), ``ParserCrashed`` (the child
+    died for no known reason), or whatever ``should_stop`` or a handler
+    raises, after killing the child."""
     global last_report
-    ctx = _mp_context()
-    receiver, sender = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child_main, args=(sender, request, limits),
+    ctx = _mp_context(remote=request.get("endpoint") is not None)
+    parent_end, child_end = ctx.Pipe(duplex=True)
+    child = ctx.Process(target=_child_main, args=(child_end, request, limits, os.getpid()),
                         name="parse-sheet", daemon=True)
     started = time.monotonic()
     child.start()
-    sender.close()
+    child_end.close()
     report = last_report = ChildReport(pid=child.pid)
-    answer, peak_vm_kb = None, 0
+    waiting = _Waiting(child, parent_end, report, limits, started, should_stop, on_event or {})
+    answer = None
     try:
-        answer, peak_vm_kb = _wait_for_answer(child, receiver, report, limits, started, should_stop)
+        answer = waiting.answer()
     finally:
         if child.is_alive() and answer is None:
             child.kill()
         child.join(5)
-        receiver.close()
+        parent_end.close()
         report.seconds = time.monotonic() - started
     if answer is None:
-        _raise_for_silence(child.exitcode, peak_vm_kb, report, limits)
-    return _result(answer, report, limits)
+        _raise_for_silence(child.exitcode, waiting.peak_vm_kb, report, limits)
+    return {**_result(answer, report, limits), "table": waiting.table}
 
 
-def _wait_for_answer(child, receiver, report: ChildReport, limits: ParseLimits, started: float,
-                     should_stop: Callable[[], None] | None) -> tuple[Any, int]:
-    """The child's answer (None when it died without one) and its peak virtual size."""
-    peak_vm_kb = 0
-    deadline = started + limits.max_seconds
-    while True:
-        if receiver.poll(POLL_SECONDS):
-            try:
-                return receiver.recv(), peak_vm_kb
-            except EOFError:
-                return None, peak_vm_kb  # died without a word
-        if should_stop is not None:
-            should_stop()
-        report.peak_rss_kb = max(report.peak_rss_kb, _status_kb(child.pid, "VmHWM"))
-        peak_vm_kb = max(peak_vm_kb, _status_kb(child.pid, "VmPeak"))
-        report.cpu_seconds = max(report.cpu_seconds, _cpu_seconds(child.pid))
-        if time.monotonic() >= deadline:
-            report.outcome = "time"
-            raise ParseLimitExceeded(MSG_TIME.format(seconds=limits.max_seconds))
-        if not child.is_alive() and not receiver.poll(0):
-            return None, peak_vm_kb
+class _Waiting:
+    """The parent's side while the child works: events handled, limits kept."""
+
+    def __init__(self, child, conn, report: ChildReport, limits: ParseLimits, started: float,
+                 should_stop: Callable[[], None] | None, handlers: dict[str, EventHandler]):
+        self.child, self.conn, self.report, self.limits = child, conn, report, limits
+        self.should_stop, self.handlers = should_stop, handlers
+        self.deadline = started + limits.max_seconds
+        self.call_started: float | None = None
+        self.peak_vm_kb = 0
+        self.table: dict | None = None
+
+    def answer(self) -> Any:
+        """The child's answer (None when it died without one)."""
+        while True:
+            if self.conn.poll(POLL_SECONDS):
+                try:
+                    message = self.conn.recv()
+                except EOFError:
+                    return None  # died without a word
+                if message[0] == "answer":
+                    self._call_ended()
+                    return message[1:]
+                self._event(message[1], message[2])
+                continue
+            if self.should_stop is not None:
+                self.should_stop()
+            self._sample()
+            if time.monotonic() >= self.deadline:
+                self.report.outcome = "time"
+                raise ParseLimitExceeded(MSG_TIME.format(seconds=self.limits.max_seconds))
+            if not self.child.is_alive() and not self.conn.poll(0):
+                return None
+
+    def _event(self, name: str, args: tuple) -> None:
+        self._call_ended()
+        if name == "table":
+            self.table = args[0]
+        handler = self.handlers.get(name)
+        if handler is not None:
+            handler(*args)
+        if name == "before_call":
+            # A model call's wait is not the parse's: its time, up to
+            # call_seconds, is added to the wall-clock limit.
+            self.call_started = time.monotonic()
+            self.deadline += self.limits.call_seconds
+            self.conn.send("go")
+
+    def _call_ended(self) -> None:
+        if self.call_started is not None:
+            spent = time.monotonic() - self.call_started
+            self.deadline -= max(0.0, self.limits.call_seconds - spent)
+            self.report.call_seconds += min(spent, self.limits.call_seconds)
+            self.call_started = None
+
+    def _sample(self) -> None:
+        pid = self.child.pid
+        self.report.peak_rss_kb = max(self.report.peak_rss_kb, _status_kb(pid, "VmHWM"))
+        self.peak_vm_kb = max(self.peak_vm_kb, _status_kb(pid, "VmPeak"))
+        self.report.cpu_seconds = max(self.report.cpu_seconds, _cpu_seconds(pid))
 
 
 def _raise_for_silence(code: int | None, peak_vm_kb: int, report: ChildReport,
@@ -325,7 +392,7 @@ def _raise_for_silence(code: int | None, peak_vm_kb: int, report: ChildReport,
         raise ParseLimitExceeded(MSG_MEMORY.format(mb=limits.max_memory_mb))
     # CPU time is sampled once per poll: a child at its limit was seen
     # within a poll of it.
-    spent = max(report.cpu_seconds + 2 * POLL_SECONDS, report.seconds)
+    spent = max(report.cpu_seconds + 2 * POLL_SECONDS, report.seconds - report.call_seconds)
     if code == -signal.SIGXCPU or (code == -signal.SIGKILL and spent >= limits.max_seconds):
         report.outcome = "time"
         raise ParseLimitExceeded(MSG_TIME.format(seconds=limits.max_seconds))
@@ -344,6 +411,9 @@ def _result(answer, report: ChildReport, limits: ParseLimits) -> dict:
         return value
     if kind == "sheet":
         raise UnreadableSheet(value)
+    if kind == "extraction":
+        reason, transient, request_id = value
+        raise (ProviderTransientError if transient else ProviderRejectedError)(reason, request_id=request_id)
     if kind == "memory":
         raise ParseLimitExceeded(MSG_MEMORY.format(mb=limits.max_memory_mb))
     if kind == "time":

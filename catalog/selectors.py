@@ -17,7 +17,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 
-from accounts.models import Membership
+from accounts.models import Membership, Workspace
 from catalog.export import PROVENANCE_FIELDS, price_text
 from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
@@ -359,26 +359,60 @@ def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
     ]
 
 
-def upload_rate_wait_seconds(*, workspace_id: int, limit: int, key: str | None = None) -> float:
-    """Seconds until the workspace may admit another upload when `limit`
-    uploads were admitted in the last minute (database time), else 0: the
-    wait until the oldest of the newest `limit` leaves the window. A `key`
-    the workspace already used (a replay) waits 0. One statement: it runs
-    before every upload."""
-    if limit < 1 and key is None:
-        return 60.0
+@dataclass(frozen=True)
+class UploadTarget:
+    """What an upload must know before its bytes are stored: the caller's
+    workspaces that it may go to (none, one, or two when it is ambiguous),
+    and in the first of them the seconds to wait (0: it may upload now),
+    and the supplier of the given name."""
+
+    workspaces: list[Workspace]
+    wait_seconds: float
+    supplier_id: int | None
+
+
+# The rate window counts the workspace's uploads admitted in the last minute
+# (database time); a key the workspace already used (a replay) never waits.
+# `now()` rather than clock_timestamp() bounds the index scan on
+# (workspace, created_at): a volatile bound would be a filter over every
+# job the workspace ever had.
+_UPLOAD_TARGET_SQL = """
+WITH mine AS (
+    SELECT w.id, w.slug FROM catalog_workspace w JOIN catalog_membership m ON m.workspace_id = w.id
+    WHERE m.user_id = %(user)s AND (%(slug)s = '' OR w.slug = %(slug)s)
+    ORDER BY w.slug LIMIT 2
+)
+SELECT id, slug,
+    EXISTS (SELECT 1 FROM jobs_job j WHERE j.workspace_id = mine.id AND j.idempotency_key = %(key)s),
+    (SELECT extract(epoch FROM oldest + interval '1 minute' - clock_timestamp()) FROM (
+        SELECT j.created_at AS oldest FROM jobs_job j
+        WHERE j.workspace_id = mine.id AND j.kind = 'parse_sheet' AND j.created_at > now() - interval '1 minute'
+        ORDER BY j.created_at DESC OFFSET %(offset)s LIMIT 1) AS window_end),
+    (SELECT s.id FROM catalog_supplier s
+     WHERE %(supplier)s <> '' AND s.workspace_id = mine.id AND upper(s.name) = upper(%(supplier)s)
+     ORDER BY s.id LIMIT 1)
+FROM mine ORDER BY slug
+"""
+
+
+def upload_target(*, user_id: int, slug: str, key: str, supplier_name: str, limit: int) -> UploadTarget:
+    """The upload's workspace (`slug`, or the caller's only one), the wait
+    when the workspace has admitted `limit` uploads in the last minute (the
+    oldest of them leaves the window), and the supplier named
+    `supplier_name` (see catalog.services.supplier_find). One statement: it
+    runs before every upload."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT EXISTS (SELECT 1 FROM {Job._meta.db_table} WHERE workspace_id = %s "
-            f"AND idempotency_key = %s), "
-            f"(SELECT extract(epoch FROM created_at + interval '1 minute' - clock_timestamp()) "
-            f"FROM {Job._meta.db_table} WHERE workspace_id = %s AND kind = 'parse_sheet' "
-            f"AND created_at > clock_timestamp() - interval '1 minute' "
-            f"ORDER BY created_at DESC OFFSET %s LIMIT 1)",
-            [workspace_id, key, workspace_id, max(limit - 1, 0)])
-        replay, wait = cursor.fetchone()
+        cursor.execute(_UPLOAD_TARGET_SQL, {"user": user_id, "slug": slug, "key": key,
+                                            "offset": max(limit - 1, 0), "supplier": supplier_name})
+        rows = cursor.fetchall()
+    workspaces = [Workspace.from_db(connection.alias, ["id", "slug"], row[:2]) for row in rows]
+    if not rows:
+        return UploadTarget(workspaces=[], wait_seconds=0.0, supplier_id=None)
+    _, _, replay, wait, supplier_id = rows[0]
     if replay:
-        return 0.0
-    if limit < 1:
-        return 60.0
-    return max(float(wait), 1.0) if wait is not None else 0.0
+        wait_seconds = 0.0
+    elif limit < 1:
+        wait_seconds = 60.0
+    else:
+        wait_seconds = max(float(wait), 1.0) if wait is not None else 0.0
+    return UploadTarget(workspaces=workspaces, wait_seconds=wait_seconds, supplier_id=supplier_id)

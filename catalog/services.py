@@ -71,18 +71,19 @@ def pricesheet_store(*, workspace: Workspace, chunks: Iterable[bytes], original_
     was uploaded."""
     stored = sheet_file_store(chunks, max_bytes=max_bytes)
     sheet = _pricesheet_new(stored, workspace=workspace, original_name=original_name,
-                            content_type=content_type, supplier=supplier, supplier_name=supplier_name,
+                            content_type=content_type, supplier_id=supplier.pk if supplier else None,
+                            supplier_name=supplier_name or (supplier.name if supplier else ""),
                             uploaded_by=uploaded_by)
     sheet.save(force_insert=True)
     return sheet
 
 
 def _pricesheet_new(stored: StoredFile, *, workspace: Workspace, original_name: str, content_type: str,
-                    supplier: Supplier | None, supplier_name: str, uploaded_by) -> PriceSheet:
+                    supplier_id: int | None, supplier_name: str, uploaded_by) -> PriceSheet:
     """The (unsaved) row recording a stored upload."""
     return PriceSheet(
-        workspace=workspace, supplier=supplier, sha256=stored.sha256, size=stored.size,
-        supplier_name=supplier_name or (supplier.name if supplier else ""),
+        workspace=workspace, supplier_id=supplier_id, sha256=stored.sha256, size=stored.size,
+        supplier_name=supplier_name,
         original_name=os.path.basename(original_name)[:255] or "upload",
         content_type=content_type[:100], storage_path=stored.name, uploaded_by=uploaded_by,
     )
@@ -93,26 +94,34 @@ def pricesheet_fingerprint(*, sha256: str, supplier_name: str) -> str:
     return hashlib.sha256(f"{sha256}\n{supplier_name}".encode()).hexdigest()
 
 
+# `pricesheet_admit(supplier_id=FIND_SUPPLIER)`: look the supplier up by name.
+FIND_SUPPLIER = -1
+
+
 def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_name: str,
-                 content_type: str, supplier_name: str, idempotency_key: str,
-                 user) -> tuple[Job, bool]:
+                     content_type: str, supplier_name: str, idempotency_key: str,
+                     user, supplier_id: int | None = FIND_SUPPLIER) -> tuple[Job, bool]:
     """Store the sheet and admit its `parse_sheet` job; (job, created).
 
     The sheet row and the job commit together. When the key was used before,
     neither is inserted: the job it names already has its sheet, so a replay
     leaves no second row. The stored file is content-addressed and may
-    already be shared by other sheets, so it stays.
+    already be shared by other sheets, so it stays. `supplier_id` is the
+    supplier of that name when the caller has read it already (the API
+    reads it with the workspace, catalog.selectors.upload_target).
     """
     supplier_name = " ".join(supplier_name.split())
     # No supplier is created here: the first publication for the name
     # creates it (revision_publish), so a refused sheet leaves none behind.
-    supplier = supplier_find(workspace_id=workspace.pk, name=supplier_name) if supplier_name else None
+    if supplier_id == FIND_SUPPLIER:
+        supplier = supplier_find(workspace_id=workspace.pk, name=supplier_name) if supplier_name else None
+        supplier_id = supplier.pk if supplier else None
     # The file is stored before any statement: no transaction is open while
     # the bytes travel to the storage (and are flushed to its disk).
     stored = sheet_file_store(chunks, max_bytes=settings.UPLOAD_MAX_BYTES)
     sheet = _pricesheet_new(stored, workspace=workspace, original_name=original_name,
-                            content_type=content_type, supplier=supplier, supplier_name=supplier_name,
-                            uploaded_by=user)
+                            content_type=content_type, supplier_id=supplier_id,
+                            supplier_name=supplier_name, uploaded_by=user)
     # The sheet row, the job and its message are one statement, so one
     # transaction; the unique (workspace, idempotency_key) constraint decides
     # between concurrent requests with one key: the second waits for the
@@ -120,7 +129,7 @@ def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_
     # returns the first one's job.
     return job_admit(
         workspace_id=workspace.pk, kind="parse_sheet",
-        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk if supplier else None,
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier_id,
                  "supplier_name": supplier_name},
         idempotency_key=idempotency_key,
         fingerprint=pricesheet_fingerprint(sha256=stored.sha256, supplier_name=supplier_name),

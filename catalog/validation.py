@@ -13,11 +13,11 @@ from decimal import Decimal
 from catalog.export import item_price_text, price_text
 from catalog.currencies import is_active_currency
 from catalog.extraction import col_index, find_currencies, fold, parse_decimal, price_value, unit_ambiguity
+from catalog.extraction.money import FAST_DECIMAL
 from catalog.flags import Code, flag, flag_message
 from catalog.reading import Table
 from catalog.units import unit_is_ambiguous, unit_label, unit_normalize
 
-_PLAIN_DECIMAL = re.compile(r"^-?\d+(?:\.\d+)?$")
 _HAS_DIGIT = re.compile(r"\d")
 
 
@@ -66,7 +66,7 @@ def _row_source_flags(item: dict, price: Decimal | None, row: list[str], row_no:
         # Cheap pass over plain numbers, then the full parser on the rest.
         slow = []
         for c in row:
-            if _PLAIN_DECIMAL.match(c):
+            if FAST_DECIMAL.fullmatch(c):
                 if Decimal(c) == price:
                     found = True
                     break

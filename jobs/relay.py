@@ -30,7 +30,6 @@ from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-import environ
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, close_old_connections, connection
@@ -59,36 +58,12 @@ NOT_ATTEMPTED = "not attempted (the relay is stopping or its reservation ran out
 # Messages one relay delivers at once, in units of OUTBOX_BATCH_SIZE.
 IN_FLIGHT_BATCHES = 4
 
-_env = environ.Env()
-
-# Relay settings with their defaults; settings.py may define them, else
-# they are read from the environment under the same name.
-_DEFAULTS = {
-    # How long a reservation hides a message from other relays. Keep it above
-    # (active endpoints per workspace) x WEBHOOK_TIMEOUT_SECONDS.
-    "OUTBOX_VISIBILITY_SECONDS": 60.0,
-    "OUTBOX_BATCH_SIZE": 10,
-    "OUTBOX_POLL_INTERVAL_SECONDS": 1.0,
-    "OUTBOX_BACKOFF_BASE_SECONDS": 10.0,
-    "OUTBOX_BACKOFF_MAX_SECONDS": 3600.0,
-    "OUTBOX_CONCURRENCY": 8,
-}
-
-
-def relay_setting(name: str) -> int | float:
-    default = _DEFAULTS[name]
-    if hasattr(settings, name):
-        return type(default)(getattr(settings, name))
-    if isinstance(default, int):
-        return _env.int(name, default=default)
-    return _env.float(name, default=default)
-
 
 def retry_delay_seconds(attempt: int) -> float:
     """The relay's backoff: equal jitter, so retries of many messages spread
     out but none comes back at once."""
-    return backoff_seconds(attempt, base=relay_setting("OUTBOX_BACKOFF_BASE_SECONDS"),
-                           cap=relay_setting("OUTBOX_BACKOFF_MAX_SECONDS"), jitter=0.5)
+    return backoff_seconds(attempt, base=settings.OUTBOX_BACKOFF_BASE_SECONDS,
+                           cap=settings.OUTBOX_BACKOFF_MAX_SECONDS, jitter=0.5)
 
 
 def webhook_body(reservation: Reservation) -> bytes:
@@ -172,7 +147,7 @@ class Dispatcher:
 
     def __init__(self, *, stop: threading.Event | None = None):
         self._stop = stop
-        self._pool = ThreadPoolExecutor(max_workers=relay_setting("OUTBOX_CONCURRENCY"),
+        self._pool = ThreadPoolExecutor(max_workers=settings.OUTBOX_CONCURRENCY,
                                         thread_name_prefix="webhook-lane")
         self._lock = threading.Lock()
         self._lanes: dict[int, deque[tuple[WebhookEndpoint, _InFlight]]] = {}
@@ -201,7 +176,7 @@ class Dispatcher:
         # A local deadline inside the reservation: a POST started later could
         # outlive it and be made twice at once. (With a visibility shorter than
         # the timeout, which it should not be, POSTs still start in its first half.)
-        visibility = relay_setting("OUTBOX_VISIBILITY_SECONDS")
+        visibility = settings.OUTBOX_VISIBILITY_SECONDS
         deadline = time.monotonic() + max(visibility - settings.WEBHOOK_TIMEOUT_SECONDS,
                                           visibility / 2)
         # The reservation's end is database time (clock_timestamp() + visibility).
@@ -307,8 +282,8 @@ class Dispatcher:
 def relay_once(*, stop: threading.Event | None = None) -> int:
     """Reserve one batch and deliver it completely. Returns how many
     messages were reserved (0: nothing is deliverable now)."""
-    reserved = outbox_reserve_batch(batch_size=relay_setting("OUTBOX_BATCH_SIZE"),
-                                    visibility_seconds=relay_setting("OUTBOX_VISIBILITY_SECONDS"))
+    reserved = outbox_reserve_batch(batch_size=settings.OUTBOX_BATCH_SIZE,
+                                    visibility_seconds=settings.OUTBOX_VISIBILITY_SECONDS)
     if not reserved:
         return 0
     dispatcher = Dispatcher(stop=stop)
@@ -333,9 +308,9 @@ class RelayThread(threading.Thread):
         self._burst = burst
 
     def run(self) -> None:
-        interval = relay_setting("OUTBOX_POLL_INTERVAL_SECONDS")
-        batch_size = relay_setting("OUTBOX_BATCH_SIZE")
-        visibility = relay_setting("OUTBOX_VISIBILITY_SECONDS")
+        interval = settings.OUTBOX_POLL_INTERVAL_SECONDS
+        batch_size = settings.OUTBOX_BATCH_SIZE
+        visibility = settings.OUTBOX_VISIBILITY_SECONDS
         capacity = batch_size * IN_FLIGHT_BATCHES
         dispatcher = Dispatcher(stop=self._stop_event)
         log.info("outbox relay started")

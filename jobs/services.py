@@ -20,7 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.models.functions import Greatest, Least
 from django.db.models import (
     Case,
@@ -260,34 +260,42 @@ def _job_backoff(attempt: int) -> float:
 # --- admit ----------------------------------------------------------------
 
 
-def _insert_columns(obj) -> tuple[list, str, list]:
-    """The fields of a new `obj` that Django would write (those without a
-    database default), their quoted columns, and their values, as
-    `Model.objects.create` prepares them."""
-    fields = [f for f in obj._meta.concrete_fields if not f.has_db_default()]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    return fields, columns, [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+@functools.cache
+def _insert_fields(model: type) -> tuple[list, str]:
+    """The fields of `model` that Django writes on insert (those without a
+    database default) and their quoted columns."""
+    fields = [f for f in model._meta.concrete_fields if not f.has_db_default()]
+    return fields, ", ".join(connection.ops.quote_name(f.column) for f in fields)
 
 
-def _admit_sql(job: Job, with_job: list) -> tuple[str, list, list[str]]:
+def _insert_values(obj) -> list:
+    """The values of a new `obj` for `_insert_fields`, as `Model.objects.create`
+    prepares them."""
+    fields, _ = _insert_fields(type(obj))
+    wrapper = connections[obj._state.db or DEFAULT_DB_ALIAS]  # not the proxy: once per field adds up
+    return [f.get_db_prep_save(f.pre_save(obj, True), wrapper) for f in fields]
+
+
+@functools.cache
+def _admit_sql(with_job: tuple[type, ...]) -> tuple[str, list[str]]:
     """One statement: insert the job unless its key is taken (the unique
     constraint decides, waiting for a concurrent holder of the key to commit
-    or roll back), and the rows of `with_job` (its `job.accepted` message,
-    the caller's rows) only if it was inserted. Returns the job's database
-    defaults."""
-    job_fields, job_columns, params = _insert_columns(job)
+    or roll back), and rows of the models `with_job` (its `job.accepted`
+    message, the caller's rows) only if it was inserted. Returns the job's
+    database defaults. Written once per shape: admission runs it on every
+    upload."""
+    job_fields, job_columns = _insert_fields(Job)
     returned = [f for f in Job._meta.concrete_fields if f.has_db_default()]
     quote = connection.ops.quote_name
     sql = (f"WITH job AS (INSERT INTO {quote(Job._meta.db_table)} ({job_columns}) "
            f"VALUES ({', '.join(['%s'] * len(job_fields))}) "
            "ON CONFLICT (workspace_id, idempotency_key) DO NOTHING "
            f"RETURNING {', '.join(quote(f.column) for f in returned)})")
-    for number, obj in enumerate(with_job):
-        fields, columns, values = _insert_columns(obj)
-        sql += (f", row{number} AS (INSERT INTO {quote(obj._meta.db_table)} ({columns}) "
+    for number, model in enumerate(with_job):
+        fields, columns = _insert_fields(model)
+        sql += (f", row{number} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) "
                 f"SELECT {', '.join(['%s'] * len(fields))} FROM job)")
-        params += values
-    return sql + " SELECT * FROM job", params, [f.attname for f in returned]
+    return sql + " SELECT * FROM job", [f.attname for f in returned]
 
 
 def job_admit(
@@ -319,7 +327,9 @@ def job_admit(
               max_attempts=settings.JOB_MAX_ATTEMPTS)
     event = OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
                           payload=job_event_payload(vars(job)))
-    sql, params, returned = _admit_sql(job, [event, *rows])
+    rows = [event, *rows]
+    sql, returned = _admit_sql(tuple(type(obj) for obj in rows))
+    params = [value for obj in [job, *rows] for value in _insert_values(obj)]
     # One statement is one transaction of its own (or joins the caller's).
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

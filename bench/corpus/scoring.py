@@ -102,17 +102,17 @@ def _compare_item(item: dict, row: list[str], roles: dict[str, str], label: dict
 
 def run_file(path: Path, column_model: bool = False, model_doubt: bool | None = None):
     """(table, Extraction, validated items, outcome) the way a parse job sees the file."""
-    from catalog.extraction import extract, show_doubt
+    from catalog.extraction import extract, show_held_doubt
     from catalog.validation import needs_review, review_flags, validate_items
 
     table = read_table(path, filename=path.name)
     result = extract(table, column_model=column_model, model_doubt=model_doubt)
     if result.refusal:
         return table, result, [], "refuse"
-    items = validate_items(result.items, table)  # as catalog.mapping.read_items does
-    confirm = show_doubt(result, items, review=needs_review(review_flags(items)))
+    items = validate_items(result.items, table)  # as catalog.pipeline does
+    confirm = show_held_doubt(result.held, result.sheets, items, review=needs_review(review_flags(items)))
     items = review_flags(items)
-    review = needs_review(items) or confirm
+    review = needs_review(items) or result.needs_confirmation or confirm
     return table, result, items, "review" if review else "publish"
 
 

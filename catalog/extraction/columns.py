@@ -17,8 +17,7 @@ from such a column (the uncertain-column flag, its field the role).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import MAJORITY, column_values, load_model, value_features, value_vetoes, with_context
 from catalog.extraction.headers import classify_header
 from catalog.extraction.text import col_letter
@@ -30,32 +29,6 @@ _MONEY_ROLES = ("unit_price", "alt_price", "total")
 _NAME_ROLES = ("description", "sku")
 
 
-@dataclass
-class Column:
-    col: int
-    header: str
-    role: str  # one of ROLES or "other"
-    confidence: float
-    evidence: list[str] = field(default_factory=list)
-    kind: str = "other"  # the model's most likely role, item role or not (alt_price, row_index...)
-    needs_confirmation: bool = False
-
-    def to_json(self) -> dict:
-        return {"column": col_letter(self.col), "header": self.header, "role": self.role,
-                "kind": self.kind, "confidence": round(self.confidence, 3),
-                "needs_confirmation": self.needs_confirmation, "evidence": "; ".join(self.evidence)}
-
-
-@dataclass
-class Assignment:
-    roles: dict[str, int]  # role -> column
-    columns: list[Column]
-    doubts: list[str]
-    other_prices: list[int] = field(default_factory=list)
-    doubted: dict[str, tuple[int, str]] = field(default_factory=dict)  # item role in doubt -> (column, why)
-
-    def get(self, role: str) -> int | None:
-        return self.roles.get(role)
 
 
 def _renormalized(probs: dict[str, float], vetoed: dict[str, str]) -> dict[str, float]:
@@ -247,7 +220,7 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
     scored = column_probabilities(body, width, labels)
     doubted: dict[str, tuple[int, str]] = {}
     for role, col in rules.roles.items():
-        if role in getattr(rules, "doubted", {}):
+        if role in rules.doubted:
             continue  # the rules' own doubt (a close call, a header that names another column) stands
         p = scored[col][0]
         if role not in ITEM_ROLES:
@@ -259,7 +232,7 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
                                   f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}")
     doubted.update(_rules_absences(rules, [p for p, _v, _f in scored]))
     reasons = [w for _c, w in doubted.values()]
-    doubted.update(getattr(rules, "doubted", {}))
+    doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
     by_col = {c: r for r, c in rules.roles.items()}
     columns = []

@@ -76,9 +76,10 @@ class Extraction:
     sheets: list[dict] = field(default_factory=list)  # the ``columns`` report, per sheet
     needs_confirmation: bool = False
     refusal: str | None = None
-    # The column model's doubt still held back, per read sheet: (its report, the doubt), for
-    # ``show_doubt`` once validation has said whether the file goes to a reviewer.
-    held: list[tuple[dict, tuple]] = field(default_factory=list)
+    # The column model's doubt still held back, per read sheet (plain data: ``sheet``,
+    # ``columns``, ``reasons``, ``flags``), for ``show_held_doubt`` once validation has said
+    # whether the file goes to a reviewer.
+    held: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -339,7 +340,7 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
     if not mapped and _named_by_bands(body, assignment):
         kind = "rate card (prices by weight or size bands)"
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=kind), kind)
-    uncertain = _uncertain_flags(getattr(assignment, "doubted", {}), assignment.roles)
+    uncertain = _uncertain_flags(assignment.doubted, assignment.roles)
     builder = _ItemBuilder(sheet, header, _columns_of(assignment, header.labels), currency, uncertain)
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
@@ -397,17 +398,17 @@ def _show_held_doubt(report: dict, items: list[dict], held: tuple) -> None:
         _doubt_on(item, flags)
 
 
-def show_doubt(result: Extraction, items: list[dict], *, review: bool | None = None) -> bool:
-    """After validation (``items``: the file's items with their flags), the doubt
-    ``extract`` held back is shown when the file goes to a reviewer anyway (``review``,
-    by default an item flagged; or columns to confirm): the columns in doubt marked,
-    their values flagged. Returns whether the file's columns need confirmation."""
-    if review is None:
-        review = any(i.get("flags") for i in items)
-    if not result.held or not (result.needs_confirmation or review):
-        return result.needs_confirmation
-    for report, held in result.held:
-        _show_held_doubt(report, [i for i in items if i["source"]["sheet"] == report["sheet"]], held)
+def show_held_doubt(held: list[dict], sheets: list[dict], items: list[dict], *, review: bool) -> bool:
+    """After validation: when the file goes to a reviewer anyway (``review``: an item
+    flagged), the doubt ``extract`` held back (``Extraction.held``) is shown on the
+    sheets' reports (``sheets``) and ``items``: the columns in doubt marked
+    ``needs_confirmation``, their values flagged. Returns whether it was shown."""
+    if not held or not review:
+        return False
+    reports = {r["sheet"]: r for r in sheets}
+    for doubt in held:
+        _show_held_doubt(reports[doubt["sheet"]], [i for i in items if i["source"]["sheet"] == doubt["sheet"]],
+                         (doubt["columns"], doubt["reasons"], doubt["flags"]))
     return True
 
 
@@ -452,12 +453,14 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
             refusals.append(got.report["reason"])
     refusal = None if items else MSG_REFUSED.format(details="; ".join(refusals) or "no sheet was selected")
     confirm = any(r.get("needs_confirmation") for r in reports if r["status"] == "read")
-    held = [(got.report, got.held_doubt) for got in results if got.held_doubt]
+    held = [got for got in results if got.held_doubt]
     if held and (confirm or any(item.get("flags") for item in items)):
-        for report, doubt in held:
-            _show_held_doubt(report, [i for i in items if i["source"]["sheet"] == report["sheet"]], doubt)
+        for got in held:
+            _show_held_doubt(got.report, got.items, got.held_doubt)
         held, confirm = [], True
-    return Extraction(items, notes, reports, confirm, refusal, held)
+    kept = [{"sheet": got.report["sheet"], "columns": got.held_doubt[0], "reasons": got.held_doubt[1],
+             "flags": got.held_doubt[2]} for got in held]
+    return Extraction(items, notes, reports, confirm, refusal, kept)
 
 
 def extract_items(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
@@ -470,4 +473,4 @@ def extract_items(table: Table, mapping: dict | None = None, *, column_model: bo
     return result
 
 
-__all__ = ["Extraction", "MappingError", "ROLES", "extract", "extract_items", "show_doubt"]
+__all__ = ["Extraction", "MappingError", "ROLES", "extract", "extract_items", "show_held_doubt"]

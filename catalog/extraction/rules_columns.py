@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import MAJORITY, value_features, value_vetoes
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
@@ -55,32 +56,6 @@ class Profile:
     cents: float = 0.0
     sequential: bool = False
     vetoes: dict[str, str] = field(default_factory=dict)  # role -> why the values rule it out
-
-
-@dataclass
-class Column:
-    col: int
-    header: str
-    role: str  # one of ROLES or "other"
-    confidence: float
-    evidence: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        return {"column": col_letter(self.col), "header": self.header, "role": self.role,
-                "confidence": round(self.confidence, 2), "evidence": "; ".join(self.evidence)}
-
-
-@dataclass
-class Assignment:
-    roles: dict[str, int]  # role -> column
-    columns: list[Column]
-    doubts: list[str]
-    other_prices: list[int] = field(default_factory=list)
-    # The item roles a doubt names -> (their column, why): a reviewer confirms them.
-    doubted: dict[str, tuple[int, str]] = field(default_factory=dict)
-
-    def get(self, role: str) -> int | None:
-        return self.roles.get(role)
 
 
 def _code_weight(text: str) -> float:

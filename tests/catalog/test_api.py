@@ -14,9 +14,10 @@ from django.db.models.functions import Now
 from django.core.handlers.base import BaseHandler
 from django.core.handlers.wsgi import WSGIRequest
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from accounts.models import Membership
-from catalog.models import CatalogItem, PriceSheet
+from catalog.models import CatalogItem, PriceSheet, Supplier
 from accounts.services import apitoken_create, apitoken_revoke, membership_add, workspace_create
 from catalog import api
 from catalog.services import pricesheet_admit
@@ -105,6 +106,32 @@ def test_admission_stores_the_sheet_under_its_sha256(api_client, media):
     sheet = PriceSheet.objects.get(pk=Job.objects.get(pk=body["id"]).payload["sheet_id"])
     assert sheet.sha256 == hashlib.sha256(CSV).hexdigest()
     assert (Path(media) / "sheets" / sheet.sha256).read_bytes() == CSV
+
+
+def test_admission_reads_and_writes_in_three_statements_before_the_wake_up(api_client, workspace):
+    upload(api_client, key="warm-up")  # the token's last use is recorded at most once a minute
+    with CaptureQueriesContext(connection) as captured:
+        assert upload(api_client, key="counted").status_code == 202
+    # The token with its user; the workspace, replay, rate window and supplier;
+    # the sheet, job and message. The wake-up follows the commit, which this
+    # test's transaction never reaches.
+    assert len(captured.captured_queries) == 3
+
+
+def test_admission_names_the_existing_supplier_whatever_its_case_and_spaces(api_client, workspace):
+    supplier = Supplier.objects.create(workspace=workspace, name="Northwind Ltd")
+    response = upload(api_client, supplier="  northwind   LTD ")
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.payload["supplier_id"] == supplier.pk
+    assert PriceSheet.objects.get(pk=job.payload["sheet_id"]).supplier_id == supplier.pk
+
+
+def test_jobs_older_than_a_minute_leave_the_upload_rate_window(api_client, workspace, settings):
+    settings.UPLOAD_RATE_PER_MINUTE = 1
+    assert upload(api_client, key="first").status_code == 202
+    assert upload(api_client, key="second").status_code == 429
+    Job.objects.update(created_at=Now() - timedelta(seconds=61))
+    assert upload(api_client, key="second").status_code == 202
 
 
 def test_admission_without_idempotency_key_is_400(api_client):

@@ -147,14 +147,30 @@ def test_model_doubt_leaves_a_reviewers_mapping_without_doubt():
     assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
 
 
+class _Link:
+    def table(self, data):
+        pass
+
+    def before_call(self):
+        pass
+
+    def on_call(self, request_id, usage):
+        pass
+
+    def progress(self, done, total):
+        pass
+
+
 def test_a_file_that_validation_sends_to_review_shows_the_column_doubt_held_back():
-    from catalog.mapping import read_items
+    from catalog.pipeline import read_extract_validate
+    from catalog.reading import ReadLimits
 
     # No currency anywhere: extraction itself flags nothing, validation flags every item.
-    rows = [["SKU", "Description", "Unit", "Price"], ["A-1", "Apples", "kg", "1.50"], ["B-2", "Bananas", "kg", "2.25"]]
-    assert not any(i.get("flags") for i in extract(table(*rows)).items)
-    got = read_items(table(*rows))
+    data = b"SKU,Description,Unit,Price\nA-1,Apples,kg,1.50\nB-2,Bananas,kg,2.25\n"
+    got = read_extract_validate(data=data, filename="fruit.csv", table=None, read_limits=ReadLimits(),
+                                extractor="builtin", link=_Link())
     (report,) = got["report"]["columns"]
+    assert "held" not in got
     assert got["report"]["needs_confirmation"] and report["needs_confirmation"]
     assert next(c for c in report["columns"] if c["role"] == "description")["needs_confirmation"]
     for item in got["items"]:

@@ -52,14 +52,17 @@ def given(data: dict) -> dict:
 
 
 def test_a_headerless_sheet_read_with_a_mapping_gives_every_row_with_the_sheet_currency():
-    result = read_items(headerless(3), given=given(mapping()))
+    from catalog.validation import validate_items
+
+    table = headerless(3)
+    result = read_items(table, given=given(mapping()))
     assert [(i["sku"], i["description"], i["unit"], i["unit_price"], i["currency"], i["source"]["row"])
             for i in result["items"]] == [
         ("K-100", "Invented widget 0", "piece", "1.25", "EUR", 1),
         ("K-101", "Invented widget 1", "piece", "2.25", "EUR", 2),
         ("K-102", "Invented widget 2", "piece", "3.25", "EUR", 3),
     ]
-    assert not any(i["flags"] for i in result["items"])
+    assert not any(i["flags"] for i in validate_items(result["items"], table))
     report = result["report"]
     assert report["layout"] == {"source": "reviewer", "approved_by": "rey",
                                 "approved_at": "2026-12-01T00:00:00+00:00"}

@@ -78,3 +78,24 @@ def test_sigterm_lets_the_parse_child_finish_and_the_job_end_first_time(workspac
     slow.refresh_from_db()
     assert (slow.state, slow.attempt) == (State.NEEDS_ATTENTION, 1), slow.reason
     assert "more than 150000 rows" in slow.reason
+
+
+def test_a_worker_killed_outright_takes_its_parse_child_with_it(workspace, processes, media):
+    from tests.fake_llm import FakeProvider
+
+    fake = FakeProvider()
+    try:
+        fake.script.append((200, {"items": []}, 60))  # a model call that hangs
+        admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
+        worker = processes.worker("w", MEDIA_ROOT=media, EXTRACTOR="openai", LLM_BASE_URL=fake.url,
+                                  LLM_API_KEY="k", LLM_MODEL="fake", LLM_TIMEOUT_SECONDS=50)
+        wait_for(lambda: len(fake.requests) == 1, timeout=60, message="the child's model call")
+        child = parse_children(worker.pid).pop()
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=30)
+        # Its fork server sees the worker gone and exits; the child goes with
+        # it instead of waiting on the model for nobody.
+        wait_for(lambda: not alive(child), timeout=10, message="the orphaned parse child to end")
+    finally:
+        fake.release.set()
+        fake.close()

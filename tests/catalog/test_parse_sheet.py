@@ -133,6 +133,46 @@ def test_model_output_is_published_with_request_id_and_usage(workspace, provider
     assert attempt.token_usage == {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 
 
+@pytest.mark.parametrize("extractor", ["builtin", "openai"])
+def test_one_child_reads_extracts_and_validates_whichever_extractor(workspace, provider, settings,
+                                                                    monkeypatch, extractor):
+    from catalog import sandbox, validation
+
+    settings.EXTRACTOR = extractor
+    started = []
+    run_parse = sandbox.run_parse
+
+    def counted(request, **kwargs):
+        started.append(request["extractor"])
+        return run_parse(request, **kwargs)
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("validation ran in the worker, not in the parse child")
+
+    monkeypatch.setattr(sandbox, "run_parse", counted)
+    # The child is another interpreter: only the worker's validation is replaced.
+    monkeypatch.setattr(validation, "validate_items", not_here)
+    monkeypatch.setattr(validation, "check_model_items", not_here)
+    provider.script.append((200, {"items": [item("A-1", "1.50", 2), item("B-2", "9.99", 3)]}, 0))
+    job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
+
+    run_until_idle()
+
+    job.refresh_from_db()
+    assert started == [extractor]
+    assert job.output["extractor"] == extractor
+    flags = {(i["sku"], f["code"]) for i in job.output["items"] for f in i["flags"]}
+    assert (("B-2", "unsupported_source") in flags) == (extractor == "openai")
+    assert len(provider.requests) == (1 if extractor == "openai" else 0)
+
+
+def test_the_extractor_setting_names_a_registered_extractor(settings):
+    from catalog.extractors import EXTRACTORS
+
+    assert set(settings.EXTRACTOR_CHOICES) == set(EXTRACTORS)
+    assert EXTRACTORS[settings.EXTRACTOR].name == settings.EXTRACTOR
+
+
 def test_model_citing_a_row_without_the_value_is_flagged(workspace, provider):
     provider.script.append((200, {"items": [item("A-1", "1.50", 3), item("B-2", "2.25", 3, description="Bananas")]}, 0))
     job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
@@ -213,7 +253,7 @@ def test_a_reviewers_mapping_is_read_in_one_parse_child_whichever_extractor(
     run_parse = sandbox.run_parse
 
     def counted(request, **kwargs):
-        started.append(request["extract"])
+        started.append(request["extractor"])
         return run_parse(request, **kwargs)
 
     monkeypatch.setattr(sandbox, "run_parse", counted)

@@ -14,7 +14,7 @@ CLEAN_CSV = b"SKU,Description,Unit,Price,Currency\nA-1,Apples,kg,1.50,EUR\n"
 
 
 def request(data: bytes, filename: str = "sheet.csv", extract: bool = True) -> dict:
-    return {"data": data, "filename": filename, "table": None, "extract": extract,
+    return {"data": data, "filename": filename, "table": None, "extractor": "builtin" if extract else None,
             "read_limits": ReadLimits()}
 
 
@@ -45,7 +45,7 @@ def test_the_child_reads_extracts_and_validates_in_another_process():
 
 def test_a_checkpointed_table_is_extracted_without_the_bytes():
     table = run_parse(request(CLEAN_CSV, extract=False), limits=ParseLimits())["table"]
-    result = run_parse({"data": None, "filename": "sheet.csv", "table": table, "extract": True,
+    result = run_parse({"data": None, "filename": "sheet.csv", "table": table, "extractor": "builtin",
                         "read_limits": ReadLimits()}, limits=ParseLimits())
     assert result["table"] is None
     assert [i["sku"] for i in result["items"]] == ["A-1"]
@@ -119,3 +119,97 @@ def test_a_child_killed_from_outside_is_not_blamed_on_a_limit():
     assert str(caught.value) == "the parser was killed (signal 9)"
     assert not isinstance(caught.value, ParseLimitExceeded)
     assert sandbox.last_report.outcome == "killed"
+
+
+# --- the model extractor in the child ------------------------------------------------
+
+
+def test_the_model_extractor_runs_and_is_validated_in_the_child_reporting_as_it_goes():
+    from catalog.extractors import ModelEndpoint
+    from tests.fake_llm import FakeProvider
+
+    fake = FakeProvider()
+    # The second item cites a row that does not hold its SKU or price.
+    fake.script.append((200, {"items": [
+        {"sku": "A-1", "description": "Apples", "unit": "kg", "pack_size": None, "unit_price": "1.50",
+         "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}},
+        {"sku": "Z-9", "description": "Zucchini", "unit": "kg", "pack_size": None, "unit_price": "9.99",
+         "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}}]}, 0))
+    events = []
+    handlers = {name: (lambda *args, name=name: events.append((name, args)))
+                for name in ("table", "before_call", "on_call", "progress")}
+    try:
+        endpoint = ModelEndpoint(base_url=fake.url, api_key="k", model="fake", timeout_seconds=5)
+        result = run_parse({**request(CLEAN_CSV), "extractor": "openai", "endpoint": endpoint},
+                           limits=ParseLimits(call_seconds=10), on_event=handlers)
+    finally:
+        fake.close()
+    assert sandbox.last_report.pid not in (None, os.getpid())
+    assert [name for name, _args in events] == ["table", "before_call", "on_call", "progress"]
+    assert events[2][1][0] == "req_1" and events[3][1] == (1, 1)
+    assert result["table"] == events[0][1][0]
+    assert result["extractor"] == "openai" and result["notes"] == ["extracted by model fake"]
+    flags = {(i["sku"], f["code"]) for i in result["items"] for f in i["flags"]}
+    # The model extractor's own check and the common validation, both in the child.
+    assert flags == {("Z-9", "description_not_in_row"), ("Z-9", "unsupported_source")}
+
+
+def test_a_failed_model_call_in_the_child_is_an_extraction_error_after_the_table():
+    from catalog.errors import ProviderTransientError
+    from catalog.extractors import ModelEndpoint
+    from tests.fake_llm import FakeProvider
+
+    fake = FakeProvider()
+    fake.script.append((503, {"error": {"message": "busy"}}, 0))
+    tables = []
+    try:
+        endpoint = ModelEndpoint(base_url=fake.url, api_key="k", model="fake", timeout_seconds=5)
+        with pytest.raises(ProviderTransientError, match="503"):
+            run_parse({**request(CLEAN_CSV), "extractor": "openai", "endpoint": endpoint},
+                      limits=ParseLimits(call_seconds=10), on_event={"table": tables.append})
+    finally:
+        fake.close()
+    assert len(tables) == 1  # read and handed over before the call failed
+
+
+GUARDED = """
+import socket, sys
+from catalog.sandbox import _network_only_to
+_network_only_to(sys.argv[1])
+for port in sys.argv[2:]:
+    try:
+        socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
+        print(port, "connected")
+    except OSError as exc:
+        print(port, type(exc).__name__, exc)
+try:
+    socket.getaddrinfo("example.com", 443)
+    print("lookup done")
+except OSError as exc:
+    print("lookup", type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("endpoint", ["model", "none"])
+def test_the_child_reaches_only_the_model_endpoint(endpoint):
+    import socket
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    ports = [str(s.getsockname()[1]) for s in listeners]
+    base_url = f"http://127.0.0.1:{ports[0]}/v1" if endpoint == "model" else ""
+    try:
+        done = subprocess.run([sys.executable, "-c", GUARDED, base_url, *ports], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        for listener in listeners:
+            listener.close()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    refused = "PermissionError the parse child may reach only the model endpoint, not 127.0.0.1"
+    first = f"{ports[0]} connected" if endpoint == "model" else f"{ports[0]} {refused}"
+    assert lines == [first, f"{ports[1]} {refused}",
+                     "lookup PermissionError the parse child may reach only the model endpoint, not example.com"]
