@@ -26,6 +26,7 @@ def schemathesis_command() -> str:
     return shutil.which("st", path=str(Path(sys.executable).parent)) or "st"
 
 
+@pytest.mark.once
 @pytest.mark.django_db(transaction=True)
 def test_schemathesis_with_every_check_finds_nothing(live_server, reviewer, workspace, tmp_path,
                                                       settings):

@@ -13,7 +13,8 @@ import pytest
 from bench.corpus.labels import CORPUS, load_all, split
 from catalog.extraction.column_model import MODEL_PATH, header_tokens, load_model
 
-pytestmark = pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus folder ../shared/corpus is absent")
+pytestmark = [pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus folder ../shared/corpus is absent"),
+              pytest.mark.once]
 
 # What the development part reaches with the roles taken from the column model
 # (python bench/extraction_accuracy.py --corpus-only --model).

@@ -7,6 +7,7 @@ measured in this run) must stay near 10, the ratio of the lengths. A
 pattern that backtracks quadratically shows a ratio near 100.
 """
 
+import functools
 import re
 import time
 import types
@@ -89,7 +90,9 @@ def _ratio(func, unit: str, small_n: int = SMALL, large_n: int = LARGE) -> float
     return large / max(small, 1e-7)
 
 
+@functools.cache
 def _limit(unit: str) -> float:
+    """The bound for `unit`: a linear pattern's ratio on this machine, measured once per run, with room."""
     return max(MAX_RATIO, 3 * _ratio(BASELINE.search, unit))
 
 
