@@ -1,6 +1,6 @@
 """Accuracy of the built-in extractor, per sheet and in total.
 
-    python bench/extraction_accuracy.py [--truth DIR] [--real DIR] [--no-generated] [--corpus-only] [-v]
+    python bench/extraction_accuracy.py [--truth DIR] [--real DIR] [--no-generated] [--corpus-only] [--part PART] [-v]
 
 Sheets scored: the invented sheets of tests/catalog/sheetgen.py (generated
 here, with their ground truth) and the hand-made ground truth of
@@ -139,6 +139,8 @@ def main(argv=None) -> int:
     parser.add_argument("--real", type=Path, default=DEFAULT_REAL)
     parser.add_argument("--no-generated", action="store_true", help="skip the invented sheets")
     parser.add_argument("--corpus-only", action="store_true", help="only the labeled corpus")
+    parser.add_argument("--part", choices=("development", "test"), action="append",
+                        help="score only this part of the labeled corpus (default: both)")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per labeled file")
     parser.add_argument("--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels")
     mode = parser.add_mutually_exclusive_group()
@@ -154,7 +156,7 @@ def main(argv=None) -> int:
     # on every file that goes to a reviewer anyway).
     model_doubt = False if args.rules else True if args.hybrid else None
     if args.corpus_only:
-        print_corpus(args.verbose, args.labels, args.model, model_doubt)
+        print_corpus(args.verbose, args.labels, args.model, model_doubt, args.part)
         return 0
     scores = [] if args.no_generated else [score(name, make()) for name, make in sorted(sheetgen.SHEETS.items())]
     if args.truth.is_dir() and args.real.is_dir():
@@ -165,12 +167,12 @@ def main(argv=None) -> int:
     print_total(scores)
     if args.real.is_dir():
         print_outcomes(args.real)
-    print_corpus(args.verbose, args.labels, args.model, model_doubt)
+    print_corpus(args.verbose, args.labels, args.model, model_doubt, args.part)
     return 0
 
 
 def print_corpus(verbose: bool, folders: list[Path] | None = None, column_model: bool = False,
-                 model_doubt: bool | None = None) -> None:
+                 model_doubt: bool | None = None, parts: list[str] | None = None) -> None:
     from bench.corpus import labels as corpus_labels
     from bench.corpus.scoring import calibration, print_calibration, print_summary, score_file
 
@@ -179,7 +181,7 @@ def print_corpus(verbose: bool, folders: list[Path] | None = None, column_model:
         return
     labeled = corpus_labels.load_all(*(folders or ()))
     for part, files in corpus_labels.split().items():
-        if part not in ("development", "test"):
+        if part not in (parts or ("development", "test")):
             continue
         scores = [score_file(labeled[f], column_model=column_model, model_doubt=model_doubt)
                   for f in files if f in labeled]

@@ -164,8 +164,10 @@ REGISTRY: dict[Code, FlagType] = {t.code: t for t in (
           clear=Clear.REREAD, messages=(
               "Sheet {sheet!r} holds text addressed to the extracting model (row {row}: {text!r}); "
               "check every value of this item against the sheet.")),
-    _type(Code.UNCERTAIN_COLUMN, "Column not confirmed", ITEM_FIELDS, **_DOUBT, messages=(
-        "The {role} comes from column {column}, whose role is not confirmed; check it.")),
+    _type(Code.UNCERTAIN_COLUMN, "Column not confirmed", ITEM_FIELDS, **_DOUBT, messages={
+        "": "The {role} comes from column {column}, whose role is not confirmed; check it.",
+        "absent": "Column {column} may hold the {role}, which was not read from any column; check it.",
+    }),
     # A price column computed from others: which one is the unit price is a
     # choice the extractor made and a reviewer confirms.
     _type(Code.DERIVED_PRICE, "Price column computed from others", ["unit_price"], **_DOUBT, messages={

@@ -315,9 +315,11 @@ def read_items(table: Table, *, given: dict | None = None, remembered: list[dict
     """Choose how to read the table and extract its items, not yet
     validated (`catalog.pipeline` validates them; pure, plain data out, so
     it crosses the parse child's process boundary): `items`, `notes`,
-    `refusal` (why no sheet is an item list, or None) and `report`: the
+    `refusal` (why no sheet is an item list, or None), `report`: the
     status's `columns` (with each read sheet's header signature),
-    `needs_confirmation` and `layout`."""
+    `needs_confirmation` and `layout`; and `held`, the column doubt the
+    extractor held back until validation says whether the file goes to a
+    reviewer (`catalog.pipeline` shows it, `show_held_doubt`)."""
     choice = choose_mapping(table, given=given, remembered=remembered or [])
     extracted = extract(table, mapping=choice.mapping)
     for report in extracted.sheets:
@@ -335,4 +337,5 @@ def read_items(table: Table, *, given: dict | None = None, remembered: list[dict
         "report": {"columns": extracted.sheets, "layout": choice.layout,
                    # A mapping a person set or approved needs no confirmation.
                    "needs_confirmation": extracted.needs_confirmation and choice.mapping is None},
+        "held": extracted.held,
     }

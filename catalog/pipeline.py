@@ -62,6 +62,7 @@ def read_extract_validate(*, data: bytes | None, filename: str, table: dict | No
     chosen = _extractor_for(parsed, extractor, layouts or NO_LAYOUTS)
     result = chosen.extract(parsed, layouts=layouts or NO_LAYOUTS, endpoint=endpoint, calls=link)
     result["items"] = _validated(chosen.check(result["items"], parsed), parsed)
+    _show_held_doubt(result)
     result["extractor"] = chosen.name
     check_output_size(value_size(result["items"]), max_output_mb)
     return result
@@ -74,6 +75,21 @@ def _extractor_for(table: Table, name: str, layouts: dict):
         # A mapping a person set or approved: its columns are read as given.
         return EXTRACTORS["builtin"]
     return EXTRACTORS[name]
+
+
+def _show_held_doubt(result: dict) -> None:
+    """The column doubt the built-in extractor held back, shown on a file that goes to a
+    reviewer anyway: an item flagged by validation or repeated at another price
+    (`catalog.extraction.show_held_doubt`)."""
+    from catalog.extraction import show_held_doubt
+    from catalog.validation import needs_review, review_flags
+
+    held = result.pop("held", None)
+    report = result.get("report") or {}
+    if held and show_held_doubt(
+            held, report.get("columns") or [], result["items"],
+            review=needs_review(review_flags(result["items"]))):
+        report["needs_confirmation"] = True
 
 
 def _validated(items: list[dict], table: Table) -> list[dict]:

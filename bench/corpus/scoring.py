@@ -25,7 +25,7 @@ from pathlib import Path
 from bench.corpus.labels import CORPUS, rows_of
 from catalog.errors import UnreadableSheet
 from catalog.extraction import col_index, col_letter, parse_decimal
-from catalog.extraction.money import decimal_style
+from catalog.extraction.money import ISO_CODES, decimal_style, detect_currency
 from catalog.reading import read_table
 
 NON_ITEM_KINDS = ("rate_card", "statistics", "other", "order_form")
@@ -80,6 +80,12 @@ def _column_doubts(report: dict) -> dict[str, bool]:
     return {c["role"]: bool(c.get("needs_confirmation")) for c in report.get("columns") or []}
 
 
+def _row_currency(text: str) -> str | None:
+    """The currency a labeled currency column states on one row (a sheet whose rows differ)."""
+    text = text.strip()
+    return detect_currency(text) or (text.upper() if text.upper() in ISO_CODES else None)
+
+
 def _compare_item(item: dict, row: list[str], roles: dict[str, str], label: dict,
                   decimal: str | None) -> dict[str, bool]:
     """field -> right?, for one matched item."""
@@ -89,21 +95,24 @@ def _compare_item(item: dict, row: list[str], roles: dict[str, str], label: dict
         "unit_price": _price_same(item.get("unit_price"), _truth(row, roles.get("unit_price")), decimal),
     }
     currency = item.get("currency")
-    out["currency"] = currency is None or currency == label.get("currency")
+    out["currency"] = currency is None or currency == (_row_currency(_truth(row, roles.get("currency")))
+                                                      or label.get("currency"))
     return out
 
 
 def run_file(path: Path, column_model: bool = False, model_doubt: bool | None = None):
     """(table, Extraction, validated items, outcome) the way a parse job sees the file."""
-    from catalog.extraction import extract
+    from catalog.extraction import extract, show_held_doubt
     from catalog.validation import needs_review, review_flags, validate_items
 
     table = read_table(path, filename=path.name)
     result = extract(table, column_model=column_model, model_doubt=model_doubt)
     if result.refusal:
         return table, result, [], "refuse"
-    items = review_flags(validate_items(result.items, table))
-    review = needs_review(items) or result.needs_confirmation
+    items = validate_items(result.items, table)  # as catalog.pipeline does
+    confirm = show_held_doubt(result.held, result.sheets, items, review=needs_review(review_flags(items)))
+    items = review_flags(items)
+    review = needs_review(items) or result.needs_confirmation or confirm
     return table, result, items, "review" if review else "publish"
 
 
@@ -216,7 +225,8 @@ def calibration(labels: dict[str, dict], files: list[str]) -> dict:
     likely role, and per item role the extractor takes (catalog.extraction.columns.choose_columns)."""
     from bench.corpus.train import _choices, agreements, labeled_columns
     from catalog.extraction.column_model import load_model
-    from catalog.extraction.columns import _renormalized, _vetoes
+    from catalog.extraction.column_model import value_vetoes as _vetoes
+    from catalog.extraction.columns import _renormalized
 
     model = load_model()
     rows = [ex for f in files if f in labels for ex in labeled_columns(labels[f])]

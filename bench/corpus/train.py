@@ -116,6 +116,31 @@ def agreements(rows, probs, roles, labels: dict[str, dict], files: list[str]) ->
     return out
 
 
+def rules_absences(rows, probs, roles, labels: dict[str, dict], files: list[str]) -> list[tuple]:
+    """Per item role the rules take no column for on a labeled sheet they read: (the model's best
+    probability for it among the columns the rules left free, 0, the role, is the role labeled on one
+    of them?, False), the shape ``_absent_floor`` reads."""
+    from catalog.extraction.columns import ITEM_ROLES
+
+    members = collections.defaultdict(dict)
+    for n, (_f, role, _v, _h, where, col) in enumerate(rows):
+        members[where][col] = (role, dict(zip(roles, probs[n], strict=True)))
+    taken = collections.defaultdict(dict)
+    for f in files:
+        for where, role, col in rules_roles(labels[f]):
+            taken[where][role] = col
+    out = []
+    for where, got in taken.items():
+        if "unit_price" not in got:
+            continue
+        free = [v for c, v in members.get(where, {}).items() if c not in got.values()]
+        for role in ITEM_ROLES:
+            if role in got or not free:
+                continue
+            out.append((max(p.get(role, 0.0) for _r, p in free), 0.0, role, any(r == role for r, _p in free), False))
+    return out
+
+
 def _agree_threshold(pairs) -> float:
     """The lowest probability at which the roles both readings agree on are right at least TARGET of the time."""
     chosen, good = 1.0, 0
@@ -241,7 +266,8 @@ def _vetoed(rows, probs, roles):
     """The probabilities after the run-time vetoes (catalog.extraction.columns)."""
     import numpy as np
 
-    from catalog.extraction.columns import _renormalized, _vetoes
+    from catalog.extraction.column_model import value_vetoes as _vetoes
+    from catalog.extraction.columns import _renormalized
 
     out = probs.copy()
     for n, (_f, _r, values, *_rest) in enumerate(rows):
@@ -347,6 +373,8 @@ def calibration_rows(probs, y, threshold: float) -> list[str]:
 def train(labels: dict[str, dict]) -> dict:
     import numpy as np
 
+    from catalog.extraction.columns import ITEM_ROLES
+
     dev = split()["development"]
     rows = examples(labels, dev)
     roles = _roles(rows)
@@ -370,6 +398,13 @@ def train(labels: dict[str, dict]) -> dict:
     print("the rules' roles, confident when the model agrees (its most likely role, at least the threshold "
           "for a header that does not or does name the role):")
     print("\n".join(agreement_rows(agreed, agree_threshold, agree_named_threshold)))
+    absences = rules_absences(rows, probs, roles, labels, dev)
+    rules_absent_floor = {role: _absent_floor([a for a in absences if a[2] == role]) for role in ITEM_ROLES}
+    print("the item roles the rules take no column for, in doubt from a floor per role:")
+    for role, floor in rules_absent_floor.items():
+        got = [a for a in absences if a[2] == role]
+        print(f"    {role:>12s}: {len(got)} sheets, {sum(a[3] for a in got)} labeled on a free column; from {floor}: "
+              f"{sum(a[3] and a[0] >= floor for a in got)} of those, {sum(not a[3] and a[0] >= floor for a in got)} not labeled")
     vocabulary = _vocabulary(rows)
     x, means, scales = _matrix(rows, features, vocabulary)
     model = _fit(x, y)
@@ -387,7 +422,7 @@ def train(labels: dict[str, dict]) -> dict:
         "intercepts": [round(float(v), 5) for v in intercepts],
         "temperature": temperature, "column_threshold": column_threshold, "threshold": threshold, "margin": margin, "absent_floor": absent_floor,
         "agree_threshold": agree_threshold, "agree_named_threshold": agree_named_threshold,
-        "target": TARGET,
+        "rules_absent_floor": rules_absent_floor, "target": TARGET,
     }
 
 

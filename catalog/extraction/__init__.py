@@ -9,7 +9,7 @@ not), ``rows`` (row classes), ``mapping`` (a reviewer's column mapping) and
 ``extractor`` (the built-in extractor itself).
 """
 
-from catalog.extraction.extractor import Extraction, extract, extract_items
+from catalog.extraction.extractor import Extraction, extract, extract_items, show_held_doubt
 from catalog.extraction.headers import classify_header
 from catalog.extraction.mapping import MappingError, mapping_errors
 from catalog.extraction.money import (
@@ -24,7 +24,7 @@ from catalog.extraction.text import MAX_CELL_CHARS, cap, col_index, col_letter, 
 __all__ = [
     "Extraction", "MAX_CELL_CHARS", "MAX_PRICE", "MappingError", "ambiguous_currency_symbol",
     "canonical_decimal", "cap", "classify_header", "col_index", "col_letter", "detect_currency",
-    "extract", "extract_items", "find_currencies", "fold", "mapping_errors", "normalize_unit",
+    "extract", "extract_items", "show_held_doubt", "find_currencies", "fold", "mapping_errors", "normalize_unit",
     "pack_in_description", "parse_decimal", "plain_decimal", "price_value", "split_pack", "typed_price",
     "unit_ambiguity",
 ]

@@ -19,6 +19,7 @@ import functools
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -30,6 +31,7 @@ from catalog.extraction.text import cap, fold
 MODEL_PATH = Path(__file__).with_name("column_model.json")
 SAMPLE_ROWS = 2000
 STEM_CHARS = 7
+MAJORITY = 0.5  # a value share above half speaks for the column
 
 _TOKEN = re.compile(r"\w++")
 _INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
@@ -145,6 +147,24 @@ def value_features(values: list[str], rows: int, col: int, width: int) -> dict[s
     return {**base, **_number_features(texts, n), **_text_features(texts, n)}
 
 
+def value_vetoes(f: dict[str, float]) -> dict[str, str]:
+    """role -> why the column's values rule it out, whatever its header says."""
+    out = {}
+    if f.get("constant"):
+        out["sku"] = out["description"] = "the same value on every row"
+    if f.get("alpha", 0.0) <= MAJORITY and f.get("numeric", 0.0) > MAJORITY:
+        out.setdefault("description", "numbers, not text")
+    if f.get("url", 0.0) > MAJORITY:
+        out["description"] = out["unit_price"] = out["sku"] = "links"
+    if f.get("running_index"):
+        out["unit_price"] = "a running row number"
+    elif f.get("numeric", 0.0) > MAJORITY and f.get("integers") == 1.0 and f.get("year_like") == 1.0:
+        out["unit_price"] = "years"
+    if f.get("percent", 0.0) > MAJORITY:
+        out["unit_price"] = "percentages"
+    return out
+
+
 def _ranked(cols: list[int], feats: list[dict], key: str) -> int | None:
     return max(cols, key=lambda i: (feats[i].get(key, 0.0), -i)) if cols else None
 
@@ -202,6 +222,9 @@ class ColumnModel:
     # 99.5% of the time: when the column's header does not name the role, and when it does.
     agree_threshold: float
     agree_named_threshold: float
+    # Per item role the rules took no column for: a column they gave no role this likely to hold
+    # it puts the role in doubt (below it, the role is absent 99.5% of the time).
+    rules_absent_floor: Mapping[str, float]
 
     @functools.cached_property
     def _word_index(self) -> dict[str, int]:
@@ -242,6 +265,8 @@ def model_from_json(data: dict) -> ColumnModel:
         # A model file fitted before the agreement was calibrated: every role stays in doubt.
         agree_threshold=float(data.get("agree_threshold", 1.0)),
         agree_named_threshold=float(data.get("agree_named_threshold", 1.0)),
+        # Before it was fitted, a role the rules did not take is never in doubt.
+        rules_absent_floor={r: float(v) for r, v in (data.get("rules_absent_floor") or {}).items()},
     )
 
 

@@ -18,7 +18,7 @@ from such a column (the uncertain-column flag, its field the role).
 from __future__ import annotations
 
 from catalog.extraction.assignment import Assignment, Column
-from catalog.extraction.column_model import column_values, load_model, value_features, with_context
+from catalog.extraction.column_model import MAJORITY, column_values, load_model, value_features, value_vetoes, with_context
 from catalog.extraction.headers import classify_header
 from catalog.extraction.text import col_letter
 
@@ -27,25 +27,8 @@ ITEM_ROLES = ROLES
 # Another money column when two fit the price: what the model calls them.
 _MONEY_ROLES = ("unit_price", "alt_price", "total")
 _NAME_ROLES = ("description", "sku")
-MAJORITY = 0.5  # a value share above half speaks for the column
 
 
-def _vetoes(f: dict[str, float]) -> dict[str, str]:
-    """role -> why the column's values rule it out, whatever its header says."""
-    out = {}
-    if f.get("constant"):
-        out["sku"] = out["description"] = "the same value on every row"
-    if f.get("alpha", 0.0) <= MAJORITY and f.get("numeric", 0.0) > MAJORITY:
-        out.setdefault("description", "numbers, not text")
-    if f.get("url", 0.0) > MAJORITY:
-        out["description"] = out["unit_price"] = out["sku"] = "links"
-    if f.get("running_index"):
-        out["unit_price"] = "a running row number"
-    elif f.get("numeric", 0.0) > MAJORITY and f.get("integers") == 1.0 and f.get("year_like") == 1.0:
-        out["unit_price"] = "years"
-    if f.get("percent", 0.0) > MAJORITY:
-        out["unit_price"] = "percentages"
-    return out
 
 
 def _renormalized(probs: dict[str, float], vetoed: dict[str, str]) -> dict[str, float]:
@@ -62,7 +45,7 @@ def column_probabilities(body: list[list[str]], width: int, labels: list[str]) -
     out = []
     for c, f in enumerate(feats):
         label = labels[c] if c < len(labels) else ""
-        vetoed = _vetoes(f)
+        vetoed = value_vetoes(f)
         out.append((_renormalized(model.probabilities(f, label), vetoed), vetoed, f))
     return out
 
@@ -209,6 +192,22 @@ def agreement_threshold(label: str, role: str) -> float:
     return model.agree_named_threshold if header_names(label, role) else model.agree_threshold
 
 
+def _rules_absences(rules, probs: list[dict]) -> dict[str, tuple[int, str]]:
+    """Item roles the rules took no column for while a column they left free may hold one:
+    role -> (column, why), from the model's ``rules_absent_floor``."""
+    floors = load_model().rules_absent_floor
+    free = [c.col for c in rules.columns if c.col not in rules.roles.values()]
+    out = {}
+    for role in ITEM_ROLES:
+        if role in rules.roles or not free:
+            continue
+        p, col = max((probs[c].get(role, 0.0), c) for c in free)
+        if p >= floors.get(role, 1.0) and p > 0:
+            out[role] = (col, f"column {col_letter(col)} may hold the {role.replace('_', ' ')} ({p:.2f}); "
+                              "none was taken")
+    return out
+
+
 def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) -> Assignment:
     """The rules' roles (``rules_columns.assign_roles``), with the model's doubt on each of them.
 
@@ -221,6 +220,8 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
     scored = column_probabilities(body, width, labels)
     doubted: dict[str, tuple[int, str]] = {}
     for role, col in rules.roles.items():
+        if role in rules.doubted:
+            continue  # the rules' own doubt (a close call, a header that names another column) stands
         p = scored[col][0]
         if role not in ITEM_ROLES:
             continue
@@ -229,6 +230,9 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
             doubted[role] = (col, f"column {col_letter(col)} was taken as the {role.replace('_', ' ')}; the column "
                                   f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
                                   f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}")
+    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored]))
+    reasons = [w for _c, w in doubted.values()]
+    doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
     by_col = {c: r for r, c in rules.roles.items()}
     columns = []
@@ -238,5 +242,5 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
         columns.append(Column(c.col, c.header, role, p.get(role, 0.0) if role != "other" else c.confidence,
                               c.evidence + _evidence(f, vetoed, p), kind=max(p, key=p.get),
                               needs_confirmation=c.col in flagged))
-    return Assignment(roles=dict(rules.roles), columns=columns, doubts=rules.doubts + [w for _c, w in doubted.values()],
+    return Assignment(roles=dict(rules.roles), columns=columns, doubts=rules.doubts + reasons,
                       other_prices=rules.other_prices, doubted=doubted)

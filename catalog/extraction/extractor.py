@@ -79,6 +79,10 @@ class Extraction:
     sheets: list[dict] = field(default_factory=list)  # the ``columns`` report, per sheet
     needs_confirmation: bool = False
     refusal: str | None = None
+    # The column model's doubt still held back, per read sheet (plain data: ``sheet``,
+    # ``columns``, ``reasons``, ``flags``), for ``show_held_doubt`` once validation has said
+    # whether the file goes to a reviewer.
+    held: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -201,9 +205,10 @@ class _ItemBuilder:
         if written and written > max(0, -value.normalize().as_tuple().exponent):
             # "12.50" is published as "12.5"; pages show it as the sheet did.
             item["source"]["price_places"] = min(written, 6)
-        flags += more + pack_flags + [dict(f) for f in self.uncertain]
+        flags += more + pack_flags
         if flags:
             item["flags"] = flags
+        _doubt_on(item, self.uncertain)
         return item
 
     def _source(self, r: int) -> dict:
@@ -396,8 +401,7 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
     shape_kind, shape_doubt = _rows_shape(body, width, assignment) if not mapped else (None, None)
     if shape_kind:
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=shape_kind), shape_kind)
-    uncertain = [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
-                 for role, (col, _why) in assignment.doubted.items()]
+    uncertain = _uncertain_flags(assignment.doubted, assignment.roles)
     cols = _columns_of(assignment, header.labels)
     relation_flags, relation_notes = ([], []) if mapped else _price_relations(sheet, body, width, cols)
     builder = _ItemBuilder(sheet, header, cols, currency, uncertain + relation_flags)
@@ -423,18 +427,52 @@ def _held_doubt(second, rules) -> tuple[list[dict], list[str], list[dict]] | Non
     if second is None or not second.doubted:
         return None
     return ([c.to_json() for c in second.columns], second.doubts[len(rules.doubts):],
-            [flag(Code.UNCERTAIN_COLUMN, role, role=_ROLE_WORDS[role], column=col_letter(col))
-             for role, (col, _why) in second.doubted.items()])
+            _uncertain_flags(second.doubted, second.roles))
 
 
-def _show_held_doubt(got: _SheetResult) -> None:
+def _uncertain_flags(doubted: dict[str, tuple[int, str]], taken: dict[str, int]) -> list[dict]:
+    """One uncertain-column flag per item role in doubt (taken from its column, or taken from
+    none while the column may hold it). A currency read for a price column in doubt (its
+    header, its cells, their number format) is in doubt with it."""
+    flags = [flag(Code.UNCERTAIN_COLUMN, role, variant="" if role in taken else "absent",
+                  role=_ROLE_WORDS[role], column=col_letter(col))
+             for role, (col, _why) in doubted.items()]
+    if "unit_price" in doubted and "currency" not in doubted:
+        flags.append(flag(Code.UNCERTAIN_COLUMN, "currency", role=_ROLE_WORDS["currency"],
+                          column=col_letter(doubted["unit_price"][0])))
+    return flags
+
+
+def _doubt_on(item: dict, flags: list[dict]) -> None:
+    """``flags`` (uncertain columns) on ``item``; a currency flag only on an item with a currency."""
+    have = {(f["code"], f["field"]) for f in item.get("flags") or []}
+    added = [dict(f) for f in flags if (f["field"] != "currency" or item.get("currency"))
+             and (f["code"], f["field"]) not in have]
+    if added:
+        item["flags"] = list(item.get("flags") or []) + added
+
+
+def _show_held_doubt(report: dict, items: list[dict], held: tuple) -> None:
     """The column model's doubt on a sheet that goes to a reviewer anyway:
     its columns marked, every item flagged on the fields in doubt."""
-    columns, reasons, flags = got.held_doubt
-    got.report.update(columns=columns, needs_confirmation=True,
-                      doubts=list(got.report.get("doubts") or []) + reasons)
-    for item in got.items:
-        item["flags"] = list(item.get("flags") or []) + [dict(f) for f in flags]
+    columns, reasons, flags = held
+    report.update(columns=columns, needs_confirmation=True, doubts=list(report.get("doubts") or []) + reasons)
+    for item in items:
+        _doubt_on(item, flags)
+
+
+def show_held_doubt(held: list[dict], sheets: list[dict], items: list[dict], *, review: bool) -> bool:
+    """After validation: when the file goes to a reviewer anyway (``review``: an item
+    flagged), the doubt ``extract`` held back (``Extraction.held``) is shown on the
+    sheets' reports (``sheets``) and ``items``: the columns in doubt marked
+    ``needs_confirmation``, their values flagged. Returns whether it was shown."""
+    if not held or not review:
+        return False
+    reports = {r["sheet"]: r for r in sheets}
+    for doubt in held:
+        _show_held_doubt(reports[doubt["sheet"]], [i for i in items if i["source"]["sheet"] == doubt["sheet"]],
+                         (doubt["columns"], doubt["reasons"], doubt["flags"]))
+    return True
 
 
 def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False,
@@ -478,12 +516,14 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
             refusals.append(got.report["reason"])
     refusal = None if items else MSG_REFUSED.format(details="; ".join(refusals) or "no sheet was selected")
     confirm = any(r.get("needs_confirmation") for r in reports if r["status"] == "read")
-    if confirm or any(item.get("flags") for item in items):
-        for got in results:
-            if got.held_doubt:
-                _show_held_doubt(got)
-        confirm = any(r.get("needs_confirmation") for r in reports if r["status"] == "read")
-    return Extraction(items, notes, reports, confirm, refusal)
+    held = [got for got in results if got.held_doubt]
+    if held and (confirm or any(item.get("flags") for item in items)):
+        for got in held:
+            _show_held_doubt(got.report, got.items, got.held_doubt)
+        held, confirm = [], True
+    kept = [{"sheet": got.report["sheet"], "columns": got.held_doubt[0], "reasons": got.held_doubt[1],
+             "flags": got.held_doubt[2]} for got in held]
+    return Extraction(items, notes, reports, confirm, refusal, kept)
 
 
 def extract_items(table: Table, mapping: dict | None = None, *, column_model: bool = False) -> Extraction:
@@ -496,4 +536,4 @@ def extract_items(table: Table, mapping: dict | None = None, *, column_model: bo
     return result
 
 
-__all__ = ["Extraction", "MappingError", "ROLES", "extract", "extract_items"]
+__all__ = ["Extraction", "MappingError", "ROLES", "extract", "extract_items", "show_held_doubt"]

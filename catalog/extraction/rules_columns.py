@@ -11,16 +11,18 @@ assignment says what a reviewer should confirm.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 from catalog.extraction.assignment import Assignment, Column
+from catalog.extraction.column_model import MAJORITY, value_features, value_vetoes
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
 from catalog.extraction.packs import normalize_unit, split_pack
 from catalog.extraction.text import cap, col_letter
 
 ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "quantity")
+ITEM_ROLES = ROLES[:6]  # the roles an item is made of (a quantity column is not read into items)
 SAMPLE_ROWS = 2000
 # The least score a column needs to take a role.
 THRESHOLDS = {"sku": 0.45, "description": 0.3, "unit": 0.45, "pack_size": 0.5,
@@ -30,6 +32,9 @@ CLOSE_CALL = 0.15  # two columns this close for one role: a reviewer decides
 WEAK_DESCRIPTION = 0.5
 
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-./_#]{1,39}+")
+# A number written with two decimal places ("24.00", "1 913,69"): how amounts of money are
+# written; codes with a dot carry three or more places ("3100.046", "063.0150").
+_CENTS = re.compile(r"-?\d[\d ,.\u00a0']{0,20}[.,]\d\d")
 _DIGITS = re.compile(r"\d++")
 
 
@@ -48,7 +53,9 @@ class Profile:
     distinct: float = 0.0
     unit_words: float = 0.0
     currency_codes: float = 0.0
+    cents: float = 0.0
     sequential: bool = False
+    vetoes: dict[str, str] = field(default_factory=dict)  # role -> why the values rule it out
 
 
 def _code_weight(text: str) -> float:
@@ -91,6 +98,7 @@ def _text_stats(texts: list[str]) -> dict:
         "distinct": len(set(texts)) / n,
         "unit_words": sum(1 for t in texts if _is_unit_text(t)) / n,
         "currency_codes": sum(1 for t in texts if t.upper() in ISO_CODES) / n,
+        "cents": sum(1 for t in texts if len(t) <= 24 and _CENTS.fullmatch(t)) / n,
     }
 
 
@@ -110,12 +118,14 @@ def profile_columns(rows: list[list[str]], width: int) -> list[Profile]:
     sample = [r for r in rows if r][:SAMPLE_ROWS]
     profiles = []
     for col in range(width):
-        texts = [cap(r[col]) for r in sample if col < len(r) and r[col]]
+        values = [r[col] for r in sample if col < len(r) and r[col]]
+        texts = [cap(v) for v in values]
         p = Profile(col=col)
         if texts:
             p.filled = len(texts) / max(1, len(sample))
             for key, value in {**_value_stats(texts), **_text_stats(texts)}.items():
                 setattr(p, key, value)
+            p.vetoes = value_vetoes(value_features(values, len(sample), col, width))
         profiles.append(p)
     return profiles
 
@@ -142,13 +152,26 @@ def content_scores(p: Profile) -> dict[str, tuple[float, str]]:
     return {role: (score * fill, why) for role, (score, why) in scores.items()}
 
 
+def _vetoes(p: Profile) -> dict[str, str]:
+    """role -> why the column's values rule it out, whatever its header says: the column
+    model's vetoes (``column_model.value_vetoes``), and amounts written with cents are no code."""
+    out = dict(p.vetoes)
+    if p.cents > MAJORITY:
+        out["sku"] = "amounts written with cents, not codes"
+    return out
+
+
 def score_columns(profiles: list[Profile], labels: list[str]) -> dict[tuple[str, int], tuple[float, list[str]]]:
     """(role, column) -> (score, evidence): content plus header words."""
     out: dict[tuple[str, int], tuple[float, list[str]]] = {}
     for p in profiles:
         label = labels[p.col] if p.col < len(labels) else ""
         said = classify_header(label)
+        vetoed = _vetoes(p)
         for role, (score, why) in content_scores(p).items():
+            if role in vetoed:
+                out[(role, p.col)] = (0.0, [f"not {role.replace('_', ' ')}: {vetoed[role]}"])
+                continue
             evidence = [why]
             if said and said[0] == role:
                 score += HEADER_BONUS[said[1]]
@@ -193,8 +216,9 @@ def _runner_up(scores: dict, role: str, chosen: int) -> tuple[float, int] | None
     return max(others, default=None)
 
 
-def _doubts(scores: dict, roles: dict[str, int], labels: list[str]) -> tuple[list[str], list[int]]:
-    doubts: list[str] = []
+def _doubts(scores: dict, roles: dict[str, int], labels: list[str]) -> tuple[list[tuple[str, str]], list[int]]:
+    """(the doubts, each as (the item role it puts in doubt, why), the other price columns)."""
+    doubts: list[tuple[str, str]] = []
     other_prices: list[int] = []
     price = roles.get("unit_price")
     if price is not None:
@@ -203,10 +227,11 @@ def _doubts(scores: dict, roles: dict[str, int], labels: list[str]) -> tuple[lis
             if r == "unit_price" and c != price and s >= THRESHOLDS[r] and c not in roles.values():
                 other_prices.append(c)
                 if s >= best - CLOSE_CALL:
-                    doubts.append(f"two plausible price columns: {col_letter(price)} and {col_letter(c)}")
+                    doubts.append(("unit_price", f"two plausible price columns: {col_letter(price)} and {col_letter(c)}"))
+    doubts.extend(_close_calls(scores, roles))
     desc = roles.get("description")
     if desc is not None and scores[("description", desc)][0] < WEAK_DESCRIPTION:
-        doubts.append(f"the description column {col_letter(desc)} is weak (short or repeated values)")
+        doubts.append(("description", f"the description column {col_letter(desc)} is weak (short or repeated values)"))
     for role in ("description", "unit_price", "sku"):
         doubts.extend(_header_disagrees(role, roles, labels))
     if any(labels):
@@ -214,27 +239,44 @@ def _doubts(scores: dict, roles: dict[str, int], labels: list[str]) -> tuple[lis
     return doubts, sorted(other_prices)
 
 
+def _close_calls(scores: dict, roles: dict[str, int]) -> list[tuple[str, str]]:
+    """A column that took an item role other than the price by as little as ``CLOSE_CALL`` over
+    a free column that could hold it too: a reviewer decides (the price has its own check)."""
+    doubts = []
+    for role, col in roles.items():
+        if role == "unit_price" or role not in ITEM_ROLES:
+            continue
+        best = scores[(role, col)][0]
+        rival = max(((s, c) for (r, c), (s, _w) in scores.items() if r == role and c not in roles.values()
+                     and s >= THRESHOLDS[r]), default=None)
+        if rival and rival[0] >= best - CLOSE_CALL:
+            doubts.append((role, f"two plausible {role.replace('_', ' ')} columns: {col_letter(col)} and "
+                                 f"{col_letter(rival[1])}"))
+    return doubts
+
+
 def _named(label: str, role: str) -> bool:
     got = classify_header(label)
     return bool(got) and got[0] == role
 
 
-def _header_silent(roles: dict[str, int], labels: list[str]) -> list[str]:
+def _header_silent(roles: dict[str, int], labels: list[str]) -> list[tuple[str, str]]:
     """A header row that names neither the price column nor a column naming the items."""
     doubts = []
     price = roles.get("unit_price")
     if price is not None and not _named(labels[price] if price < len(labels) else "", "unit_price"):
-        doubts.append(f"the header does not name the price column; column {col_letter(price)} "
-                      "was taken by its values")
+        doubts.append(("unit_price", f"the header does not name the price column; column {col_letter(price)} "
+                                     "was taken by its values"))
     names = [(r, roles[r]) for r in ("sku", "description") if r in roles]
     if names and not any(_named(labels[c] if c < len(labels) else "", r) for r, c in names):
-        doubts.append("the header names no SKU or description column; "
-                      + " and ".join(f"the {r} from column {col_letter(c)}" for r, c in names)
-                      + " were taken by their values")
+        why = ("the header names no SKU or description column; "
+               + " and ".join(f"the {r} from column {col_letter(c)}" for r, c in names)
+               + " were taken by their values")
+        doubts += [(r, why) for r, _c in names]
     return doubts
 
 
-def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> list[str]:
+def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> list[tuple[str, str]]:
     """The column whose header names ``role`` best is not the one the values chose."""
     named = [(said[1], c) for c, label in enumerate(labels)
              if (said := classify_header(label)) and said[0] == role]
@@ -245,8 +287,8 @@ def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> li
     chosen = roles[role]
     if chosen in best_named:
         return []
-    return [f"the {role.replace('_', ' ')} was taken from column {col_letter(chosen)} by its values, "
-            f"although the header of column {col_letter(best_named[0])} ({labels[best_named[0]]!r}) names it"]
+    return [(role, f"the {role.replace('_', ' ')} was taken from column {col_letter(chosen)} by its values, "
+                   f"although the header of column {col_letter(best_named[0])} ({labels[best_named[0]]!r}) names it")]
 
 
 def _confidence(scores: dict, role: str, col: int) -> float:
@@ -263,7 +305,12 @@ def assign_roles(profiles: list[Profile], labels: list[str],
     roles = _greedy(scores, fixed or {})
     if not fixed:
         roles = _rescue_price(scores, roles)
-    doubts, other_prices = ([], []) if fixed else _doubts(scores, roles, labels)
+    found, other_prices = ([], []) if fixed else _doubts(scores, roles, labels)
+    doubts = list(dict.fromkeys(why for _role, why in found))
+    doubted = {}
+    for role, why in found:
+        if role in roles and role in ITEM_ROLES:
+            doubted.setdefault(role, (roles[role], why))
     by_col = {c: r for r, c in roles.items()}
     columns = []
     for p in profiles:
@@ -278,4 +325,4 @@ def assign_roles(profiles: list[Profile], labels: list[str],
         else:
             columns.append(Column(p.col, label, role, _confidence(scores, role, p.col),
                                   scores.get((role, p.col), (0, ["no values"]))[1]))
-    return Assignment(roles=roles, columns=columns, doubts=doubts, other_prices=other_prices)
+    return Assignment(roles=roles, columns=columns, doubts=doubts, other_prices=other_prices, doubted=doubted)

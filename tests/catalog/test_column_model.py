@@ -122,14 +122,20 @@ def test_a_plain_sheet_the_model_reads_as_the_rules_do_needs_no_confirmation():
 
 
 def test_a_role_the_model_reads_otherwise_needs_confirmation_and_flags_its_values_on_that_field():
-    # The rules take the only money-like column as the price; the model reads a column of years as none.
-    rows = [["Code", "Title", "Price"]] + [[f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)]
+    # The rules take column B as the description; the model, on two rows, is not sure enough of it.
+    rows = [["SKU", "Description", "Unit", "Price EUR"], ["A-1", "Apples", "kg", "1.50"], ["B-2", "Bananas", "kg", "2.25"]]
     ex = extract(table(*rows), model_doubt=True)
     (report,) = ex.sheets
     doubted = {c["role"] for c in report["columns"] if c["needs_confirmation"]}
-    assert "unit_price" in doubted and ex.needs_confirmation
+    assert "description" in doubted and ex.needs_confirmation
     for item in ex.items:
         assert doubted <= {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
+
+
+def test_a_column_of_years_is_no_price_for_the_rules_either():
+    rows = [["Code", "Title", "Price"]] + [[f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)]
+    ex = extract(table(*rows))
+    assert ex.refusal and not ex.items
 
 
 def test_model_doubt_leaves_a_reviewers_mapping_without_doubt():
@@ -139,3 +145,42 @@ def test_model_doubt_leaves_a_reviewers_mapping_without_doubt():
     ex = extract(table(*rows), mapping, model_doubt=True)
     assert not ex.needs_confirmation
     assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
+
+
+class _Link:
+    def table(self, data):
+        pass
+
+    def before_call(self):
+        pass
+
+    def on_call(self, request_id, usage):
+        pass
+
+    def progress(self, done, total):
+        pass
+
+
+def test_a_file_that_validation_sends_to_review_shows_the_column_doubt_held_back():
+    from catalog.pipeline import read_extract_validate
+    from catalog.reading import ReadLimits
+
+    # No currency anywhere: extraction itself flags nothing, validation flags every item.
+    data = b"SKU,Description,Unit,Price\nA-1,Apples,kg,1.50\nB-2,Bananas,kg,2.25\n"
+    got = read_extract_validate(data=data, filename="fruit.csv", table=None, read_limits=ReadLimits(),
+                                extractor="builtin", link=_Link())
+    (report,) = got["report"]["columns"]
+    assert "held" not in got
+    assert got["report"]["needs_confirmation"] and report["needs_confirmation"]
+    assert next(c for c in report["columns"] if c["role"] == "description")["needs_confirmation"]
+    for item in got["items"]:
+        assert "description" in {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
+
+
+def test_a_currency_read_for_a_price_column_in_doubt_is_in_doubt_too():
+    rows = [["SKU", "Name", "Price EUR", "Price"]]
+    rows += [[f"S{n}", f"Thing number {n}", f"{n}.10", f"{n}.30"] for n in range(1, 6)]
+    ex = extract(table(*rows))
+    for item in ex.items:
+        assert item["currency"] == "EUR"
+        assert {"unit_price", "currency"} <= {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}

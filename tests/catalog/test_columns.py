@@ -114,3 +114,28 @@ def test_refusal_says_which_kind_and_that_a_reviewer_can_map_it():
     assert ex.items == []
     assert "rate card" in ex.refusal and "reviewer can still map" in ex.refusal
     assert ex.sheets[0]["status"] == "refused"
+
+
+def test_amounts_written_with_cents_are_no_sku_whatever_their_header_says():
+    rows = [["Code", "Name", "Wholesale price EUR"]]
+    rows += [[f"{n}.90", f"Road map of region {n}", f"{n}.40"] for n in range(2, 12)]
+    ex = extract(table(*rows))
+    assert "sku" not in roles(ex.sheets[0]).values()
+    assert {i["sku"] for i in ex.items} == {""}
+
+
+def test_codes_written_with_three_or_more_places_stay_skus():
+    rows = [["Code", "Name", "Price EUR"]] + [[f"3100.{n:03d}", f"Cabinet door {n}", f"{n}.40"] for n in range(2, 12)]
+    assert roles(extract(table(*rows)).sheets[0])["A"] == "sku"
+
+
+def test_two_close_description_columns_put_the_description_in_doubt_and_flag_it():
+    rows = [["Code", "Name", "Other name", "Price EUR"]]
+    rows += [[f"K-{n}", f"Steel bolt number {n} zinc", f"Bolt of steel {n} plated", f"{n}.40"] for n in range(2, 12)]
+    ex = extract(table(*rows))
+    (report,) = ex.sheets
+    assert ex.needs_confirmation
+    assert any("description" in d for d in report["doubts"])
+    assert next(c for c in report["columns"] if c["role"] == "description")["needs_confirmation"]
+    assert all(any(f["code"] == "uncertain_column" and f["field"] == "description" for f in i["flags"])
+               for i in ex.items)

@@ -77,7 +77,9 @@ def test_sheet_without_currency_waits_for_review_unpublished(workspace):
     assert job.state == State.AWAITING_REVIEW
     assert not CatalogRevision.objects.filter(job=job).exists()
     codes = {flag["code"] for item in job.output["items"] for flag in item["flags"]}
-    assert codes == {"missing_currency"}
+    # Besides the currency, only the column model's doubt on a column of two rows, shown
+    # because the sheet goes to a reviewer anyway.
+    assert "missing_currency" in codes and codes <= {"missing_currency", "uncertain_column"}
     assert all(item["currency"] is None for item in job.output["items"])
 
 

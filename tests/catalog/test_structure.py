@@ -72,7 +72,7 @@ def test_a_size_band_beside_a_grade_reads_as_items_to_confirm():
     rows = [["Type", "Grade", "Size", "Price"]]
     for grade in ("Long", "Round", "Jumbo"):
         for low in range(18, 28, 2):
-            rows.append(["Kernel", grade, f"{low}-{low + 2}", str(1700000 + 10000 * low)])
+            rows.append([f"{grade} kernel", grade, f"{low}-{low + 2}", str(1700000 + 10000 * low)])
     result = extract(table(rows))
     assert not result.refusal
     assert len(result.items) == 15
