@@ -13,8 +13,9 @@ from accounts.services import apitoken_create, apitoken_revoke
 
 MSG_TOKENS_REVOKED = "{count} token(s) revoked."
 MSG_TOKENS_ALREADY_REVOKED = "{count} token(s) were already revoked."
-MSG_TOKEN_CREATED = ("Token for {user} ({scope}): {token} — copy it now, it is not shown again "
-                     "(only its hash is stored).")
+MSG_TOKEN_CREATED = (
+    "Token for {user} ({scope}): {token} — copy it now, it is not shown again (only its hash is stored)."
+)
 TOKEN_LIST_TITLE = "API tokens (or: manage.py createapitoken USERNAME [--scope read])"
 
 
@@ -42,13 +43,11 @@ class ApiTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """A token is created here (shown once, in a message) and then only
     revoked; a revoked token stays on record."""
 
-    list_display = ["prefix", "name", "user", "scope", "status", "created_at", "last_used_at",
-                    "revoked_at"]
+    list_display = ["prefix", "name", "user", "scope", "status", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["scope", ("revoked_at", admin.EmptyFieldListFilter)]
     list_select_related = ["user"]
     search_fields = ["prefix", "name", "user__username"]
-    fields = ["user", "name", "scope", "prefix", "token_hash", "created_at", "last_used_at",
-              "revoked_at"]
+    fields = ["user", "name", "scope", "prefix", "token_hash", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = fields
     add_form = ApiTokenCreationForm
     raw_id_fields = ["user"]
@@ -71,11 +70,13 @@ class ApiTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def save_model(self, request, obj, form, change) -> None:
         if change:
             return  # tokens are never edited
-        row, token = apitoken_create(user=form.cleaned_data["user"], name=form.cleaned_data["name"],
-                                     scope=form.cleaned_data["scope"])
+        row, token = apitoken_create(
+            user=form.cleaned_data["user"], name=form.cleaned_data["name"], scope=form.cleaned_data["scope"]
+        )
         obj.pk = row.pk  # the admin redirects to the row it believes it saved
-        self.message_user(request, MSG_TOKEN_CREATED.format(user=row.user, scope=row.scope,
-                                                            token=token), messages.WARNING)
+        self.message_user(
+            request, MSG_TOKEN_CREATED.format(user=row.user, scope=row.scope, token=token), messages.WARNING
+        )
 
     def has_revoke_permission(self, request) -> bool:
         return request.user.has_perm("accounts.change_apitoken")
@@ -97,8 +98,8 @@ class ApiTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             apitoken_revoke(token_id=pk)
             outcome["revoked"] += 1
         if outcome["revoked"]:
-            self.message_user(request, MSG_TOKENS_REVOKED.format(count=outcome["revoked"]),
-                              messages.SUCCESS)
+            self.message_user(request, MSG_TOKENS_REVOKED.format(count=outcome["revoked"]), messages.SUCCESS)
         if outcome["already"]:
-            self.message_user(request, MSG_TOKENS_ALREADY_REVOKED.format(count=outcome["already"]),
-                              messages.WARNING)
+            self.message_user(
+                request, MSG_TOKENS_ALREADY_REVOKED.format(count=outcome["already"]), messages.WARNING
+            )

@@ -6,8 +6,9 @@ def _clear_own_failures(sender, request, user, **kwargs) -> None:
     from accounts.services import signin_failures_clear
 
     if request is not None:
-        signin_failures_clear(username=user.get_username(),
-                              ip_address=getattr(request, "axes_ip_address", None))
+        signin_failures_clear(
+            username=user.get_username(), ip_address=getattr(request, "axes_ip_address", None)
+        )
 
 
 class AccountsConfig(AppConfig):

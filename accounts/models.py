@@ -42,9 +42,7 @@ class Membership(models.Model):
         ADMIN = "admin"  # everything a reviewer can, for the workspace
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
 
     objects = MembershipQuerySet.as_manager()
@@ -71,9 +69,7 @@ class ApiToken(models.Model):
         FULL = "full"  # everything its user may do
         READ = "read"  # GET and HEAD only, for integrations that must never change anything
 
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True)
     prefix = models.CharField(max_length=12, help_text="The first characters, to tell tokens apart.")
     token_hash = models.CharField(max_length=64, unique=True)

@@ -19,8 +19,9 @@ def workspace_create(*, slug: str, name: str = "") -> Workspace:
     return workspace
 
 
-def membership_add(*, workspace: Workspace, username: str, role: str,
-                   password: str | None = None, email: str = "") -> Membership:
+def membership_add(
+    *, workspace: Workspace, username: str, role: str, password: str | None = None, email: str = ""
+) -> Membership:
     """Add (or change the role of) a member, creating the user if missing."""
     User = get_user_model()
     with transaction.atomic():
@@ -45,8 +46,9 @@ def apitoken_create(*, user, name: str = "", scope: str = ApiToken.Scope.FULL) -
     """Create a bearer token; returns the row and the token, shown only once.
     A `read` token may only read (see accounts.auth.authenticate)."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = ApiToken.objects.create(user=user, name=name, scope=scope, prefix=token[:12],
-                                  token_hash=_token_hash(token))
+    row = ApiToken.objects.create(
+        user=user, name=name, scope=scope, prefix=token[:12], token_hash=_token_hash(token)
+    )
     return row, token
 
 
@@ -59,8 +61,8 @@ def apitoken_authenticate(*, token: str) -> ApiToken | None:
     if found is None:
         return None
     token_fields, user_fields = _TOKEN_FIELDS, _user_fields()
-    row = ApiToken.from_db(connection.alias, token_fields, found[:len(token_fields)])
-    user = get_user_model().from_db(connection.alias, user_fields, found[len(token_fields):])
+    row = ApiToken.from_db(connection.alias, token_fields, found[: len(token_fields)])
+    user = get_user_model().from_db(connection.alias, user_fields, found[len(token_fields) :])
     ApiToken.user.field.set_cached_value(row, user)
     if not user.is_active:
         return None
@@ -90,11 +92,13 @@ def _token_lookup_sql() -> str:
     quote = connection.ops.quote_name
     token_columns = [f"t.{quote(ApiToken._meta.get_field(name).column)}" for name in _TOKEN_FIELDS]
     user_columns = [f"u.{quote(field.column)}" for field in user_model._meta.concrete_fields]
-    return (f"SELECT {', '.join(token_columns + user_columns)} "
-            f"FROM {quote(ApiToken._meta.db_table)} t "
-            f"JOIN {quote(user_model._meta.db_table)} u "
-            f"ON u.{quote(user_model._meta.pk.column)} = t.{quote(ApiToken.user.field.column)} "
-            "WHERE t.token_hash = %s AND t.revoked_at IS NULL")
+    return (
+        f"SELECT {', '.join(token_columns + user_columns)} "
+        f"FROM {quote(ApiToken._meta.db_table)} t "
+        f"JOIN {quote(user_model._meta.db_table)} u "
+        f"ON u.{quote(user_model._meta.pk.column)} = t.{quote(ApiToken.user.field.column)} "
+        "WHERE t.token_hash = %s AND t.revoked_at IS NULL"
+    )
 
 
 def apitoken_revoke(*, token_id: int) -> None:

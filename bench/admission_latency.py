@@ -60,9 +60,9 @@ import common  # noqa: E402
 from common import percentile, say, table  # noqa: E402
 
 DATABASE = "bench_admission"
-CSV = (b"SKU,Description,Unit,Price,Currency\n"
-       + b"".join(b"B-%04d,Benchmark item %d,piece,%d.%02d,EUR\n" % (i, i, i, i % 100)
-                  for i in range(1, 41)))
+CSV = b"SKU,Description,Unit,Price,Currency\n" + b"".join(
+    b"B-%04d,Benchmark item %d,piece,%d.%02d,EUR\n" % (i, i, i, i % 100) for i in range(1, 41)
+)
 BOUNDARY = "benchBoundary7MA4YWxkTrZu0gW"
 PHASE_SECONDS = 20.0  # each measured phase stops here even if requests remain
 
@@ -80,10 +80,14 @@ def unique_body() -> bytes:
 
 def multipart(content: bytes, supplier: str) -> bytes:
     return (
-        f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"supplier\"\r\n\r\n{supplier}\r\n"
-        f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"bench.csv\"\r\n"
-        f"Content-Type: text/csv\r\n\r\n"
-    ).encode() + content + f"\r\n--{BOUNDARY}--\r\n".encode()
+        (
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="supplier"\r\n\r\n{supplier}\r\n'
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="bench.csv"\r\n'
+            f"Content-Type: text/csv\r\n\r\n"
+        ).encode()
+        + content
+        + f"\r\n--{BOUNDARY}--\r\n".encode()
+    )
 
 
 @dataclass
@@ -100,10 +104,16 @@ class Result:
         return len(self.latencies) / self.seconds if self.seconds else float("nan")
 
     def row(self) -> list[object]:
-        return [self.label, self.repetition + 1, self.clients, len(self.latencies),
-                f"{percentile(self.latencies, 50) * 1000:.2f}",
-                f"{percentile(self.latencies, 99) * 1000:.2f}",
-                f"{self.per_second:.0f}", self.errors]
+        return [
+            self.label,
+            self.repetition + 1,
+            self.clients,
+            len(self.latencies),
+            f"{percentile(self.latencies, 50) * 1000:.2f}",
+            f"{percentile(self.latencies, 99) * 1000:.2f}",
+            f"{self.per_second:.0f}",
+            self.errors,
+        ]
 
 
 def run_clients(label: str, clients: int, total: int, one_request, repetition: int = 0) -> Result:
@@ -158,9 +168,14 @@ def profile_in_process(token: str, count: int) -> str:
     content_type = f"multipart/form-data; boundary={BOUNDARY}"
 
     def admit() -> None:
-        response = client.generic("POST", "/api/jobs", unique_body(), content_type=content_type,
-                                  HTTP_AUTHORIZATION=f"Bearer {token}",
-                                  HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+        response = client.generic(
+            "POST",
+            "/api/jobs",
+            unique_body(),
+            content_type=content_type,
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+            HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
+        )
         assert response.status_code == 202, response.content
 
     def floor() -> None:
@@ -184,10 +199,12 @@ def profile_in_process(token: str, count: int) -> str:
         cpu, wall, server = time.process_time(), time.perf_counter(), backend_cpu_seconds(backend)
         for _ in range(count):
             request()
-        out.write(f"{label}: {(time.process_time() - cpu) * 1000 / count:.2f} ms CPU here "
-                  f"(test client included), {(backend_cpu_seconds(backend) - server) * 1000 / count:.2f} "
-                  f"ms in its PostgreSQL backend, {(time.perf_counter() - wall) * 1000 / count:.2f} "
-                  f"ms wall per request\n")
+        out.write(
+            f"{label}: {(time.process_time() - cpu) * 1000 / count:.2f} ms CPU here "
+            f"(test client included), {(backend_cpu_seconds(backend) - server) * 1000 / count:.2f} "
+            f"ms in its PostgreSQL backend, {(time.perf_counter() - wall) * 1000 / count:.2f} "
+            f"ms wall per request\n"
+        )
     out.write(statement_costs(connection, backend, count, admit, floor))
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
@@ -221,8 +238,10 @@ def statement_costs(connection, backend: int, count: int, *requests) -> str:
         for _ in range(count):
             for request in requests:
                 request()
-    lines = [f"    {spent[key] * 1000 / runs[key]:.2f} ms  {key}"
-             for key in sorted(spent, key=spent.get, reverse=True)]
+    lines = [
+        f"    {spent[key] * 1000 / runs[key]:.2f} ms  {key}"
+        for key in sorted(spent, key=spent.get, reverse=True)
+    ]
     return "PostgreSQL backend CPU per statement:\n" + "\n".join(lines) + "\n"
 
 
@@ -242,16 +261,24 @@ def ratio_lines(results: list[Result], repeat: int) -> list[str]:
     for clients in (1, 8):
         p50s, p99s = [], []
         for rep in range(repeat):
-            adm = next(r for r in results if r.label == "admission (HTTP)" and r.clients == clients
-                       and r.repetition == rep)
-            floor = next(r for r in results if r.label == "floor upload (HTTP)"
-                         and r.clients == clients and r.repetition == rep)
+            adm = next(
+                r
+                for r in results
+                if r.label == "admission (HTTP)" and r.clients == clients and r.repetition == rep
+            )
+            floor = next(
+                r
+                for r in results
+                if r.label == "floor upload (HTTP)" and r.clients == clients and r.repetition == rep
+            )
             p50s.append(percentile(adm.latencies, 50) / percentile(floor.latencies, 50))
             p99s.append(percentile(adm.latencies, 99) / percentile(floor.latencies, 99))
         each = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in zip(p50s, p99s, strict=True))
-        lines.append(f"admission / floor at {clients} client{'s' if clients > 1 else ''}: "
-                     f"p50 {statistics.median(p50s):.2f}, p99 {statistics.median(p99s):.2f} "
-                     f"(median of {repeat}; each repetition p50/p99: {each})")
+        lines.append(
+            f"admission / floor at {clients} client{'s' if clients > 1 else ''}: "
+            f"p50 {statistics.median(p50s):.2f}, p99 {statistics.median(p99s):.2f} "
+            f"(median of {repeat}; each repetition p50/p99: {each})"
+        )
     return lines
 
 
@@ -263,18 +290,28 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400, help="admissions per run [400]")
     parser.add_argument("--reads", type=int, default=1000, help="status reads per run [1000]")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="repetitions of the admission and floor phases [3]")
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="first profile N admissions and floor uploads in-process")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="repetitions of the admission and floor phases [3]"
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first profile N admissions and floor uploads in-process",
+    )
     parser.add_argument("--profile-only", action="store_true", help="only the in-process profile")
     return parser.parse_args()
 
 
 def report(results: list[Result], repeat: int) -> None:
     say("")
-    say(table(["what", "repetition", "clients", "requests", "p50 ms", "p99 ms", "per s", "errors"],
-              [r.row() for r in results]))
+    say(
+        table(
+            ["what", "repetition", "clients", "requests", "p50 ms", "p99 ms", "per s", "errors"],
+            [r.row() for r in results],
+        )
+    )
     say("")
     for line in ratio_lines(results, repeat):
         say(line)
@@ -284,8 +321,10 @@ def report(results: list[Result], repeat: int) -> None:
 
     http = [first("admission (HTTP)", c).per_second for c in (1, 8)]
     svc = [first("admission (service function)", c).per_second for c in (1, 8)]
-    say(f"HTTP / service function, admissions per second: {http[0] / svc[0]:.2f} at 1 client, "
-        f"{http[1] / svc[1]:.2f} at 8 clients (first repetition)")
+    say(
+        f"HTTP / service function, admissions per second: {http[0] / svc[0]:.2f} at 1 client, "
+        f"{http[1] / svc[1]:.2f} at 8 clients (first repetition)"
+    )
     say(f"load average after: {load_average()}")
 
 
@@ -298,11 +337,11 @@ def main() -> None:
     media = Path(tempfile.mkdtemp(prefix="bench-admission-media-"))
     # The per-workspace upload rate limit (60 a minute by default) is set
     # above what the benchmark sends; its check still runs on every upload.
-    env = db.env(MEDIA_ROOT=media, LOG_LEVEL="WARNING", CONN_MAX_AGE=60,
-                 UPLOAD_RATE_PER_MINUTE=1_000_000)
+    env = db.env(MEDIA_ROOT=media, LOG_LEVEL="WARNING", CONN_MAX_AGE=60, UPLOAD_RATE_PER_MINUTE=1_000_000)
 
-    common.setup_django(db, MEDIA_ROOT=media, DJANGO_SETTINGS_MODULE="bench.floor_settings",
-                        UPLOAD_RATE_PER_MINUTE=1_000_000)
+    common.setup_django(
+        db, MEDIA_ROOT=media, DJANGO_SETTINGS_MODULE="bench.floor_settings", UPLOAD_RATE_PER_MINUTE=1_000_000
+    )
     from django.db import connections
 
     from accounts.models import Membership, Workspace
@@ -314,8 +353,10 @@ def main() -> None:
     _, token = apitoken_create(user=user, name="bench")
 
     with connections["default"].cursor() as cursor:
-        cursor.execute("CREATE TABLE IF NOT EXISTS bench_floor_upload (id text PRIMARY KEY, "
-                       "sha256 text NOT NULL, size bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now())")
+        cursor.execute(
+            "CREATE TABLE IF NOT EXISTS bench_floor_upload (id text PRIMARY KEY, "
+            "sha256 text NOT NULL, size bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
+        )
     if args.profile:
         say(profile_in_process(token, args.profile))
         if args.profile_only:
@@ -336,8 +377,12 @@ def main() -> None:
 
     def admit_http(state: dict) -> bool:
         conn = connection(state)
-        conn.request("POST", "/api/jobs", body=unique_body(), headers={
-            **auth, "Content-Type": content_type, "Idempotency-Key": str(uuid.uuid4())})
+        conn.request(
+            "POST",
+            "/api/jobs",
+            body=unique_body(),
+            headers={**auth, "Content-Type": content_type, "Idempotency-Key": str(uuid.uuid4())},
+        )
         response = conn.getresponse()
         payload = response.read()
         if response.status != 202:
@@ -347,8 +392,9 @@ def main() -> None:
 
     def floor_http(state: dict) -> bool:
         conn = connection(state)
-        conn.request("POST", "/bench/floor-upload", body=unique_body(),
-                     headers={"Content-Type": content_type})
+        conn.request(
+            "POST", "/bench/floor-upload", body=unique_body(), headers={"Content-Type": content_type}
+        )
         response = conn.getresponse()
         response.read()
         return response.status == 202
@@ -364,9 +410,15 @@ def main() -> None:
     def admit_service(state: dict) -> bool:
         if "close" not in state:
             state["close"] = connections.close_all
-        pricesheet_admit(workspace=workspace, chunks=[unique_csv()], original_name="bench.csv",
-                     content_type="text/csv", supplier_name="Bench Supplies",
-                     idempotency_key=str(uuid.uuid4()), user=user)
+        pricesheet_admit(
+            workspace=workspace,
+            chunks=[unique_csv()],
+            original_name="bench.csv",
+            content_type="text/csv",
+            supplier_name="Bench Supplies",
+            idempotency_key=str(uuid.uuid4()),
+            user=user,
+        )
         return True
 
     # A short warm-up: imports, connections and caches on both sides.
@@ -378,15 +430,12 @@ def main() -> None:
     for repetition in range(args.repeat):
         for clients in (1, 8):
             # Interleaved, so both see the same machine.
-            results.append(run_clients("admission (HTTP)", clients, args.requests, admit_http,
-                                       repetition))
-            results.append(run_clients("floor upload (HTTP)", clients, args.requests, floor_http,
-                                       repetition))
+            results.append(run_clients("admission (HTTP)", clients, args.requests, admit_http, repetition))
+            results.append(run_clients("floor upload (HTTP)", clients, args.requests, floor_http, repetition))
     for clients in (1, 8):
         results.append(run_clients("status read (HTTP)", clients, args.reads, read_http))
     for clients in (1, 8):
-        results.append(run_clients("admission (service function)", clients, args.requests,
-                                   admit_service))
+        results.append(run_clients("admission (service function)", clients, args.requests, admit_service))
     stop_gunicorn()
     report(results, args.repeat)
 

@@ -104,38 +104,46 @@ class Report:
             *[f"  VIOLATION: {v}" for v in self.violations],
         ]
 
-
     def _noisy_lines(self) -> list[str]:
         if not self.quiet_waits:
             return []
-        waits = ", ".join(f"{wait:.1f} s ({ahead} ahead, {overtaken} overtook)"
-                          for wait, ahead, overtaken in self.quiet_waits)
-        return [f"quiet workspace's jobs, wait for a first claim: {waits}; "
-                f"the longest noisy job, with a wake-up and a claim: {self.quiet_wait_bound:.1f} s",
-                f"noisy workspace past its rate: {self.noisy_refused}"]
+        waits = ", ".join(
+            f"{wait:.1f} s ({ahead} ahead, {overtaken} overtook)"
+            for wait, ahead, overtaken in self.quiet_waits
+        )
+        return [
+            f"quiet workspace's jobs, wait for a first claim: {waits}; "
+            f"the longest noisy job, with a wake-up and a claim: {self.quiet_wait_bound:.1f} s",
+            f"noisy workspace past its rate: {self.noisy_refused}",
+        ]
 
 
 # --- inputs -----------------------------------------------------------------
 
 
 def clean_sheet(n: int) -> bytes:
-    rows = [f"C{n}-{i},Item {n}/{i},kg,{random.randint(1, 9999) / 100:.2f},EUR"
-            for i in range(random.randint(2, 12))]
+    rows = [
+        f"C{n}-{i},Item {n}/{i},kg,{random.randint(1, 9999) / 100:.2f},EUR"
+        for i in range(random.randint(2, 12))
+    ]
     return ("SKU,Description,Unit,Price,Currency\n" + "\n".join(rows) + "\n").encode()
 
 
 def review_sheet(n: int) -> bytes:
-    rows = [f"R{n}-{i},Item {n}/{i},kg,{random.randint(1, 9999) / 100:.2f}"
-            for i in range(random.randint(2, 12))]
+    rows = [
+        f"R{n}-{i},Item {n}/{i},kg,{random.randint(1, 9999) / 100:.2f}" for i in range(random.randint(2, 12))
+    ]
     return ("SKU,Description,Unit,Price\n" + "\n".join(rows) + "\n").encode()
 
 
 def poison_sheet(n: int) -> tuple[str, bytes]:
-    return random.choice([
-        (f"poison-{n}.xlsx", b"%PDF-1.4 not a workbook\n" * 10),
-        (f"poison-{n}.csv", b""),
-        (f"poison-{n}.csv", b"no,header,here\nat,all,really\n"),
-    ])
+    return random.choice(
+        [
+            (f"poison-{n}.xlsx", b"%PDF-1.4 not a workbook\n" * 10),
+            (f"poison-{n}.csv", b""),
+            (f"poison-{n}.csv", b"no,header,here\nat,all,really\n"),
+        ]
+    )
 
 
 # --- the webhook receiver -------------------------------------------------------
@@ -162,8 +170,7 @@ class Receiver:
                 msg_id = self.headers.get("Webhook-Id", "")
                 stamp = self.headers.get("Webhook-Timestamp", "")
                 signed = f"{msg_id}.{stamp}.".encode() + body
-                expected = "v1=" + hmac.new(receiver.secret.encode(), signed,
-                                            hashlib.sha256).hexdigest()
+                expected = "v1=" + hmac.new(receiver.secret.encode(), signed, hashlib.sha256).hexdigest()
                 with receiver._lock:
                     receiver.posts += 1
                     if not hmac.compare_digest(expected, self.headers.get("Webhook-Signature", "")):
@@ -212,17 +219,30 @@ class Fleet:
         self._lock = threading.Lock()
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
-        env = {**os.environ, **self.env,
-               "DATABASE_URL": with_app_name(self.database_url, f"chaos-{name}")}
+        env = {**os.environ, **self.env, "DATABASE_URL": with_app_name(self.database_url, f"chaos-{name}")}
         with open(self.log_dir / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
             proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         self.all.append(proc)
         return proc
 
     def start_web(self) -> None:
-        self.web = self._spawn("web", [sys.executable, "-m", "gunicorn", "config.wsgi",
-                                       "--bind", f"127.0.0.1:{self.port}", "--workers", "2",
-                                       "--threads", "4", "--log-level", "warning"])
+        self.web = self._spawn(
+            "web",
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                "2",
+                "--threads",
+                "4",
+                "--log-level",
+                "warning",
+            ],
+        )
 
     def start_relay(self) -> None:
         self.relay = self._spawn("relay", [sys.executable, "manage.py", "relayoutbox"])
@@ -231,7 +251,8 @@ class Fleet:
         self.generation += 1
         worker_id = f"w{self.generation}"
         self.workers[worker_id] = self._spawn(
-            worker_id, [sys.executable, "manage.py", "runworker", "--worker-id", worker_id])
+            worker_id, [sys.executable, "manage.py", "runworker", "--worker-id", worker_id]
+        )
         return worker_id
 
     def start(self) -> None:
@@ -267,11 +288,15 @@ def _multipart(fields: dict[str, str], filename: str, data: bytes) -> tuple[byte
     boundary = uuid.uuid4().hex
     parts = []
     for name, value in fields.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
-                     f"{value}\r\n".encode())
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
-                 f'filename="{filename}"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
-                 + data + b"\r\n")
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        )
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+        f'filename="{filename}"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
+        + data
+        + b"\r\n"
+    )
     parts.append(f"--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
@@ -287,11 +312,15 @@ class Clients:
         self.answers: dict[str, set[str]] = defaultdict(set)  # key -> job ids answered
         self._lock = threading.Lock()
 
-    def _request(self, method: str, path: str, body: bytes | None = None,
-                 headers: dict | None = None) -> tuple[int, dict]:
-        request = urllib.request.Request(self.base_url + path, data=body, method=method,
-                                         headers={"Authorization": f"Bearer {self.token}",
-                                                  **(headers or {})})
+    def _request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict | None = None
+    ) -> tuple[int, dict]:
+        request = urllib.request.Request(
+            self.base_url + path,
+            data=body,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", **(headers or {})},
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return response.status, json.loads(response.read() or b"{}")
@@ -335,8 +364,9 @@ class Clients:
     def _admit(self, key: str, body: bytes, content_type: str) -> str | None:
         for attempt in range(30):
             try:
-                status, answer = self._request("POST", "/api/jobs", body,
-                                               {"Idempotency-Key": key, "Content-Type": content_type})
+                status, answer = self._request(
+                    "POST", "/api/jobs", body, {"Idempotency-Key": key, "Content-Type": content_type}
+                )
             except OSError:
                 status, answer = 0, {}
             if status in (200, 201, 202):
@@ -348,7 +378,7 @@ class Clients:
                 return None
             with self._lock:
                 self.report.client_retries += 1
-            time.sleep(min(0.1 * 2 ** attempt, 2.0))  # a client's own backoff
+            time.sleep(min(0.1 * 2**attempt, 2.0))  # a client's own backoff
         return None
 
     def run(self, count: int, seconds: float) -> None:
@@ -393,8 +423,11 @@ class Faults:
             while not self.stop.wait(random.uniform(*self.config.fault_interval)):
                 self.fleet.restart_dead()
                 kind = random.choice(kinds)
-                if (self.config.pg_restart_data_dir is not None and self._pg_restarts < 2
-                        and random.random() < 0.03):
+                if (
+                    self.config.pg_restart_data_dir is not None
+                    and self._pg_restarts < 2
+                    and random.random() < 0.03
+                ):
                     kind = "pg_restart"
                 getattr(self, kind)()
             # The soak must prove a stale completion is refused: make sure at
@@ -411,8 +444,7 @@ class Faults:
         from jobs.models import Job
 
         holding = set(Job.objects.filter(state="running").values_list("worker_id", flat=True))
-        candidates = [(w, p) for w, p in self.fleet.workers.items()
-                      if w in holding and p.poll() is None]
+        candidates = [(w, p) for w, p in self.fleet.workers.items() if w in holding and p.poll() is None]
         if not candidates:
             candidates = [(w, p) for w, p in self.fleet.workers.items() if p.poll() is None]
         return random.choice(candidates) if candidates else None
@@ -450,7 +482,8 @@ class Faults:
                 cursor.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     "WHERE application_name LIKE 'chaos-%%' AND pid <> pg_backend_pid() "
-                    "ORDER BY random() LIMIT 1")
+                    "ORDER BY random() LIMIT 1"
+                )
                 if cursor.fetchone():
                     self.report.faults["pg_terminate_backend"] += 1
         except Exception:  # noqa: BLE001  the database may be restarting
@@ -469,8 +502,9 @@ class Faults:
         pg_ctl = _pg_ctl()
         command = f"{pg_ctl} -D {data_dir} restart -m immediate -w -l {data_dir}/log"
         if os.geteuid() == 0:  # as root the cluster runs as its own system user
-            result = subprocess.run(["su", SYSTEM_USER, "-s", "/bin/sh", "-c", command],
-                                    capture_output=True, timeout=120)
+            result = subprocess.run(
+                ["su", SYSTEM_USER, "-s", "/bin/sh", "-c", command], capture_output=True, timeout=120
+            )
         else:
             result = subprocess.run(command.split(), capture_output=True, timeout=120)
         connection.close()
@@ -496,8 +530,15 @@ class NoisyRun:
     any noisy job is claimed before it; oldest first, it waits for the
     whole backlog ahead."""
 
-    def __init__(self, *, clients: "Clients", quiet: "Clients", noisy_workspace_id: int,
-                 config: ChaosConfig, report: Report):
+    def __init__(
+        self,
+        *,
+        clients: "Clients",
+        quiet: "Clients",
+        noisy_workspace_id: int,
+        config: ChaosConfig,
+        report: Report,
+    ):
         self.clients = clients
         self.quiet = quiet
         self.noisy_workspace_id = noisy_workspace_id
@@ -508,8 +549,9 @@ class NoisyRun:
     def _noisy_waiting(self) -> int:
         from jobs.models import Job
 
-        return Job.objects.filter(workspace_id=self.noisy_workspace_id,
-                                  state__in=["queued", "retrying"]).count()
+        return Job.objects.filter(
+            workspace_id=self.noisy_workspace_id, state__in=["queued", "retrying"]
+        ).count()
 
     def run(self) -> None:
         from django.db import connection
@@ -519,8 +561,11 @@ class NoisyRun:
         ahead = 3 * self.config.workers
         try:
             # The backlog waits, and the workers are claiming.
-            _wait(lambda: self._noisy_waiting() >= ahead and self._noisy_claims() >= self.config.workers,
-                  90, "the noisy backlog")
+            _wait(
+                lambda: self._noisy_waiting() >= ahead and self._noisy_claims() >= self.config.workers,
+                90,
+                "the noisy backlog",
+            )
             for n in range(self.config.quiet_jobs):
                 waiting = self._noisy_waiting()
                 if waiting < ahead:
@@ -553,8 +598,8 @@ class NoisyRun:
         for _ in range(10):
             try:
                 status, answer = self.quiet._request(
-                    "POST", "/api/jobs", body,
-                    {"Idempotency-Key": f"quiet-{n}", "Content-Type": content_type})
+                    "POST", "/api/jobs", body, {"Idempotency-Key": f"quiet-{n}", "Content-Type": content_type}
+                )
             except OSError:
                 continue  # the web server may be restarting
             if status == 202:
@@ -573,15 +618,23 @@ class NoisyRun:
                 break
         self.report.noisy_refused = f"{status}, Retry-After {retry_after}"
         if status != 429 or not (retry_after or "").isdigit():
-            self.report.violations.append(f"an upload past the noisy workspace's rate answered "
-                                          f"{self.report.noisy_refused}, not 429 with Retry-After")
+            self.report.violations.append(
+                f"an upload past the noisy workspace's rate answered "
+                f"{self.report.noisy_refused}, not 429 with Retry-After"
+            )
 
     def _noisy_upload(self, n: int) -> tuple[int, str | None]:
         body, content_type = _multipart({"supplier": "Past the rate"}, f"past-{n}.csv", clean_sheet(n))
         request = urllib.request.Request(
-            self.clients.base_url + "/api/jobs", data=body, method="POST",
-            headers={"Authorization": f"Bearer {self.clients.token}", "Content-Type": content_type,
-                     "Idempotency-Key": f"past-the-rate-{n}"})
+            self.clients.base_url + "/api/jobs",
+            data=body,
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {self.clients.token}",
+                "Content-Type": content_type,
+                "Idempotency-Key": f"past-the-rate-{n}",
+            },
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return response.status, response.headers.get("Retry-After")
@@ -597,10 +650,12 @@ class NoisyRun:
         v = self.report.violations
         if len(self.quiet_jobs) < 3:
             v.append(f"only {len(self.quiet_jobs)} quiet job(s) ran while the noisy backlog waited")
-        longest = rows("SELECT coalesce(max(extract(epoch FROM a.finished_at - a.started_at)), 0) "
-                       "FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
-                       "WHERE j.workspace_id = %s AND a.outcome = 'succeeded'",
-                       [self.noisy_workspace_id])[0][0]
+        longest = rows(
+            "SELECT coalesce(max(extract(epoch FROM a.finished_at - a.started_at)), 0) "
+            "FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
+            "WHERE j.workspace_id = %s AND a.outcome = 'succeeded'",
+            [self.noisy_workspace_id],
+        )[0][0]
         self.report.quiet_wait_bound = float(longest) + 2 * 0.5 + 2.0
         for job_id, ahead in self.quiet_jobs:
             wait, overtaken = rows(
@@ -609,14 +664,18 @@ class NoisyRun:
                 "SELECT extract(epoch FROM q.claimed - q.created_at), "
                 "(SELECT count(*) FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
                 " WHERE j.workspace_id = %s AND a.started_at > q.created_at "
-                " AND a.started_at < q.claimed) FROM q", [job_id, self.noisy_workspace_id])[0]
+                " AND a.started_at < q.claimed) FROM q",
+                [job_id, self.noisy_workspace_id],
+            )[0]
             wait = float(wait)
             self.report.quiet_waits.append((wait, ahead, overtaken))
             # Counted in jobs, not seconds: a fleet stalled by the faults (every
             # worker paused or restarting) claims nothing at all meanwhile.
             if overtaken > self.config.workers:
-                v.append(f"quiet job {job_id} waited {wait:.1f} s while {overtaken} of the {ahead} "
-                         f"noisy jobs ahead of it were claimed first")
+                v.append(
+                    f"quiet job {job_id} waited {wait:.1f} s while {overtaken} of the {ahead} "
+                    f"noisy jobs ahead of it were claimed first"
+                )
 
 
 # --- the run and the checks --------------------------------------------------------------
@@ -624,31 +683,49 @@ class NoisyRun:
 
 # Each promise as a query counting the rows that break it, and how to say so.
 PROMISES = [
-    ("SELECT count(*) FROM jobs_job WHERE state IN ('queued','running','retrying')",
-     "{} job(s) still queued, running or retrying after quiescence"),
-    ("SELECT count(*) FROM jobs_job WHERE state = 'running' AND lease_until < clock_timestamp()",
-     "{} job(s) running with an expired lease"),
-    ("SELECT count(*) FROM (SELECT job_id FROM catalog_catalogrevision GROUP BY job_id "
-     "HAVING count(*) > 1) AS doubled",
-     "{} job(s) with more than one catalog revision"),
-    ("SELECT count(*) FROM jobs_job j LEFT JOIN catalog_catalogrevision r ON r.job_id = j.id "
-     "WHERE j.kind = 'parse_sheet' AND j.state = 'completed' AND r.id IS NULL",
-     "{} completed parse(s) without a revision"),
-    ("SELECT count(*) FROM catalog_catalogitem i JOIN catalog_catalogrevision r ON r.id = i.revision_id "
-     "JOIN jobs_job j ON j.id = r.job_id WHERE j.state <> 'completed'",
-     "{} catalog item(s) of jobs that are not completed"),
-    ("SELECT count(*) FROM catalog_catalogrevision r JOIN jobs_job j ON j.id = r.job_id "
-     "LEFT JOIN jobs_attempt a ON a.job_id = j.id AND a.number = r.attempt "
-     "WHERE r.attempt <> j.attempt OR a.outcome IS DISTINCT FROM 'succeeded'",
-     "{} revision(s) not from the attempt that held the fence"),
-    ("SELECT count(*) FROM jobs_job j JOIN catalog_catalogrevision r ON r.job_id = j.id "
-     "WHERE j.state = 'cancelled'",
-     "{} job(s) both cancelled and published"),
-    ("SELECT count(*) FROM jobs_job WHERE attempt > max_attempts",
-     "{} job(s) with more attempts than max_attempts"),
-    ("SELECT count(*) FROM (SELECT 1 FROM jobs_job WHERE idempotency_key IS NOT NULL "
-     "GROUP BY workspace_id, idempotency_key HAVING count(*) > 1) AS shared",
-     "{} idempotency key(s) mapping to two jobs"),
+    (
+        "SELECT count(*) FROM jobs_job WHERE state IN ('queued','running','retrying')",
+        "{} job(s) still queued, running or retrying after quiescence",
+    ),
+    (
+        "SELECT count(*) FROM jobs_job WHERE state = 'running' AND lease_until < clock_timestamp()",
+        "{} job(s) running with an expired lease",
+    ),
+    (
+        "SELECT count(*) FROM (SELECT job_id FROM catalog_catalogrevision GROUP BY job_id "
+        "HAVING count(*) > 1) AS doubled",
+        "{} job(s) with more than one catalog revision",
+    ),
+    (
+        "SELECT count(*) FROM jobs_job j LEFT JOIN catalog_catalogrevision r ON r.job_id = j.id "
+        "WHERE j.kind = 'parse_sheet' AND j.state = 'completed' AND r.id IS NULL",
+        "{} completed parse(s) without a revision",
+    ),
+    (
+        "SELECT count(*) FROM catalog_catalogitem i JOIN catalog_catalogrevision r ON r.id = i.revision_id "
+        "JOIN jobs_job j ON j.id = r.job_id WHERE j.state <> 'completed'",
+        "{} catalog item(s) of jobs that are not completed",
+    ),
+    (
+        "SELECT count(*) FROM catalog_catalogrevision r JOIN jobs_job j ON j.id = r.job_id "
+        "LEFT JOIN jobs_attempt a ON a.job_id = j.id AND a.number = r.attempt "
+        "WHERE r.attempt <> j.attempt OR a.outcome IS DISTINCT FROM 'succeeded'",
+        "{} revision(s) not from the attempt that held the fence",
+    ),
+    (
+        "SELECT count(*) FROM jobs_job j JOIN catalog_catalogrevision r ON r.job_id = j.id "
+        "WHERE j.state = 'cancelled'",
+        "{} job(s) both cancelled and published",
+    ),
+    (
+        "SELECT count(*) FROM jobs_job WHERE attempt > max_attempts",
+        "{} job(s) with more attempts than max_attempts",
+    ),
+    (
+        "SELECT count(*) FROM (SELECT 1 FROM jobs_job WHERE idempotency_key IS NOT NULL "
+        "GROUP BY workspace_id, idempotency_key HAVING count(*) > 1) AS shared",
+        "{} idempotency key(s) mapping to two jobs",
+    ),
 ]
 
 
@@ -684,8 +761,9 @@ def _check_answers(v: list[str], answers: dict[str, set[str]], rows) -> None:
             v.append(f"key {key} answered with {len(ids)} different jobs")
     answered = {job_id for ids in answers.values() for job_id in ids}
     if answered:
-        existing = {str(r[0]) for r in rows("SELECT id FROM jobs_job WHERE id = ANY(%s::uuid[])",
-                                            [list(answered)])}
+        existing = {
+            str(r[0]) for r in rows("SELECT id FROM jobs_job WHERE id = ANY(%s::uuid[])", [list(answered)])
+        }
         lost = answered - existing
         if lost:
             v.append(f"{len(lost)} job(s) answered 202 but not in the database")
@@ -693,9 +771,12 @@ def _check_answers(v: list[str], answers: dict[str, set[str]], rows) -> None:
 
 def _check_outbox(report: Report, receiver: Receiver, rows) -> None:
     v = report.violations
-    report.outbox = dict(rows(
-        "SELECT CASE WHEN delivered_at IS NOT NULL THEN 'delivered' WHEN failed_at IS NOT NULL "
-        "THEN 'failed' ELSE 'pending' END, count(*) FROM jobs_outboxmessage GROUP BY 1"))
+    report.outbox = dict(
+        rows(
+            "SELECT CASE WHEN delivered_at IS NOT NULL THEN 'delivered' WHEN failed_at IS NOT NULL "
+            "THEN 'failed' ELSE 'pending' END, count(*) FROM jobs_outboxmessage GROUP BY 1"
+        )
+    )
     if report.outbox.get("pending"):
         v.append(f"{report.outbox['pending']} outbox message(s) neither delivered nor failed")
     delivered = {str(r[0]) for r in rows("SELECT id FROM jobs_outboxmessage WHERE delivered_at IS NOT NULL")}
@@ -719,8 +800,9 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
     report = Report()
     log_dir.mkdir(parents=True, exist_ok=True)
     workspace = workspace_create(slug=f"chaos-{uuid.uuid4().hex[:6]}", name="Chaos")
-    user = membership_add(workspace=workspace, username=f"chaos-{uuid.uuid4().hex[:6]}",
-                          role=Membership.Role.ADMIN).user
+    user = membership_add(
+        workspace=workspace, username=f"chaos-{uuid.uuid4().hex[:6]}", role=Membership.Role.ADMIN
+    ).user
     _, token = apitoken_create(user=user, name="chaos")
     secret = uuid.uuid4().hex
     receiver = Receiver(secret, config.receiver_error_rate)
@@ -728,28 +810,46 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
     quiet_token = None
     if config.noisy_jobs:
         quiet_workspace = workspace_create(slug=f"quiet-{uuid.uuid4().hex[:6]}", name="Quiet")
-        quiet_user = membership_add(workspace=quiet_workspace, username=f"quiet-{uuid.uuid4().hex[:6]}",
-                                    role=Membership.Role.ADMIN).user
+        quiet_user = membership_add(
+            workspace=quiet_workspace, username=f"quiet-{uuid.uuid4().hex[:6]}", role=Membership.Role.ADMIN
+        ).user
         _, quiet_token = apitoken_create(user=quiet_user, name="chaos")
         WebhookEndpoint.objects.create(workspace=quiet_workspace, url=receiver.url, secret=secret)
     provider = FakeProvider()
-    provider.chaos = {"error_rate": config.llm_error_rate, "timeout_rate": config.llm_timeout_rate,
-                      "max_delay": 0.3, "timeout_delay": 4.0}
+    provider.chaos = {
+        "error_rate": config.llm_error_rate,
+        "timeout_rate": config.llm_timeout_rate,
+        "max_delay": 0.3,
+        "timeout_delay": 4.0,
+    }
     env = {
-        "SECRET_KEY": os.environ.get("SECRET_KEY", "chaos-only-secret-key-not-for-production-0123456789-abcdefghij"),
-        "ALLOWED_HOSTS": "127.0.0.1,localhost", "HTTPS": "false",
+        "SECRET_KEY": os.environ.get(
+            "SECRET_KEY", "chaos-only-secret-key-not-for-production-0123456789-abcdefghij"
+        ),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "HTTPS": "false",
         "MEDIA_ROOT": str(media_root),
-        "EXTRACTOR": "openai", "LLM_BASE_URL": provider.url, "LLM_API_KEY": "chaos",
-        "LLM_MODEL": "fake", "LLM_TIMEOUT_SECONDS": "2",
+        "EXTRACTOR": "openai",
+        "LLM_BASE_URL": provider.url,
+        "LLM_API_KEY": "chaos",
+        "LLM_MODEL": "fake",
+        "LLM_TIMEOUT_SECONDS": "2",
         "JOB_LEASE_SECONDS": str(config.lease_seconds),
         "JOB_RECOVERY_INTERVAL_SECONDS": str(config.lease_seconds / 4),
-        "JOB_POLL_INTERVAL_SECONDS": "0.5", "JOB_MAX_ATTEMPTS": "6",
-        "JOB_BACKOFF_BASE_SECONDS": "0.2", "JOB_BACKOFF_MAX_SECONDS": "2",
-        "WEBHOOK_TIMEOUT_SECONDS": "2", "WEBHOOK_MAX_ATTEMPTS": "10",
-        "WEBHOOK_ALLOW_INSECURE": "true", "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
-        "OUTBOX_VISIBILITY_SECONDS": "4", "OUTBOX_BACKOFF_BASE_SECONDS": "0.2",
-        "OUTBOX_BACKOFF_MAX_SECONDS": "1", "OUTBOX_POLL_INTERVAL_SECONDS": "0.3",
-        "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
+        "JOB_POLL_INTERVAL_SECONDS": "0.5",
+        "JOB_MAX_ATTEMPTS": "6",
+        "JOB_BACKOFF_BASE_SECONDS": "0.2",
+        "JOB_BACKOFF_MAX_SECONDS": "2",
+        "WEBHOOK_TIMEOUT_SECONDS": "2",
+        "WEBHOOK_MAX_ATTEMPTS": "10",
+        "WEBHOOK_ALLOW_INSECURE": "true",
+        "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
+        "OUTBOX_VISIBILITY_SECONDS": "4",
+        "OUTBOX_BACKOFF_BASE_SECONDS": "0.2",
+        "OUTBOX_BACKOFF_MAX_SECONDS": "1",
+        "OUTBOX_POLL_INTERVAL_SECONDS": "0.3",
+        "PYTHONUNBUFFERED": "1",
+        "LOG_LEVEL": "WARNING",
         "UPLOAD_RATE_PER_MINUTE": str(config.noisy_jobs or config.upload_rate_per_minute),
     }
     fleet = Fleet(database_url=database_url, env=env, log_dir=log_dir, workers=config.workers)
@@ -763,8 +863,13 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
         started = time.monotonic()
         noisy = None
         if config.noisy_jobs:
-            noisy = NoisyRun(clients=clients, quiet=Clients(clients.base_url, quiet_token, config, report),
-                             noisy_workspace_id=workspace.pk, config=config, report=report)
+            noisy = NoisyRun(
+                clients=clients,
+                quiet=Clients(clients.base_url, quiet_token, config, report),
+                noisy_workspace_id=workspace.pk,
+                config=config,
+                report=report,
+            )
             noisy.run()
         else:
             clients.run(config.jobs, config.fault_seconds * 0.8)
@@ -779,9 +884,12 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
         def quiet() -> bool:
             fleet.restart_dead()
             try:
-                return (not Job.objects.filter(state__in=UNFINISHED).exists()
-                        and not OutboxMessage.objects.filter(delivered_at__isnull=True,
-                                                             failed_at__isnull=True).exists())
+                return (
+                    not Job.objects.filter(state__in=UNFINISHED).exists()
+                    and not OutboxMessage.objects.filter(
+                        delivered_at__isnull=True, failed_at__isnull=True
+                    ).exists()
+                )
             except Exception:  # noqa: BLE001
                 connection.close()
                 return False
@@ -815,9 +923,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int)
     parser.add_argument("--jobs", type=int)
     parser.add_argument("--seconds", type=float, help="how long faults are injected")
-    parser.add_argument("--noisy", type=int, metavar="N",
-                        help="the noisy run: one workspace uploads N sheets at once, a quiet one "
-                             "uploads one at a time meanwhile; checks the quiet one's waits")
+    parser.add_argument(
+        "--noisy",
+        type=int,
+        metavar="N",
+        help="the noisy run: one workspace uploads N sheets at once, a quiet one "
+        "uploads one at a time meanwhile; checks the quiet one's waits",
+    )
     args = parser.parse_args()
     config = ChaosConfig()
     if args.quick:
@@ -841,10 +953,13 @@ def main() -> None:
         if not args.quick:
             config.pg_restart_data_dir = data_dir
     settings = environ.Env.db_url_config(base)
-    conninfo = {"dbname": "postgres", "user": settings["USER"] or None,
-                "password": settings["PASSWORD"] or None,
-                "host": settings["HOST"] or settings.get("OPTIONS", {}).get("host"),
-                "port": settings["PORT"] or None}
+    conninfo = {
+        "dbname": "postgres",
+        "user": settings["USER"] or None,
+        "password": settings["PASSWORD"] or None,
+        "host": settings["HOST"] or settings.get("OPTIONS", {}).get("host"),
+        "port": settings["PORT"] or None,
+    }
     with psycopg.connect(**{k: v for k, v in conninfo.items() if v}, autocommit=True) as conn:
         conn.execute("DROP DATABASE IF EXISTS bench_chaos WITH (FORCE)")
         conn.execute("CREATE DATABASE bench_chaos")
@@ -860,9 +975,11 @@ def main() -> None:
     out = ROOT / "bench" / "out" / "chaos"
     started = time.monotonic()
     report = run(config, database_url=url, media_root=out / "media", log_dir=out / "logs")
-    print(f"chaos soak: {config.workers} workers, {config.jobs} jobs, "
-          f"{config.fault_seconds:.0f} s of faults, {time.monotonic() - started:.0f} s in all; "
-          f"logs in {out / 'logs'}")
+    print(
+        f"chaos soak: {config.workers} workers, {config.jobs} jobs, "
+        f"{config.fault_seconds:.0f} s of faults, {time.monotonic() - started:.0f} s in all; "
+        f"logs in {out / 'logs'}"
+    )
     for line in report.lines():
         print(line)
     sys.exit(1 if report.violations else 0)

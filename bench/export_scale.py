@@ -46,18 +46,39 @@ def publish_revision(workspace, size: int):
     from jobs.services import job_accept_output, job_admit, job_claim_next
 
     supplier = Supplier.objects.create(workspace=workspace, name="Bench Supplies")
-    sheet = PriceSheet.objects.create(workspace=workspace, supplier=supplier, sha256="0" * 64, size=1,
-                                      original_name=f"bench-{size}.csv", storage_path="sheets/bench")
-    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet",
-                       payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk})
+    sheet = PriceSheet.objects.create(
+        workspace=workspace,
+        supplier=supplier,
+        sha256="0" * 64,
+        size=1,
+        original_name=f"bench-{size}.csv",
+        storage_path="sheets/bench",
+    )
+    job, _ = job_admit(
+        workspace_id=workspace.pk,
+        kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk},
+    )
     claim = job_claim_next(worker_id="bench", kinds=["parse_sheet"])
     assert claim is not None and claim.job_id == job.pk
-    items = [{"sku": f"B-{n:07d}", "description": f"Bench article number {n} with a longer description",
-              "unit": "pcs", "pack_size": str(1 + n % 50), "unit_price": f"{1 + n % 997}.{n % 100:02d}",
-              "currency": "EUR", "source": {"sheet": "Prices", "row": n + 2}, "flags": []}
-             for n in range(size)]
-    job_accept_output(claim=claim, output={"items": items, "notes": [], "extractor": "builtin"},
-                      publish=lambda accepted: revision_publish(job=accepted))
+    items = [
+        {
+            "sku": f"B-{n:07d}",
+            "description": f"Bench article number {n} with a longer description",
+            "unit": "pcs",
+            "pack_size": str(1 + n % 50),
+            "unit_price": f"{1 + n % 997}.{n % 100:02d}",
+            "currency": "EUR",
+            "source": {"sheet": "Prices", "row": n + 2},
+            "flags": [],
+        }
+        for n in range(size)
+    ]
+    job_accept_output(
+        claim=claim,
+        output={"items": items, "notes": [], "extractor": "builtin"},
+        publish=lambda accepted: revision_publish(job=accepted),
+    )
     return job.pk, CatalogRevision.objects.get(job_id=job.pk)
 
 
@@ -83,8 +104,11 @@ def child(mode: str, job_id: str, revision_id: str) -> None:
         started = time.perf_counter()
         response = client.get(url)
         assert response.status_code == 200, (url, response.status_code)
-        size = (sum(len(piece) for piece in response.streaming_content) if response.streaming
-                else len(response.content))
+        size = (
+            sum(len(piece) for piece in response.streaming_content)
+            if response.streaming
+            else len(response.content)
+        )
         response.close()
         return size, time.perf_counter() - started
 
@@ -104,9 +128,13 @@ def child(mode: str, job_id: str, revision_id: str) -> None:
 
 
 def run_child(db, mode: str, job_id, revision_id) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--child", mode, "--job", str(job_id),
-                           "--revision", str(revision_id)],
-                          env=db.env(), capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--job", str(job_id), "--revision", str(revision_id)],
+        env=db.env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"{mode} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -135,27 +163,43 @@ def main() -> None:
     from accounts.services import membership_add
 
     workspace = Workspace.objects.get(pk=db.workspace_id)
-    membership_add(workspace=workspace, username=USERNAME, role=Membership.Role.MEMBER,
-                   password="bench-member-password")
+    membership_add(
+        workspace=workspace, username=USERNAME, role=Membership.Role.MEMBER, password="bench-member-password"
+    )
     say(f"publishing a revision of {args.items:,} items through the services ...")
     started = time.perf_counter()
     job_id, revision = publish_revision(workspace, args.items)
-    say(f"published revision {revision.number} ({revision.item_count:,} items) "
-        f"in {time.perf_counter() - started:.1f} s")
+    say(
+        f"published revision {revision.number} ({revision.item_count:,} items) "
+        f"in {time.perf_counter() - started:.1f} s"
+    )
 
     results = {}
     for mode in ("idle", "csv", "xlsx", "page"):
         say(f"measuring {mode} in a fresh process ...")
         results[mode] = run_child(db, mode, job_id, revision.public_id)
     idle = results["idle"]["peak_rss_mb"]
-    rows = [[what, f"{results[what]['bytes'] / 1e6:.1f}", f"{results[what]['seconds']:.1f}",
-             f"{results[what]['peak_rss_mb']:.0f}", f"{results[what]['peak_rss_mb'] - idle:.0f}"]
-            for what in ("csv", "xlsx")]
+    rows = [
+        [
+            what,
+            f"{results[what]['bytes'] / 1e6:.1f}",
+            f"{results[what]['seconds']:.1f}",
+            f"{results[what]['peak_rss_mb']:.0f}",
+            f"{results[what]['peak_rss_mb'] - idle:.0f}",
+        ]
+        for what in ("csv", "xlsx")
+    ]
     print(common.table(["export", "MB", "seconds", "peak RSS MB", "over idle MB"], rows))
     page = results["page"]
-    print(common.table(["answer", "KB", "seconds (best of 3)"], [
-        ["job page /jobs/<id>/", f"{page['page_bytes'] / 1e3:.0f}", f"{page['page_seconds']:.3f}"],
-        ["GET /api/jobs/<id>/items", f"{page['api_bytes'] / 1e3:.0f}", f"{page['api_seconds']:.3f}"]]))
+    print(
+        common.table(
+            ["answer", "KB", "seconds (best of 3)"],
+            [
+                ["job page /jobs/<id>/", f"{page['page_bytes'] / 1e3:.0f}", f"{page['page_seconds']:.3f}"],
+                ["GET /api/jobs/<id>/items", f"{page['api_bytes'] / 1e3:.0f}", f"{page['api_seconds']:.3f}"],
+            ],
+        )
+    )
     say(f"idle process peak RSS {idle:.0f} MB; page process peak RSS {page['peak_rss_mb']:.0f} MB")
     say(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 

@@ -34,8 +34,10 @@ def floor_upload(request):
         out.flush()
         os.fsync(out.fileno())
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {TABLE} (id, sha256, size) VALUES (%s, %s, %s)",
-                       [name, digest.hexdigest(), upload.size])
+        cursor.execute(
+            f"INSERT INTO {TABLE} (id, sha256, size) VALUES (%s, %s, %s)",
+            [name, digest.hexdigest(), upload.size],
+        )
     return JsonResponse({"id": name}, status=202)
 
 

@@ -41,7 +41,9 @@ def peak_kb():
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 """
 
-WORK = PEAK_KB + r"""
+WORK = (
+    PEAK_KB
+    + r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
 import django
@@ -55,8 +57,11 @@ print(json.dumps({{"ran": ran, "seconds": time.perf_counter() - t0,
                    "child_kb": sandbox.last_report.peak_rss_kb,
                    "child_outcome": sandbox.last_report.outcome}}))
 """
+)
 
-WEB = PEAK_KB + r"""
+WEB = (
+    PEAK_KB
+    + r"""
 import json, sys
 sys.path.insert(0, {root!r})
 import django
@@ -69,6 +74,7 @@ statuses = [client.get(path).status_code for path in ({page!r}, {items!r})]
 print(json.dumps({{"statuses": statuses,
                    "web_kb": peak_kb()}}))
 """
+)
 
 STORED_SQL = """
 SELECT COALESCE(pg_column_size(j.output), 0)
@@ -78,10 +84,12 @@ FROM jobs_job j WHERE j.id = %s
 
 
 def _web_figures(label: str, job_id, env: dict, db_url: str) -> dict:
-    code = WEB.format(root=str(ROOT), user="bench-reader", page=f"/jobs/{job_id}/",
-                      items=f"/api/jobs/{job_id}/items")
-    out = subprocess.run([PYTHON, "-c", code], cwd=ROOT, env=subprocess_env(db_url, **env),
-                         capture_output=True, text=True)
+    code = WEB.format(
+        root=str(ROOT), user="bench-reader", page=f"/jobs/{job_id}/", items=f"/api/jobs/{job_id}/items"
+    )
+    out = subprocess.run(
+        [PYTHON, "-c", code], cwd=ROOT, env=subprocess_env(db_url, **env), capture_output=True, text=True
+    )
     if out.returncode != 0:
         raise SystemExit(f"{label}: web process failed\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -90,8 +98,12 @@ def _web_figures(label: str, job_id, env: dict, db_url: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="corpus names to run (default: all)")
-    parser.add_argument("--max-seconds", type=float, default=None,
-                        help="PARSE_MAX_SECONDS for the workers (default: the setting's default)")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="PARSE_MAX_SECONDS for the workers (default: the setting's default)",
+    )
     args = parser.parse_args()
 
     from tests.catalog.hostile import CORPUS
@@ -118,17 +130,25 @@ def main() -> None:
     for label, (filename, build, expectation) in entries:
         data = build()
         sheet = pricesheet_store(workspace=workspace, chunks=[data], original_name=filename)
-        job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet",
-                           payload={"sheet_id": str(sheet.pk), "supplier_id": None},
-                           fingerprint=sheet.sha256)
+        job, _ = job_admit(
+            workspace_id=workspace.pk,
+            kind="parse_sheet",
+            payload={"sheet_id": str(sheet.pk), "supplier_id": None},
+            fingerprint=sheet.sha256,
+        )
         jobs.append((label, len(data), expectation, job.pk))
         del data
         time.sleep(0.002)  # distinct admission times: the claim takes them in this order
 
     rows, worst, baseline_kb = [], 0, None
     for label, size, expectation, job_id in jobs:
-        out = subprocess.run([PYTHON, "-c", WORK.format(root=str(ROOT))], cwd=ROOT,
-                             env=subprocess_env(db.url, **env), capture_output=True, text=True)
+        out = subprocess.run(
+            [PYTHON, "-c", WORK.format(root=str(ROOT))],
+            cwd=ROOT,
+            env=subprocess_env(db.url, **env),
+            capture_output=True,
+            text=True,
+        )
         if out.returncode != 0:
             raise SystemExit(f"{label}: worker failed\n{out.stderr}")
         figures = json.loads(out.stdout.strip().splitlines()[-1])
@@ -142,19 +162,48 @@ def main() -> None:
         if baseline_kb is None:
             baseline_kb = figures["worker_kb"]
         worst = max(worst, worker_mb, child_mb, web_mb)
-        rows.append([label, f"{size / 1024:,.0f} KB", expectation, f"{job.state} (attempt {job.attempt})",
-                     f"{figures['seconds']:.1f}", f"{worker_mb:.0f}",
-                     f"{figures['worker_kb'] / baseline_kb:.2f}", f"{child_mb:.0f}", f"{web_mb:.0f}",
-                     f"{stored / 1024:,.0f} KB ({stored / size:.1f}x)",
-                     (job.reason or "")[:90]])
-        say(f"{label}: {job.state}, worker {worker_mb:.0f} MB, child {child_mb:.0f} MB, "
+        rows.append(
+            [
+                label,
+                f"{size / 1024:,.0f} KB",
+                expectation,
+                f"{job.state} (attempt {job.attempt})",
+                f"{figures['seconds']:.1f}",
+                f"{worker_mb:.0f}",
+                f"{figures['worker_kb'] / baseline_kb:.2f}",
+                f"{child_mb:.0f}",
+                f"{web_mb:.0f}",
+                f"{stored / 1024:,.0f} KB ({stored / size:.1f}x)",
+                (job.reason or "")[:90],
+            ]
+        )
+        say(
+            f"{label}: {job.state}, worker {worker_mb:.0f} MB, child {child_mb:.0f} MB, "
             f"web {web_mb:.0f} MB (pages {web['statuses']}), stored {stored / 1024:,.0f} KB, "
-            f"{figures['seconds']:.1f} s")
+            f"{figures['seconds']:.1f} s"
+        )
     say("")
-    say(table(["file", "upload", "expected", "outcome", "s", "worker MB", "x baseline", "child MB",
-               "web MB", "stored", "reason"], rows))
-    say(f"\nhighest peak RSS: {worst:.0f} MB (goal < {GOAL_MB} MB): "
-        f"{'met' if worst < GOAL_MB else 'NOT met'}")
+    say(
+        table(
+            [
+                "file",
+                "upload",
+                "expected",
+                "outcome",
+                "s",
+                "worker MB",
+                "x baseline",
+                "child MB",
+                "web MB",
+                "stored",
+                "reason",
+            ],
+            rows,
+        )
+    )
+    say(
+        f"\nhighest peak RSS: {worst:.0f} MB (goal < {GOAL_MB} MB): {'met' if worst < GOAL_MB else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Write a 100,000-row XLSX and a 100,000-row CSV price list for the speed benchmark.
 
-    python bench/make_big_sheets.py OUT_DIR [--rows N]
+python bench/make_big_sheets.py OUT_DIR [--rows N]
 """
 
 from __future__ import annotations

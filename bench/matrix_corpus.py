@@ -55,8 +55,11 @@ def _labeled_mapping(table, label: dict) -> tuple[int, dict]:
         if not block or entry["sheet"] >= len(table.sheets):
             continue
         sheet = table.sheets[entry["sheet"]]
-        form = {"row_labels": block["row_label_columns"], "column_header_rows": block["column_header_rows"][:2],
-                "body": block["body"]}
+        form = {
+            "row_labels": block["row_label_columns"],
+            "column_header_rows": block["column_header_rows"][:2],
+            "body": block["body"],
+        }
         parsed, errors = matrix_parse(form, sheet)
         if parsed is None:
             skipped["not applicable: " + errors[0].split(":", 1)[1].strip()[:60]] += 1
@@ -98,9 +101,14 @@ def main() -> None:
             lines.append(f"{label['kind']:10} {got:10} {file.name} {detail}")
     print("\n".join(lines))
     print()
-    print(f"{'label kind':12} " + " ".join(f"{k:>10}" for k in ("matrix", "refused", "item list", "not read")))
+    print(
+        f"{'label kind':12} " + " ".join(f"{k:>10}" for k in ("matrix", "refused", "item list", "not read"))
+    )
     for kind, counts in sorted(tally.items()):
-        print(f"{kind:12} " + " ".join(f"{counts[k]:>10}" for k in ("matrix", "refused", "item list", "not read")))
+        print(
+            f"{kind:12} "
+            + " ".join(f"{counts[k]:>10}" for k in ("matrix", "refused", "item list", "not read"))
+        )
 
 
 if __name__ == "__main__":

@@ -86,7 +86,9 @@ print(json.dumps({{"rows": rows, "seconds": elapsed,
 def measure(mode: str, path: Path, python: str = sys.executable) -> dict:
     out = subprocess.run(
         [python, "-c", CHILD.format(repo=str(REPO)), mode, str(path)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -103,7 +105,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        files = {"xlsx": write_xlsx(folder / "big.xlsx", args.rows), "csv": write_csv(folder / "big.csv", args.rows)}
+        files = {
+            "xlsx": write_xlsx(folder / "big.xlsx", args.rows),
+            "csv": write_csv(folder / "big.csv", args.rows),
+        }
         worst_ratio, worst_rss = None, 0.0
         for kind, path in files.items():
             bare = measure(f"bare-{kind}", path)
@@ -114,26 +119,37 @@ def main(argv=None) -> int:
             worst_ratio = ratio if worst_ratio is None else min(worst_ratio, ratio)
             worst_rss = max(worst_rss, full["maxrss_mb"])
             print(f"{kind:5s} {path.stat().st_size / 1e6:6.1f} MB file, {full['rows']} rows")
-            print(f"      bare pass : {bare_rate:10,.0f} rows/s  ({bare['seconds']:.2f} s, peak RSS {bare['maxrss_mb']:.0f} MB)")
-            print(f"      extractor : {full_rate:10,.0f} rows/s  ({full['seconds']:.2f} s, peak RSS {full['maxrss_mb']:.0f} MB)"
-                  "  [read_table + extract_items + validate_items]")
+            print(
+                f"      bare pass : {bare_rate:10,.0f} rows/s  ({bare['seconds']:.2f} s, peak RSS {bare['maxrss_mb']:.0f} MB)"
+            )
+            print(
+                f"      extractor : {full_rate:10,.0f} rows/s  ({full['seconds']:.2f} s, peak RSS {full['maxrss_mb']:.0f} MB)"
+                "  [read_table + extract_items + validate_items]"
+            )
             print(f"      ratio     : {ratio:.2f}")
-        readers = [("read_table (streaming expat reader)", measure("read", files["xlsx"])),
-                   ("openpyxl read-only, values only", measure("bare-xlsx", files["xlsx"]))]
+        readers = [
+            ("read_table (streaming expat reader)", measure("read", files["xlsx"])),
+            ("openpyxl read-only, values only", measure("bare-xlsx", files["xlsx"])),
+        ]
         if not args.no_calamine:
-            readers.append(("python-calamine (values only: no number formats)",
-                            measure("calamine", files["xlsx"])))
+            readers.append(
+                ("python-calamine (values only: no number formats)", measure("calamine", files["xlsx"]))
+            )
         base = readers[1][1]["rows"] / readers[1][1]["seconds"]
         print("\nXLSX readers on the same file:")
         for label, m in readers:
             rate = m["rows"] / m["seconds"]
-            print(f"      {label:52s} {rate:10,.0f} rows/s  peak RSS {m['maxrss_mb']:4.0f} MB  "
-                  f"x{rate / base:.2f} of openpyxl")
+            print(
+                f"      {label:52s} {rate:10,.0f} rows/s  peak RSS {m['maxrss_mb']:4.0f} MB  "
+                f"x{rate / base:.2f} of openpyxl"
+            )
         read_ratio = readers[0][1]["rows"] / readers[0][1]["seconds"] / base
         print(f"read_table / openpyxl read-only on the XLSX: {read_ratio:.2f} (goal >= 2)")
         worst_rss = max(worst_rss, readers[0][1]["maxrss_mb"])
         print(f"peak RSS of the extractor: {worst_rss:.0f} MB (goal < 300 MB)")
-        print(f"ratio (extractor rows/s / bare rows/s), worst of xlsx and csv: {worst_ratio:.2f} (goal >= 0.5)")
+        print(
+            f"ratio (extractor rows/s / bare rows/s), worst of xlsx and csv: {worst_ratio:.2f} (goal >= 0.5)"
+        )
         other_formats(folder, args.rows)
     return 0
 
@@ -144,18 +160,37 @@ def other_formats(folder: Path, rows: int) -> None:
 
     n = min(rows, 60_000)  # an XLS sheet holds 65,536 rows
     body = [["SKU", "Description", "Unit", "Price", "Currency"]] + [
-        [f"S-{r}", f"Item {r}", "kg", r + 0.5, "EUR"] for r in range(n)]
-    (folder / "big.xls").write_bytes(xls_bytes({"Prices": body}, formats={("Prices", r, 3): "0.00" for r in range(1, n + 1)}))
-    ods_rows = "".join(ods_row([ods_cell(v) if not isinstance(v, float) else ods_cell(v, shown=f"{v:.2f}")
-                                for v in row]) for row in body)
+        [f"S-{r}", f"Item {r}", "kg", r + 0.5, "EUR"] for r in range(n)
+    ]
+    (folder / "big.xls").write_bytes(
+        xls_bytes({"Prices": body}, formats={("Prices", r, 3): "0.00" for r in range(1, n + 1)})
+    )
+    ods_rows = "".join(
+        ods_row([ods_cell(v) if not isinstance(v, float) else ods_cell(v, shown=f"{v:.2f}") for v in row])
+        for row in body
+    )
     (folder / "big.ods").write_bytes(ods_bytes({"Prices": ods_rows}))
-    pages = [[(40, 40 + 16 * i, f"S-{p * 45 + i}"), (120, 40 + 16 * i, f"Item {p * 45 + i}"), (360, 40 + 16 * i, "kg"),
-              (480, 40 + 16 * i, f"{i}.50")] for p in range(max(1, n // 45 // 20)) for i in range(45)]
-    pages = [pages[i:i + 45] for i in range(0, len(pages), 45)]
+    pages = [
+        [
+            (40, 40 + 16 * i, f"S-{p * 45 + i}"),
+            (120, 40 + 16 * i, f"Item {p * 45 + i}"),
+            (360, 40 + 16 * i, "kg"),
+            (480, 40 + 16 * i, f"{i}.50"),
+        ]
+        for p in range(max(1, n // 45 // 20))
+        for i in range(45)
+    ]
+    pages = [pages[i : i + 45] for i in range(0, len(pages), 45)]
     (folder / "big.pdf").write_bytes(pdf_bytes([[c for line in page for c in line] for page in pages]))
-    runs = [("XLS", folder / "big.xls", [("xlrd, number formats", "xlrd"), ("python-calamine, values", "calamine")]),
-            ("ODS", folder / "big.ods", [("python-calamine, values", "calamine")]),
-            ("PDF", folder / "big.pdf", [("pdfplumber words, lines counted", "pdfplumber")])]
+    runs = [
+        (
+            "XLS",
+            folder / "big.xls",
+            [("xlrd, number formats", "xlrd"), ("python-calamine, values", "calamine")],
+        ),
+        ("ODS", folder / "big.ods", [("python-calamine, values", "calamine")]),
+        ("PDF", folder / "big.pdf", [("pdfplumber words, lines counted", "pdfplumber")]),
+    ]
     xlsb = REPO.parent / "shared" / "corpus" / "dev" / "files" / "ar_sa_car_prices_geely.xlsb"
     if xlsb.exists():
         runs.append(("XLSB", xlsb, [("python-calamine, values", "calamine")]))
@@ -168,8 +203,10 @@ def other_formats(folder: Path, rows: int) -> None:
         for label, mode in libraries:
             m = measure(mode, path)
             lib = m["rows"] / max(m["seconds"], 1e-9)
-            print(f"      {label:47s} {lib:10,.0f} rows/s  peak RSS {m['maxrss_mb']:4.0f} MB  "
-                  f"(read_table x{rate / lib:.2f})")
+            print(
+                f"      {label:47s} {lib:10,.0f} rows/s  peak RSS {m['maxrss_mb']:4.0f} MB  "
+                f"(read_table x{rate / lib:.2f})"
+            )
 
 
 if __name__ == "__main__":

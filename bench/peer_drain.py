@@ -114,8 +114,9 @@ def pgqueuer_work(dsn: str, concurrency: int, batch: int) -> None:
             return None
 
         await asyncio.to_thread(_barrier)
-        await manager.run(batch_size=batch, mode=QueueExecutionMode.drain,
-                          dequeue_timeout=timedelta(seconds=1))
+        await manager.run(
+            batch_size=batch, mode=QueueExecutionMode.drain, dequeue_timeout=timedelta(seconds=1)
+        )
 
     asyncio.run(work())
 
@@ -155,19 +156,27 @@ def djangotasks_work(dsn: str, concurrency: int, batch: int) -> None:
     from django.core.management import call_command
 
     _barrier()
-    call_command("db_worker", batch=True, startup_delay=False, interval=0.05, verbosity=0,
-                 reload=False, worker_id=f"bench{os.getpid()}")
+    call_command(
+        "db_worker",
+        batch=True,
+        startup_delay=False,
+        interval=0.05,
+        verbosity=0,
+        reload=False,
+        worker_id=f"bench{os.getpid()}",
+    )
 
 
 DJANGOTASKS_DONE = "SELECT count(*) FROM django_tasks_database_dbtaskresult WHERE status = 'SUCCESSFUL'"
 
 
-SETUP = {"procrastinate": procrastinate_setup, "pgqueuer": pgqueuer_setup,
-         "django-tasks-db": djangotasks_setup}
-WORK = {"procrastinate": procrastinate_work, "pgqueuer": pgqueuer_work,
-        "django-tasks-db": djangotasks_work}
-DONE = {"procrastinate": PROCRASTINATE_DONE, "pgqueuer": PGQUEUER_DONE,
-        "django-tasks-db": DJANGOTASKS_DONE}
+SETUP = {
+    "procrastinate": procrastinate_setup,
+    "pgqueuer": pgqueuer_setup,
+    "django-tasks-db": djangotasks_setup,
+}
+WORK = {"procrastinate": procrastinate_work, "pgqueuer": pgqueuer_work, "django-tasks-db": djangotasks_work}
+DONE = {"procrastinate": PROCRASTINATE_DONE, "pgqueuer": PGQUEUER_DONE, "django-tasks-db": DJANGOTASKS_DONE}
 
 
 # --- the drain -------------------------------------------------------------------------------
@@ -189,10 +198,23 @@ def drain(args: argparse.Namespace) -> dict:
     with psycopg.connect(args.dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
         conn.execute("CHECKPOINT")
-    command = [sys.executable, __file__, args.peer, "--dsn", args.dsn, "--role", "worker",
-               "--concurrency", str(args.concurrency), "--batch", str(args.batch)]
-    workers = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-               for _ in range(args.workers)]
+    command = [
+        sys.executable,
+        __file__,
+        args.peer,
+        "--dsn",
+        args.dsn,
+        "--role",
+        "worker",
+        "--concurrency",
+        str(args.concurrency),
+        "--batch",
+        str(args.batch),
+    ]
+    workers = [
+        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in range(args.workers)
+    ]
     try:
         for worker in workers:
             if worker.stdout.readline().strip() != "ready":
@@ -220,8 +242,7 @@ def drain(args: argparse.Namespace) -> dict:
                 worker.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 worker.kill()
-    return {"peer": args.peer, "jobs": args.jobs, "seconds": seconds,
-            "jobs_per_second": args.jobs / seconds}
+    return {"peer": args.peer, "jobs": args.jobs, "seconds": seconds, "jobs_per_second": args.jobs / seconds}
 
 
 def main() -> None:

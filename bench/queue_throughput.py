@@ -117,8 +117,22 @@ def run_pgbench(db: common.BenchDatabase, *, clients: int, jobs: int, mode: str)
     script = OUT / "claim_complete.sql"
     script.write_text(PGBENCH_SCRIPT)
     conn_args, conn_env = db.server.connection_args(db.name)
-    cmd = [str(db.server.pgbench()), "-n", "-M", mode, "-f", str(script), "-c", str(clients),
-           "-j", str(min(clients, 2)), "-t", str(jobs // clients), *conn_args, db.name]
+    cmd = [
+        str(db.server.pgbench()),
+        "-n",
+        "-M",
+        mode,
+        "-f",
+        str(script),
+        "-c",
+        str(clients),
+        "-j",
+        str(min(clients, 2)),
+        "-t",
+        str(jobs // clients),
+        *conn_args,
+        db.name,
+    ]
     result = subprocess.run(cmd, env={**db.env(), **conn_env}, text=True, capture_output=True)
     if result.returncode != 0:
         raise SystemExit(f"pgbench failed:\n{result.stdout}\n{result.stderr}")
@@ -133,11 +147,19 @@ def run_pgbench(db: common.BenchDatabase, *, clients: int, jobs: int, mode: str)
     return float(match.group(1))
 
 
-def run_workers(db: common.BenchDatabase, procs: common.Processes, *, processes: int,
-                concurrency: int, prefetch: int | None, jobs: int) -> common.Drain:
+def run_workers(
+    db: common.BenchDatabase,
+    procs: common.Processes,
+    *,
+    processes: int,
+    concurrency: int,
+    prefetch: int | None,
+    jobs: int,
+) -> common.Drain:
     fill(db, jobs)
-    return common.drain_with_workers(db, procs, processes=processes, concurrency=concurrency,
-                                     prefetch=prefetch, expected=jobs, timeout=600)
+    return common.drain_with_workers(
+        db, procs, processes=processes, concurrency=concurrency, prefetch=prefetch, expected=jobs, timeout=600
+    )
 
 
 def peers_python() -> Path:
@@ -148,14 +170,16 @@ def peers_python() -> Path:
     if not python.exists() or not stamp.exists() or stamp.read_text() != wanted:
         say(f"installing the peers into {PEERS_VENV} ...")
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(PEERS_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r", str(PEERS_REQUIREMENTS)],
-                       check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "-r", str(PEERS_REQUIREMENTS)], check=True
+        )
         stamp.write_text(wanted)
     return python
 
 
-def run_peer(srv: common.Server, python: Path, *, peer: str, processes: int, concurrency: int,
-             batch: int, jobs: int) -> float:
+def run_peer(
+    srv: common.Server, python: Path, *, peer: str, processes: int, concurrency: int, batch: int, jobs: int
+) -> float:
     """jobs/s of one peer draining `jobs` no-op jobs in an empty database on the same server."""
     name = "bench_peer_" + peer.replace("-", "_")
     with psycopg.connect(srv.database_url("postgres"), autocommit=True) as conn:
@@ -163,9 +187,25 @@ def run_peer(srv: common.Server, python: Path, *, peer: str, processes: int, con
         conn.execute(f'CREATE DATABASE "{name}"')
     dsn = srv.database_url(name).replace("postgres://", "postgresql://", 1)
     result = subprocess.run(
-        [str(python), str(Path(__file__).resolve().parent / "peer_drain.py"), peer, "--dsn", dsn,
-         "--jobs", str(jobs), "--workers", str(processes), "--concurrency", str(concurrency),
-         "--batch", str(batch)], text=True, capture_output=True, timeout=900)
+        [
+            str(python),
+            str(Path(__file__).resolve().parent / "peer_drain.py"),
+            peer,
+            "--dsn",
+            dsn,
+            "--jobs",
+            str(jobs),
+            "--workers",
+            str(processes),
+            "--concurrency",
+            str(concurrency),
+            "--batch",
+            str(batch),
+        ],
+        text=True,
+        capture_output=True,
+        timeout=900,
+    )
     if result.returncode != 0:
         raise SystemExit(f"{peer} failed:\n{result.stdout}\n{result.stderr}")
     return json.loads(result.stdout.strip().splitlines()[-1])["jobs_per_second"]
@@ -176,13 +216,14 @@ def run_peers(srv: common.Server, python: Path, *, jobs: int, quick: bool) -> di
     rates = {}
     for label, peer, processes, concurrency, batch in configs:
         say(f"peer: {label} ...")
-        rates[label] = run_peer(srv, python, peer=peer, processes=processes,
-                                concurrency=concurrency, batch=batch, jobs=jobs)
+        rates[label] = run_peer(
+            srv, python, peer=peer, processes=processes, concurrency=concurrency, batch=batch, jobs=jobs
+        )
     return rates
 
 
 def _statement_kind(sql: str) -> str:
-    words = re.sub(r'\s+', ' ', sql).replace('"', '').split(' ')
+    words = re.sub(r"\s+", " ", sql).replace('"', "").split(" ")
     verb = words[0].upper()
     if verb == "SELECT":
         table_name = words[words.index("FROM") + 1] if "FROM" in words else "?"
@@ -259,11 +300,18 @@ def breakdown(db: common.BenchDatabase, *, jobs: int) -> tuple[list[str], list[l
     in_database = 0.0
     for key, values in sorted(spent.items(), key=lambda kv: -sum(kv[1])):
         in_database += sum(values)
-        rows.append([key, f"{len(values) / jobs:.1f}", f"{sum(values) / jobs * 1000:.3f}",
-                     f"{sum(values) / total:.0%}"])
+        rows.append(
+            [
+                key,
+                f"{len(values) / jobs:.1f}",
+                f"{sum(values) / jobs * 1000:.3f}",
+                f"{sum(values) / total:.0%}",
+            ]
+        )
     rest = total - in_database
-    rows.append(["Python (ORM SQL building, worker, handler)", "", f"{rest / jobs * 1000:.3f}",
-                 f"{rest / total:.0%}"])
+    rows.append(
+        ["Python (ORM SQL building, worker, handler)", "", f"{rest / jobs * 1000:.3f}", f"{rest / total:.0%}"]
+    )
     rows.append(["total per job", "", f"{total / jobs * 1000:.3f}", "100%"])
     return statements, rows, jobs / total
 
@@ -272,17 +320,21 @@ def profile_worker(db: common.BenchDatabase, procs: common.Processes, *, jobs: i
     """cProfile one `runworker --burst` draining `jobs` noop jobs alone."""
     fill(db, jobs)
     out = OUT / "worker.prof"
-    drain = common.drain_with_workers(db, procs, processes=1, concurrency=1, expected=jobs,
-                                      prefix=["-m", "cProfile", "-o", str(out)])
+    drain = common.drain_with_workers(
+        db, procs, processes=1, concurrency=1, expected=jobs, prefix=["-m", "cProfile", "-o", str(out)]
+    )
     stream = io.StringIO()
     stats = pstats.Stats(str(out), stream=stream)
     stats.strip_dirs().sort_stats("cumulative")
     stream.write(f"profiled drain: {drain.jobs_per_second:.0f} jobs/s under cProfile\n")
-    stats.print_stats(r"services.py|worker.py|kinds.py|compiler.py|query.py:\d+\(update\)|"
-                      r"cursor.py|base.py:\d+\((execute|commit|_commit)|"
-                      r"transaction.py|__init__.py:\d+\((info|_log)|close_old_connections|"
-                      r"\{method 'execute'|\{method 'commit'|"
-                      r"\{method 'fetch|uuid4|PQ|_pq|waiting|wait_c|libpq", 45)
+    stats.print_stats(
+        r"services.py|worker.py|kinds.py|compiler.py|query.py:\d+\(update\)|"
+        r"cursor.py|base.py:\d+\((execute|commit|_commit)|"
+        r"transaction.py|__init__.py:\d+\((info|_log)|close_old_connections|"
+        r"\{method 'execute'|\{method 'commit'|"
+        r"\{method 'fetch|uuid4|PQ|_pq|waiting|wait_c|libpq",
+        45,
+    )
     return stream.getvalue()
 
 
@@ -290,21 +342,44 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="2,000 jobs; 1, 2 and 8 processes")
     parser.add_argument("--jobs", type=int, default=None, help="jobs per run (default 10,000)")
-    parser.add_argument("--mode", default="prepared", choices=["simple", "extended", "prepared"],
-                        help="pgbench query protocol for the limit (default prepared)")
-    parser.add_argument("--profile", action="store_true",
-                        help="also cProfile one burst worker and count its statements per job")
-    parser.add_argument("--no-peers", action="store_true",
-                        help="skip the peer queues (procrastinate, pgqueuer, django-tasks-db)")
-    parser.add_argument("--profile-only", action="store_true",
-                        help="only the profile and the breakdown, no throughput runs")
+    parser.add_argument(
+        "--mode",
+        default="prepared",
+        choices=["simple", "extended", "prepared"],
+        help="pgbench query protocol for the limit (default prepared)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also cProfile one burst worker and count its statements per job",
+    )
+    parser.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="skip the peer queues (procrastinate, pgqueuer, django-tasks-db)",
+    )
+    parser.add_argument(
+        "--profile-only", action="store_true", help="only the profile and the breakdown, no throughput runs"
+    )
     args = parser.parse_args()
     jobs = args.jobs or (2000 if args.quick else 10000)
     jobs -= jobs % 8  # pgbench's clients each drain an equal share
     # (processes, --concurrency, --prefetch); None: the flag not given (the default claim)
-    configs = [(1, 1, None), (2, 1, None), (8, 1, None), (8, 1, 1), (8, 1, 10)] if args.quick else \
-        [(1, 1, None), (2, 1, None), (4, 1, None), (8, 1, None), (1, 2, None), (1, 4, None),
-         (8, 1, 1), (2, 1, 10), (8, 1, 10)]
+    configs = (
+        [(1, 1, None), (2, 1, None), (8, 1, None), (8, 1, 1), (8, 1, 10)]
+        if args.quick
+        else [
+            (1, 1, None),
+            (2, 1, None),
+            (4, 1, None),
+            (8, 1, None),
+            (1, 2, None),
+            (1, 4, None),
+            (8, 1, 1),
+            (2, 1, 10),
+            (8, 1, 10),
+        ]
+    )
 
     db = common.fresh_database(DATABASE)
     procs = common.Processes("queue")
@@ -334,12 +409,20 @@ def main() -> None:
 
     drains: list[tuple[str, common.Drain]] = []
     for processes, concurrency, prefetch in configs:
-        label = f"{processes} process{'es' if processes > 1 else ''}" + \
-            (f", --concurrency {concurrency}" if concurrency > 1 else "") + \
-            (f", --prefetch {prefetch}" if prefetch is not None else "")
+        label = (
+            f"{processes} process{'es' if processes > 1 else ''}"
+            + (f", --concurrency {concurrency}" if concurrency > 1 else "")
+            + (f", --prefetch {prefetch}" if prefetch is not None else "")
+        )
         say(f"runworker: {label} ...")
-        drains.append((label, run_workers(db, procs, processes=processes, concurrency=concurrency,
-                                          prefetch=prefetch, jobs=jobs)))
+        drains.append(
+            (
+                label,
+                run_workers(
+                    db, procs, processes=processes, concurrency=concurrency, prefetch=prefetch, jobs=jobs
+                ),
+            )
+        )
 
     say("pgbench limit, 8 clients again ...")
     limits["8 clients (after)"] = run_pgbench(db, clients=8, jobs=jobs, mode=args.mode)
@@ -358,17 +441,35 @@ def main() -> None:
     say("")
     say(host.describe())
     say(f"jobs per run: {jobs}; synchronized start; jobs/s = jobs / (last accept - start), database time\n")
-    say(table(["pgbench (raw SQL pair)", "jobs/s"],
-              [[k, f"{v:.0f}"] for k, v in limits.items()]))
+    say(table(["pgbench (raw SQL pair)", "jobs/s"], [[k, f"{v:.0f}"] for k, v in limits.items()]))
     say("")
     rows = []
     for label, drain in drains:
-        rows.append([label, f"{drain.jobs_per_second:.0f}", f"{drain.seconds:.2f}",
-                     f"{drain.startup_seconds:.1f}", f"{drain.wall_seconds:.1f}",
-                     f"{drain.jobs_per_second / limit:.2f}",
-                     f"{drain.jobs_per_second / single:.2f}"])
-    say(table(["runworker --burst", "jobs/s", "drain s", "start-up s", "wall s",
-               f"ratio to limit ({limit:.0f})", f"ratio to 1 client ({single:.0f})"], rows))
+        rows.append(
+            [
+                label,
+                f"{drain.jobs_per_second:.0f}",
+                f"{drain.seconds:.2f}",
+                f"{drain.startup_seconds:.1f}",
+                f"{drain.wall_seconds:.1f}",
+                f"{drain.jobs_per_second / limit:.2f}",
+                f"{drain.jobs_per_second / single:.2f}",
+            ]
+        )
+    say(
+        table(
+            [
+                "runworker --burst",
+                "jobs/s",
+                "drain s",
+                "start-up s",
+                "wall s",
+                f"ratio to limit ({limit:.0f})",
+                f"ratio to 1 client ({single:.0f})",
+            ],
+            rows,
+        )
+    )
     if args.profile:
         say(f"\nstatements per noop job (claim + run + accept), {len(statements)}:")
         for sql in statements:
@@ -379,9 +480,12 @@ def main() -> None:
         say(profile_text)
     if peers_before:
         say("")
-        say(table(["peer (same server, same jobs)", "jobs/s before", "jobs/s after"],
-                  [[label, f"{rate:.0f}", f"{peers_after[label]:.0f}"]
-                   for label, rate in peers_before.items()]))
+        say(
+            table(
+                ["peer (same server, same jobs)", "jobs/s before", "jobs/s after"],
+                [[label, f"{rate:.0f}", f"{peers_after[label]:.0f}"] for label, rate in peers_before.items()],
+            )
+        )
         compared = [label for label in peers_before if "buffered" not in label]
         best_label = max(compared, key=lambda label: max(peers_before[label], peers_after[label]))
         best = max(peers_before[best_label], peers_after[best_label])
@@ -389,9 +493,11 @@ def main() -> None:
         own_label, own = max(plain, key=lambda item: item[1].jobs_per_second)
         ratio = own.jobs_per_second / best
         say(f"\nbest peer: {best_label}, {best:.0f} jobs/s")
-        say(f"runworker with no flags, best of {len(plain)} process counts ({own_label}): "
+        say(
+            f"runworker with no flags, best of {len(plain)} process counts ({own_label}): "
             f"{own.jobs_per_second:.0f} jobs/s = {ratio:.2f}x the best peer; goal >= 2.00: "
-            f"{'meets' if ratio >= 2 else 'misses'}")
+            f"{'meets' if ratio >= 2 else 'misses'}"
+        )
         for label, drain in drains:
             say(f"  {label}: {drain.jobs_per_second / best:.2f}x the best peer")
     say("")
@@ -400,8 +506,10 @@ def main() -> None:
         if eight is not None:
             ratio = eight.jobs_per_second / limit
             verdict = "meets" if ratio >= 0.5 else "misses"
-            say(f"{label}: {eight.jobs_per_second:.0f} jobs/s = {ratio:.2f} of the pgbench limit "
-                f"({limit:.0f} jobs/s at 8 clients); goal >= 0.50: {verdict}")
+            say(
+                f"{label}: {eight.jobs_per_second:.0f} jobs/s = {ratio:.2f} of the pgbench limit "
+                f"({limit:.0f} jobs/s at 8 clients); goal >= 0.50: {verdict}"
+            )
 
 
 if __name__ == "__main__":

@@ -68,15 +68,24 @@ print(json.dumps({{"seconds": time.perf_counter() - t0, "rows": rows}}))
 def sheet_rows(n: int, *, seed: int, currency: bool) -> list[list[object]]:
     rnd = random.Random(seed)
     price_header = "Unit price (EUR)" if currency else "Unit price"
-    out: list[list[object]] = [["Supplier price list"], [],
-                               ["Item code", "Description", "Unit", "Pack", price_header, "Stock"]]
+    out: list[list[object]] = [
+        ["Supplier price list"],
+        [],
+        ["Item code", "Description", "Unit", "Pack", price_header, "Stock"],
+    ]
     for i in range(n):
         if i % 400 == 0:
             out.append([f"Section {i // 400 + 1}", "", "", "", "", ""])
-        out.append([f"S{seed:03d}-{i:06d}",
-                    f"Product {i} {rnd.choice(['steel', 'brass', 'plastic'])} {rnd.randint(1, 99)} mm",
-                    rnd.choice(UNITS), rnd.choice(["", "box of 12", "6"]),
-                    round(rnd.uniform(0.1, 5000), 2), rnd.randint(0, 500)])
+        out.append(
+            [
+                f"S{seed:03d}-{i:06d}",
+                f"Product {i} {rnd.choice(['steel', 'brass', 'plastic'])} {rnd.randint(1, 99)} mm",
+                rnd.choice(UNITS),
+                rnd.choice(["", "box of 12", "6"]),
+                round(rnd.uniform(0.1, 5000), 2),
+                rnd.randint(0, 500),
+            ]
+        )
     return out
 
 
@@ -108,17 +117,24 @@ def make_mix(count: int, sizes: list[int]) -> list[tuple[Path, int]]:
 
 
 def plain_loop(paths: list[Path]) -> dict:
-    result = subprocess.run([sys.executable, "-c", LOOP.format(root=str(common.ROOT)),
-                             json.dumps([str(p) for p in paths])],
-                            check=True, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", LOOP.format(root=str(common.ROOT)), json.dumps([str(p) for p in paths])],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def admit_all(db: common.BenchDatabase, paths: list[Path]) -> None:
     """Admit every sheet through the admission service, as an upload would."""
-    result = db.manage("shell", "-c", ADMIT, env={"MEDIA_ROOT": str(MEDIA),
-                                                  "BENCH_PATHS": json.dumps([str(p) for p in paths])},
-                       check=False)
+    result = db.manage(
+        "shell",
+        "-c",
+        ADMIT,
+        env={"MEDIA_ROOT": str(MEDIA), "BENCH_PATHS": json.dumps([str(p) for p in paths])},
+        check=False,
+    )
     if result.returncode != 0:
         raise SystemExit(f"admission failed:\n{result.stdout}\n{result.stderr}")
 
@@ -253,8 +269,9 @@ def main() -> None:
         db = common.fresh_database(DATABASE)
         admit_all(db, paths)
         say(f"runworker --burst x {workers} ...")
-        drain = common.drain_with_workers(db, procs, processes=workers, expected=count, timeout=1800,
-                                          MEDIA_ROOT=str(MEDIA))
+        drain = common.drain_with_workers(
+            db, procs, processes=workers, expected=count, timeout=1800, MEDIA_ROOT=str(MEDIA)
+        )
         # From the start line to the last worker's exit: a job that goes to
         # review hands its output to the review snapshot after its accept,
         # so the last accept is not the end of the work (the baseline's
@@ -268,28 +285,70 @@ def main() -> None:
     # between phases, and the faster one asks more of the machinery.
     base = min(bases, key=lambda b: b["seconds"])
     base_rate = total_rows / base["seconds"]
-    rows = [["plain loop, no database, 1 process", f"{count / loop['seconds'] * 60:.1f}",
-             f"{loop_rate:.0f}", f"{loop['seconds']:.1f}", "1", "", "", ""]]
+    rows = [
+        [
+            "plain loop, no database, 1 process",
+            f"{count / loop['seconds'] * 60:.1f}",
+            f"{loop_rate:.0f}",
+            f"{loop['seconds']:.1f}",
+            "1",
+            "",
+            "",
+            "",
+        ]
+    ]
     for when, b in zip(("before", "after"), bases, strict=True):
-        rows.append([f"baseline ({when}): same work and writes, plain loop, 1 process",
-                     f"{count / b['seconds'] * 60:.1f}", f"{total_rows / b['seconds']:.0f}",
-                     f"{b['seconds']:.1f}", "1", "1.00" if b is base else "", "",
-                     f"refused {b['refused']}"])
+        rows.append(
+            [
+                f"baseline ({when}): same work and writes, plain loop, 1 process",
+                f"{count / b['seconds'] * 60:.1f}",
+                f"{total_rows / b['seconds']:.0f}",
+                f"{b['seconds']:.1f}",
+                "1",
+                "1.00" if b is base else "",
+                "",
+                f"refused {b['refused']}",
+            ]
+        )
     costs = []
     for workers, (seconds, states) in drains.items():
         used = min(workers, cores)
         share = total_rows / seconds / (base_rate * used)
         costs.append(1 / share - 1)
-        rows.append([f"job system, {workers} worker{'s' if workers > 1 else ''}",
-                     f"{count / seconds * 60:.1f}", f"{total_rows / seconds:.0f}", f"{seconds:.1f}",
-                     str(used), f"{share:.2f}", f"{costs[-1] * 100:+.0f}%", states])
+        rows.append(
+            [
+                f"job system, {workers} worker{'s' if workers > 1 else ''}",
+                f"{count / seconds * 60:.1f}",
+                f"{total_rows / seconds:.0f}",
+                f"{seconds:.1f}",
+                str(used),
+                f"{share:.2f}",
+                f"{costs[-1] * 100:+.0f}%",
+                states,
+            ]
+        )
     say("")
     say(host.describe())
-    say(table(["run", "sheets/min", "rows/s", "seconds", "cores used", "share of baseline per core",
-               "machinery cost per core", "outcomes"], rows))
+    say(
+        table(
+            [
+                "run",
+                "sheets/min",
+                "rows/s",
+                "seconds",
+                "cores used",
+                "share of baseline per core",
+                "machinery cost per core",
+                "outcomes",
+            ],
+            rows,
+        )
+    )
     say(f"\nbaseline / plain loop without database: {base_rate / loop_rate:.2f}")
-    say(f"highest machinery cost over the baseline per core used: {max(costs) * 100:.0f}%; "
-        f"goal <= 10%: {'meets' if max(costs) <= 0.10 else 'misses'}")
+    say(
+        f"highest machinery cost over the baseline per core used: {max(costs) * 100:.0f}%; "
+        f"goal <= 10%: {'meets' if max(costs) <= 0.10 else 'misses'}"
+    )
 
 
 if __name__ == "__main__":

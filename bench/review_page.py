@@ -37,8 +37,14 @@ from common import say  # noqa: E402
 
 DATABASE = "bench_review_page"
 PASSWORD = "bench-review-password"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 GOAL_SECONDS = 2.0
 GOAL_BYTES = 5 * 1024 * 1024
 LOADS = 3
@@ -52,23 +58,49 @@ def flagged_job(workspace, supplier, size: int):
     from jobs.services import job_accept_output, job_admit, job_checkpoint, job_claim_next
 
     rows = [["Bench price list"], ["SKU", "Description", "Unit", "Price"]]
-    rows += [[f"B-{n:06d}", f"Bench article number {n} with a longer description", "pcs",
-              f"{1 + n % 997}.{n % 100:02d}"] for n in range(size)]
+    rows += [
+        [
+            f"B-{n:06d}",
+            f"Bench article number {n} with a longer description",
+            "pcs",
+            f"{1 + n % 997}.{n % 100:02d}",
+        ]
+        for n in range(size)
+    ]
     table = {"sheets": [{"name": "Prices", "rows": rows}]}
-    items = [{"sku": r[0], "description": r[1], "unit": r[2], "pack_size": None, "unit_price": r[3],
-              "currency": None, "source": {"sheet": "Prices", "row": n + 3}}
-             for n, r in enumerate(rows[2:])]
-    sheet = PriceSheet.objects.create(workspace=workspace, supplier=supplier, sha256="0" * 64, size=1,
-                                      original_name=f"bench-{size}.csv", storage_path="sheets/bench")
-    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet",
-                       payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk})
+    items = [
+        {
+            "sku": r[0],
+            "description": r[1],
+            "unit": r[2],
+            "pack_size": None,
+            "unit_price": r[3],
+            "currency": None,
+            "source": {"sheet": "Prices", "row": n + 3},
+        }
+        for n, r in enumerate(rows[2:])
+    ]
+    sheet = PriceSheet.objects.create(
+        workspace=workspace,
+        supplier=supplier,
+        sha256="0" * 64,
+        size=1,
+        original_name=f"bench-{size}.csv",
+        storage_path="sheets/bench",
+    )
+    job, _ = job_admit(
+        workspace_id=workspace.pk,
+        kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk},
+    )
     claim = job_claim_next(worker_id="bench", kinds=["parse_sheet"])
     assert claim is not None and claim.job_id == job.pk
     job_checkpoint(claim=claim, name="table", data=table)
     checked = validate_items(items, Table.from_json(table))
     started = time.perf_counter()
-    job_accept_output(claim=claim, output={"items": checked, "notes": [], "extractor": "builtin"},
-                      needs_review=True)
+    job_accept_output(
+        claim=claim, output={"items": checked, "notes": [], "extractor": "builtin"}, needs_review=True
+    )
     return job.pk, time.perf_counter() - started
 
 
@@ -98,8 +130,11 @@ def load_once(browser, base: str, job_id) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="100,5000,50000",
-                        help="item counts, the first one is the baseline [100,5000,50000]")
+    parser.add_argument(
+        "--sizes",
+        default="100,5000,50000",
+        help="item counts, the first one is the baseline [100,5000,50000]",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     chromium = os.environ.get("CHROMIUM") or shutil.which("chromium")
@@ -116,8 +151,9 @@ def main() -> None:
     from catalog.models import Supplier
 
     workspace = Workspace.objects.get(pk=db.workspace_id)
-    membership_add(workspace=workspace, username="bench-reviewer", role=Membership.Role.REVIEWER,
-                   password=PASSWORD)
+    membership_add(
+        workspace=workspace, username="bench-reviewer", role=Membership.Role.REVIEWER, password=PASSWORD
+    )
     supplier = Supplier.objects.create(workspace=workspace, name="Bench Supplies")
     jobs, accepts = {}, {}
     for size in sizes:
@@ -151,15 +187,39 @@ def main() -> None:
     rows = []
     for size in sizes:
         r = results[size]
-        rows.append([f"{size:,}", f"{accepts[size]:.3f}", f"{r['first']:.3f}", f"{r['seconds']:.3f}", f"{r['bytes'] / 1024:.0f}",
-                     f"{r['requests']:.0f}", f"{r['seconds'] / baseline['seconds']:.2f}",
-                     f"{r['bytes'] / baseline['bytes']:.2f}"])
-    print(common.table(["items", "accept + snapshot s (worker)", "first open s", "usable s (median of 3)", "transferred KiB", "requests",
-                  "time / baseline", "bytes / baseline"], rows))
+        rows.append(
+            [
+                f"{size:,}",
+                f"{accepts[size]:.3f}",
+                f"{r['first']:.3f}",
+                f"{r['seconds']:.3f}",
+                f"{r['bytes'] / 1024:.0f}",
+                f"{r['requests']:.0f}",
+                f"{r['seconds'] / baseline['seconds']:.2f}",
+                f"{r['bytes'] / baseline['bytes']:.2f}",
+            ]
+        )
+    print(
+        common.table(
+            [
+                "items",
+                "accept + snapshot s (worker)",
+                "first open s",
+                "usable s (median of 3)",
+                "transferred KiB",
+                "requests",
+                "time / baseline",
+                "bytes / baseline",
+            ],
+            rows,
+        )
+    )
     largest = results[sizes[-1]]
     say(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    say(f"goal for the largest sheet: usable < {GOAL_SECONDS} s, < {GOAL_BYTES // 1024 // 1024} MB: "
-        f"{'met' if max(largest['first'], largest['seconds']) < GOAL_SECONDS and largest['bytes'] < GOAL_BYTES else 'NOT met'}")
+    say(
+        f"goal for the largest sheet: usable < {GOAL_SECONDS} s, < {GOAL_BYTES // 1024 // 1024} MB: "
+        f"{'met' if max(largest['first'], largest['seconds']) < GOAL_SECONDS and largest['bytes'] < GOAL_BYTES else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

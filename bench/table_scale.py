@@ -52,7 +52,8 @@ def insert_history(db: common.BenchDatabase, finished: int) -> dict[str, float]:
                               WHEN g %% 97 = 0 THEN 'cancelled'
                               ELSE 'completed' END AS state
                   FROM generate_series(1, %(n)s) AS g) AS s""",
-            {"ws": db.workspace_id, "n": finished})
+            {"ws": db.workspace_id, "n": finished},
+        )
         timings["jobs"] = time.monotonic() - t
         t = time.monotonic()
         conn.execute(
@@ -62,7 +63,8 @@ def insert_history(db: common.BenchDatabase, finished: int) -> dict[str, float]:
             SELECT id, 1, gen_random_uuid(), 'seed', created_at, finished_at,
                    CASE state WHEN 'completed' THEN 'succeeded' WHEN 'needs_attention' THEN 'failed'
                               ELSE 'cancelled' END, '', NULL, '[]'::jsonb, NULL
-            FROM jobs_job""")
+            FROM jobs_job"""
+        )
         timings["attempts"] = time.monotonic() - t
         t = time.monotonic()
         conn.execute(
@@ -72,18 +74,21 @@ def insert_history(db: common.BenchDatabase, finished: int) -> dict[str, float]:
             SELECT gen_random_uuid(), workspace_id, 'job.' || state,
                    jsonb_build_object('job_id', id::text, 'kind', kind, 'state', state, 'attempt', 1),
                    finished_at, finished_at, 1, finished_at, NULL, ''
-            FROM jobs_job""")
+            FROM jobs_job"""
+        )
         timings["outbox"] = time.monotonic() - t
         t = time.monotonic()
         conn.execute(
             """INSERT INTO catalog_catalogrevision (workspace_id, supplier_id, job_id, attempt,
                                                     published_at, approved_by_id, item_count)
             SELECT workspace_id, NULL, id, 1, finished_at, NULL, 0
-            FROM jobs_job WHERE state = 'completed' AND abs(hashtext(id::text)) % 100 = 0""")
+            FROM jobs_job WHERE state = 'completed' AND abs(hashtext(id::text)) % 100 = 0"""
+        )
         timings["revisions"] = time.monotonic() - t
         t = time.monotonic()
-        common.vacuum_analyze(conn, "jobs_job", "jobs_attempt", "jobs_outboxmessage",
-                              "catalog_catalogrevision")
+        common.vacuum_analyze(
+            conn, "jobs_job", "jobs_attempt", "jobs_outboxmessage", "catalog_catalogrevision"
+        )
         timings["vacuum analyze"] = time.monotonic() - t
     return timings
 
@@ -148,8 +153,8 @@ def counts(db: common.BenchDatabase) -> dict[str, int]:
     with db.connect() as conn:
         return {
             "finished jobs": conn.execute(
-                "SELECT count(*) FROM jobs_job WHERE state = ANY(%s)",
-                [list(common.FINISHED_STATES)]).fetchone()[0],
+                "SELECT count(*) FROM jobs_job WHERE state = ANY(%s)", [list(common.FINISHED_STATES)]
+            ).fetchone()[0],
             "attempts": conn.execute("SELECT count(*) FROM jobs_attempt").fetchone()[0],
             "outbox messages": conn.execute("SELECT count(*) FROM jobs_outboxmessage").fetchone()[0],
             "jobs with a revision": conn.execute(
@@ -159,9 +164,17 @@ def counts(db: common.BenchDatabase) -> dict[str, int]:
 
 
 def summary(label: str, c: Claimer) -> list[object]:
-    return [label, len(c.pairs), ms(percentile(c.claims, 50)), ms(percentile(c.claims, 99)),
-            ms(percentile(c.accepts, 50)), ms(percentile(c.accepts, 99)),
-            ms(percentile(c.pairs, 50)), ms(percentile(c.pairs, 99)), ms(max(c.pairs))]
+    return [
+        label,
+        len(c.pairs),
+        ms(percentile(c.claims, 50)),
+        ms(percentile(c.claims, 99)),
+        ms(percentile(c.accepts, 50)),
+        ms(percentile(c.accepts, 99)),
+        ms(percentile(c.pairs, 50)),
+        ms(percentile(c.pairs, 99)),
+        ms(max(c.pairs)),
+    ]
 
 
 def main() -> None:
@@ -203,9 +216,21 @@ def main() -> None:
     during = Claimer(db)
     started = time.monotonic()
     prune = subprocess.Popen(
-        [PYTHON, str(MANAGE), "prunejobs", "--older-than", str(RETENTION_DAYS),
-         "--batch-size", str(args.batch_size)],
-        cwd=common.ROOT, env=db.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            PYTHON,
+            str(MANAGE),
+            "prunejobs",
+            "--older-than",
+            str(RETENTION_DAYS),
+            "--batch-size",
+            str(args.batch_size),
+        ],
+        cwd=common.ROOT,
+        env=db.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         while prune.poll() is None:
             during.once()
@@ -226,26 +251,52 @@ def main() -> None:
     say(plan)
     say("")
     say(host.describe())
-    say("claim = job_claim_next, accept = job_accept_output (noop output), in-process, "
-        "one connection; latencies in ms\n")
-    say(table(["table", "claims", "claim p50", "claim p99", "accept p50", "accept p99",
-               "pair p50", "pair p99", "pair max"],
-              [summary("empty history, 10k queued", empty),
-               summary(f"{finished:,} finished + 10k queued", big),
-               summary("same, while prunejobs runs", during)]))
+    say(
+        "claim = job_claim_next, accept = job_accept_output (noop output), in-process, "
+        "one connection; latencies in ms\n"
+    )
+    say(
+        table(
+            [
+                "table",
+                "claims",
+                "claim p50",
+                "claim p99",
+                "accept p50",
+                "accept p99",
+                "pair p50",
+                "pair p99",
+                "pair max",
+            ],
+            [
+                summary("empty history, 10k queued", empty),
+                summary(f"{finished:,} finished + 10k queued", big),
+                summary("same, while prunejobs runs", during),
+            ],
+        )
+    )
     say("")
-    say(table(["rows", "before prune", "after prune"],
-              [[k, f"{before[k]:,}", f"{after[k]:,}"] for k in before]))
-    say(f"\nprunejobs: \"{output}\" in {prune_seconds:.1f} s wall "
+    say(
+        table(
+            ["rows", "before prune", "after prune"], [[k, f"{before[k]:,}", f"{after[k]:,}"] for k in before]
+        )
+    )
+    say(
+        f'\nprunejobs: "{output}" in {prune_seconds:.1f} s wall '
         f"({removed / prune_seconds:,.0f} jobs/s, Django start-up included); "
-        f"jobs with a revision kept: {after['jobs with a revision']:,} of {before['jobs with a revision']:,}")
-    say(f"\nclaim+accept p50 with {finished:,} finished / empty history: "
+        f"jobs with a revision kept: {after['jobs with a revision']:,} of {before['jobs with a revision']:,}"
+    )
+    say(
+        f"\nclaim+accept p50 with {finished:,} finished / empty history: "
         f"x{percentile(big.pairs, 50) / percentile(empty.pairs, 50):.2f}; "
-        f"p99 x{percentile(big.pairs, 99) / percentile(empty.pairs, 99):.2f}")
-    say(f"claim+accept p50 during prune / before: "
+        f"p99 x{percentile(big.pairs, 99) / percentile(empty.pairs, 99):.2f}"
+    )
+    say(
+        f"claim+accept p50 during prune / before: "
         f"x{percentile(during.pairs, 50) / percentile(big.pairs, 50):.2f}; "
         f"p99 x{percentile(during.pairs, 99) / percentile(big.pairs, 99):.2f}; "
-        f"max {ms(max(during.pairs))} ms")
+        f"max {ms(max(during.pairs))} ms"
+    )
 
 
 if __name__ == "__main__":

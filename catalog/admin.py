@@ -38,13 +38,31 @@ class SupplierAdmin(admin.ModelAdmin):
 
 @admin.register(PriceSheet)
 class PriceSheetAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["original_name", "workspace", "supplier", "size", "short_sha256",
-                    "uploaded_by", "created_at"]
+    list_display = [
+        "original_name",
+        "workspace",
+        "supplier",
+        "size",
+        "short_sha256",
+        "uploaded_by",
+        "created_at",
+    ]
     list_filter = ["workspace"]
     list_select_related = ["workspace", "supplier", "uploaded_by"]
     search_fields = ["original_name", "sha256"]
-    fields = ["id", "original_name", "workspace", "supplier", "size", "sha256", "content_type",
-              "storage_path", "uploaded_by", "created_at", "jobs"]
+    fields = [
+        "id",
+        "original_name",
+        "workspace",
+        "supplier",
+        "size",
+        "sha256",
+        "content_type",
+        "storage_path",
+        "uploaded_by",
+        "created_at",
+        "jobs",
+    ]
     readonly_fields = fields
 
     @admin.display(description="sha256")
@@ -62,8 +80,16 @@ class CatalogItemInline(ReadOnlyAdminMixin, admin.TabularInline):
     extra = 0
     max_num = 0
     can_delete = False
-    fields = ["sku", "description", "unit", "pack_size", "unit_price", "currency",
-              "source_sheet", "source_row"]
+    fields = [
+        "sku",
+        "description",
+        "unit",
+        "pack_size",
+        "unit_price",
+        "currency",
+        "source_sheet",
+        "source_row",
+    ]
     readonly_fields = fields
 
     def has_view_permission(self, request, obj=None) -> bool:
@@ -72,12 +98,19 @@ class CatalogItemInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(CatalogRevision)
 class CatalogRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "workspace", "supplier", "job_link", "attempt", "item_count",
-                    "published_at", "approved_by"]
+    list_display = [
+        "id",
+        "workspace",
+        "supplier",
+        "job_link",
+        "attempt",
+        "item_count",
+        "published_at",
+        "approved_by",
+    ]
     list_filter = ["workspace"]
     list_select_related = ["workspace", "supplier", "approved_by"]
-    fields = ["workspace", "supplier", "job_link", "attempt", "item_count", "published_at",
-              "approved_by"]
+    fields = ["workspace", "supplier", "job_link", "attempt", "item_count", "published_at", "approved_by"]
     readonly_fields = fields
     inlines = [CatalogItemInline]
 
@@ -92,17 +125,22 @@ class SheetJobAdmin(JobAdmin):
     its file and supplier as list columns, and finding jobs by the file's
     name. The job's page shows what the kind registers (catalog.job_admin)."""
 
-    list_display = [*JobAdmin.list_display[:4], "file", "supplier",
-                    *JobAdmin.list_display[4:]]
+    list_display = [*JobAdmin.list_display[:4], "file", "supplier", *JobAdmin.list_display[4:]]
 
     def get_queryset(self, request):
         # The file and supplier come from the sheet the payload names, in the
         # list's own query.
-        sheets = PriceSheet.objects.filter(pk=Cast(KeyTextTransform("sheet_id", OuterRef("payload")),
-                                                   UUIDField()))
-        return (super().get_queryset(request)
-                .annotate(file_name=Subquery(sheets.values("original_name")[:1]),
-                          supplier_label=Subquery(sheets.values("supplier_name")[:1])))
+        sheets = PriceSheet.objects.filter(
+            pk=Cast(KeyTextTransform("sheet_id", OuterRef("payload")), UUIDField())
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                file_name=Subquery(sheets.values("original_name")[:1]),
+                supplier_label=Subquery(sheets.values("supplier_name")[:1]),
+            )
+        )
 
     @admin.display(description="file", ordering="file_name")
     def file(self, job: Job) -> str:
@@ -111,6 +149,7 @@ class SheetJobAdmin(JobAdmin):
     @admin.display(description="supplier", ordering="supplier_label")
     def supplier(self, job: Job) -> str:
         return getattr(job, "supplier_label", None) or "-"
+
     search_help_text = "Job id (or its first characters), idempotency key, or uploaded file name."
 
     def search_matches(self, term: str) -> Q:
@@ -118,8 +157,12 @@ class SheetJobAdmin(JobAdmin):
         with contextlib.suppress(ValueError):  # a term that is no sheet id searches by the rest
             matches |= Q(payload__sheet_id=str(uuid.UUID(term)))
         # The file name lives on the uploaded PriceSheet; jobs name it by id.
-        sheet_ids = [str(pk) for pk in PriceSheet.objects.filter(original_name__icontains=term)
-                     .values_list("pk", flat=True)[:1000]]
+        sheet_ids = [
+            str(pk)
+            for pk in PriceSheet.objects.filter(original_name__icontains=term).values_list("pk", flat=True)[
+                :1000
+            ]
+        ]
         if sheet_ids:
             matches |= Q(payload__sheet_id__in=sheet_ids)
         return matches
@@ -138,8 +181,16 @@ class SupplierLayoutAdmin(admin.ModelAdmin):
     list_display = ("supplier", "workspace", "sheet_names", "approved_by_name", "approved_at", "job")
     list_filter = ("workspace",)
     search_fields = ("supplier__name", "sheet_names", "approved_by_name")
-    readonly_fields = ("workspace", "supplier", "sheet_names", "mapping_text", "signature",
-                       "approved_by_name", "approved_at", "job")
+    readonly_fields = (
+        "workspace",
+        "supplier",
+        "sheet_names",
+        "mapping_text",
+        "signature",
+        "approved_by_name",
+        "approved_at",
+        "job",
+    )
     fields = readonly_fields
 
     @admin.display(description="mapping")
@@ -151,8 +202,10 @@ class SupplierLayoutAdmin(admin.ModelAdmin):
             columns = ", ".join(f"{role} {given[role]}" for role in ROLES if given.get(role))
             matrix = entry.get("matrix")
             if isinstance(matrix, dict):
-                columns = (f"price matrix, row labels {', '.join(matrix.get('row_labels') or [])}, "
-                           f"body {matrix.get('body')}")
+                columns = (
+                    f"price matrix, row labels {', '.join(matrix.get('row_labels') or [])}, "
+                    f"body {matrix.get('body')}"
+                )
             lines.append(f"{entry.get('sheet')}: header row {header}; {columns}")
         currency = (obj.mapping or {}).get("currency")
         if currency:

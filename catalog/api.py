@@ -58,8 +58,10 @@ MSG_WORKSPACE_REQUIRED = "You belong to several workspaces: send the field `work
 MSG_LENGTH_REQUIRED = "Send the upload with a Content-Length (chunked uploads are not accepted)."
 MSG_BAD_LENGTH = "Content-Length is not a number."
 MSG_NOT_A_SHEET = "The file is {kind}, not a price sheet: send a spreadsheet (CSV, XLSX, XLS, ODS) or a PDF."
-MSG_RATE = ("This workspace has uploaded {limit} sheets in the last minute "
-            "(UPLOAD_RATE_PER_MINUTE); try again in {seconds} s.")
+MSG_RATE = (
+    "This workspace has uploaded {limit} sheets in the last minute "
+    "(UPLOAD_RATE_PER_MINUTE); try again in {seconds} s."
+)
 
 UPLOAD_PATH = "/api/jobs"
 PAGE_SIZE = 20
@@ -79,8 +81,10 @@ class JobResult(Open):
     revision_id: uuid.UUID | None = Field(description="The published revision (its public id).")
     item_count: int | None
     unchanged: bool | None = Field(
-        default=None, description="Present and true when the sheet was identical to the "
-        "supplier's current revision, which `revision_id` names: nothing new was published.")
+        default=None,
+        description="Present and true when the sheet was identical to the "
+        "supplier's current revision, which `revision_id` names: nothing new was published.",
+    )
     note: str | None = Field(default=None, description="Why, when `unchanged`.")
 
 
@@ -104,10 +108,13 @@ class JobStatus(Open):
     links: dict[str, str]
     # What a job's kind adds (jobs.registry): a sheet job's reading report.
     columns: list[Open] | None = Field(
-        None, description="A sheet job's: per sheet read, its header row and each column's role, "
-                          "evidence and confidence; null before the sheet is read.")
+        None,
+        description="A sheet job's: per sheet read, its header row and each column's role, "
+        "evidence and confidence; null before the sheet is read.",
+    )
     layout: Layout | None = Field(
-        None, description="A sheet job's: where the columns came from; null before reading.")
+        None, description="A sheet job's: where the columns came from; null before reading."
+    )
 
 
 class JobPage(PageOut):
@@ -131,7 +138,8 @@ class JobItemPage(PageOut):
 
 class JobListQuery(Schema):
     state: list[JobState] | None = Field(
-        None, description="Only jobs in these states (repeat the parameter, or separate by commas).")
+        None, description="Only jobs in these states (repeat the parameter, or separate by commas)."
+    )
     page: int = Field(1, ge=1, le=MAX_PAGE, description="From 1.")
     page_size: int = Field(PAGE_SIZE, ge=1, le=PAGE_SIZE_MAX, description=f"At most {PAGE_SIZE_MAX}.")
 
@@ -213,8 +221,12 @@ def member_workspace(user, slug: str | None, target: UploadTarget) -> Workspace:
         raise Problem(403, "no-workspace")
     if len(spaces) > 1:
         mine = Workspace.objects.for_member(user).order_by("slug")
-        raise Problem(400, "workspace-required", MSG_WORKSPACE_REQUIRED,
-                      workspaces=list(mine.values_list("slug", flat=True)))
+        raise Problem(
+            400,
+            "workspace-required",
+            MSG_WORKSPACE_REQUIRED,
+            workspaces=list(mine.values_list("slug", flat=True)),
+        )
     return spaces[0]
 
 
@@ -223,7 +235,6 @@ def clean_supplier_name(raw: str | None) -> str:
     if len(name) > 200:
         raise Problem(400, "invalid-request", MSG_SUPPLIER_TOO_LONG)
     return name
-
 
 
 @problem_for(UploadTooLarge)
@@ -236,8 +247,7 @@ def _upload_too_large(exc: UploadTooLarge) -> Problem:
 
 def _admission_response(job: Job, *, created: bool) -> JsonResponse:
     status_url = reverse("api:job", args=[job.pk])
-    response = JsonResponse({"id": str(job.pk), "state": job.state, "status_url": status_url},
-                            status=202)
+    response = JsonResponse({"id": str(job.pk), "state": job.state, "status_url": status_url}, status=202)
     response["Location"] = status_url
     if not created:
         response["Idempotent-Replayed"] = "true"
@@ -250,8 +260,13 @@ def _refuse_over_rate(target: UploadTarget) -> None:
     if target.wait_seconds:
         limit = settings.UPLOAD_RATE_PER_MINUTE
         seconds = math.ceil(target.wait_seconds)
-        raise Problem(429, "too-many-requests", MSG_RATE.format(limit=limit, seconds=seconds),
-                      headers={"Retry-After": str(seconds)}, retry_after_seconds=seconds)
+        raise Problem(
+            429,
+            "too-many-requests",
+            MSG_RATE.format(limit=limit, seconds=seconds),
+            headers={"Retry-After": str(seconds)},
+            retry_after_seconds=seconds,
+        )
 
 
 # --- views -----------------------------------------------------------------------
@@ -261,21 +276,34 @@ router = Router(tags=["jobs"])
 KEY_PATTERN = r"\S"
 
 
-SHEET_TYPES = ("text/csv, text/tab-separated-values, text/plain, "
-               "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet, "
-               "application/vnd.ms-excel, application/vnd.oasis.opendocument.spreadsheet, "
-               "application/pdf, application/octet-stream")
+SHEET_TYPES = (
+    "text/csv, text/tab-separated-values, text/plain, "
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet, "
+    "application/vnd.ms-excel, application/vnd.oasis.opendocument.spreadsheet, "
+    "application/pdf, application/octet-stream"
+)
 
 
-@router.post("/jobs", response={202: Admission}, url_name="jobs",
-             summary="Upload a price sheet (admit a job)",
-             openapi_extra={"requestBody": {"content": {"multipart/form-data": {
-                 "encoding": {"file": {"contentType": SHEET_TYPES}}}}}})
+@router.post(
+    "/jobs",
+    response={202: Admission},
+    url_name="jobs",
+    summary="Upload a price sheet (admit a job)",
+    openapi_extra={
+        "requestBody": {
+            "content": {"multipart/form-data": {"encoding": {"file": {"contentType": SHEET_TYPES}}}}
+        }
+    },
+)
 @answers(
     descriptions={202: "Admitted (or, for a repeated key and request, the same job)."},
-    headers={202: {"Location": "The status resource of the job.",
-                   "Idempotent-Replayed": "`true` when this key was seen before."},
-             429: {"Retry-After": "Seconds until the workspace may upload again."}},
+    headers={
+        202: {
+            "Location": "The status resource of the job.",
+            "Idempotent-Replayed": "`true` when this key was seen before.",
+        },
+        429: {"Retry-After": "Seconds until the workspace may upload again."},
+    },
     problems={
         400: "No Idempotency-Key, no file, or an empty file.",
         404: "No workspace of yours has the slug in `workspace`.",
@@ -284,18 +312,25 @@ SHEET_TYPES = ("text/csv, text/tab-separated-values, text/plain, "
         415: "The file is an image (PNG, JPEG, GIF) or an archive, not a price sheet.",
         422: "The Idempotency-Key was used with another file or supplier.",
         429: "The workspace reached UPLOAD_RATE_PER_MINUTE uploads in the last minute.",
-    })
+    },
+)
 def jobs_admit(
     request: HttpRequest,
-    file: UploadedFile = File(..., description="The price sheet (CSV, TSV, XLSX, XLS, ODS, or a PDF with text), not empty.",
-                              min_length=1),
-    idempotency_key: str = Header(..., alias="Idempotency-Key", min_length=1, max_length=255,
-                                  pattern=KEY_PATTERN,
-                                  description="Any unique string; the same key and request "
-                                              "return the same job."),
+    file: UploadedFile = File(
+        ...,
+        description="The price sheet (CSV, TSV, XLSX, XLS, ODS, or a PDF with text), not empty.",
+        min_length=1,
+    ),
+    idempotency_key: str = Header(
+        ...,
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        pattern=KEY_PATTERN,
+        description="Any unique string; the same key and request return the same job.",
+    ),
     supplier: str = Form("", max_length=200, description="Created if missing."),
-    workspace: str = Form("", max_length=50,
-                          description="A slug; needed only with several workspaces."),
+    workspace: str = Form("", max_length=50, description="A slug; needed only with several workspaces."),
 ):
     """Admission: the sheet is stored, its job queued, and the answer given after commit."""
     who = caller(request)
@@ -306,21 +341,33 @@ def jobs_admit(
     supplier_name = clean_supplier_name(supplier)
     # The workspace, the rate window and the supplier in one statement,
     # before a byte is stored.
-    target = upload_target(user_id=who.user.pk, slug=workspace, key=key, supplier_name=supplier_name,
-                           limit=settings.UPLOAD_RATE_PER_MINUTE)
+    target = upload_target(
+        user_id=who.user.pk,
+        slug=workspace,
+        key=key,
+        supplier_name=supplier_name,
+        limit=settings.UPLOAD_RATE_PER_MINUTE,
+    )
     space = member_workspace(who.user, workspace, target)
     _refuse_over_rate(target)
     job, created = pricesheet_admit(
-        workspace=space, chunks=file.chunks(), original_name=file.name or "upload",
-        content_type=file.content_type or "", idempotency_key=key,
-        supplier_name=supplier_name, supplier_id=target.supplier_id, user=who.user,
+        workspace=space,
+        chunks=file.chunks(),
+        original_name=file.name or "upload",
+        content_type=file.content_type or "",
+        idempotency_key=key,
+        supplier_name=supplier_name,
+        supplier_id=target.supplier_id,
+        user=who.user,
     )
     return _admission_response(job, created=created)
 
 
 @router.get("/jobs", response={200: JobPage}, url_name="jobs", summary="List your workspaces' jobs")
-@answers(descriptions={200: "One page of jobs, newest first."}, problems={
-    404: "A page past the last (`/problems/page-out-of-range`, with `last_page`)."})
+@answers(
+    descriptions={200: "One page of jobs, newest first."},
+    problems={404: "A page past the last (`/problems/page-out-of-range`, with `last_page`)."},
+)
 def jobs_list(request: HttpRequest, query: Query[JobListQuery]):
     jobs = Job.objects.for_member(caller(request).user)
     if query.state:
@@ -331,8 +378,11 @@ def jobs_list(request: HttpRequest, query: Query[JobListQuery]):
 
 
 @router.get("/jobs/{uuid:id}", response={200: JobStatus}, url_name="job", summary="A job's status")
-@answers(descriptions={200: "The job."}, headers={200: {"ETag": "The job's version, for If-Match."}},
-         problems={404: "No such job in your workspaces."})
+@answers(
+    descriptions={200: "The job."},
+    headers={200: {"ETag": "The job's version, for If-Match."}},
+    problems={404: "No such job in your workspaces."},
+)
 def job_detail(request: HttpRequest, id: uuid.UUID):
     job = member_job(caller(request).user, id)
     response = JsonResponse(job_status(job))
@@ -341,12 +391,22 @@ def job_detail(request: HttpRequest, id: uuid.UUID):
     return response
 
 
-@router.get("/jobs/{uuid:id}/items", response={200: JobItemPage}, url_name="job-items",
-            summary="A job's items with their flags, one page at a time")
-@answers(descriptions={200: "One page of the published items for a completed job, of the staged "
-                            "ones otherwise, in the output's order."},
-         problems={404: "No such job in your workspaces, a job of a kind without items, or a page "
-                        "past the last (`/problems/page-out-of-range`, with `last_page`)."})
+@router.get(
+    "/jobs/{uuid:id}/items",
+    response={200: JobItemPage},
+    url_name="job-items",
+    summary="A job's items with their flags, one page at a time",
+)
+@answers(
+    descriptions={
+        200: "One page of the published items for a completed job, of the staged "
+        "ones otherwise, in the output's order."
+    },
+    problems={
+        404: "No such job in your workspaces, a job of a kind without items, or a page "
+        "past the last (`/problems/page-out-of-range`, with `last_page`)."
+    },
+)
 def job_items_view(request: HttpRequest, id: uuid.UUID, query: Query[ItemsPaging]):
     job = member_job(caller(request).user, id)
     try:

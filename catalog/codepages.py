@@ -20,11 +20,22 @@ SAMPLE_BYTES = 200_000
 _CYRILLIC = "".join(chr(c) for c in range(0x430, 0x460)) + "ґ"
 # The letters beyond ASCII that each language writes (lower case).
 ALPHABETS = {
-    "italian": "àèéìíòóùú", "french": "àâæçéèêëîïôœùûüÿ", "spanish": "áéíóúñü",
-    "portuguese": "áâãàçéêíóôõú", "german": "äöüß", "dutch": "áéíóúàèëïöü",
-    "catalan": "àçéèíïòóúü", "nordic": "åäöæøé", "czech": "áčďéěíňóřšťúůýž",
-    "slovak": "áäčďéíĺľňóôŕšťúýž", "polish": "ąćęłńóśźż", "hungarian": "áéíóöőúüű",
-    "croatian": "čćđšž", "romanian": "ăâîșțşţ", "turkish": "çğıöşüâî", "cyrillic": _CYRILLIC,
+    "italian": "àèéìíòóùú",
+    "french": "àâæçéèêëîïôœùûüÿ",
+    "spanish": "áéíóúñü",
+    "portuguese": "áâãàçéêíóôõú",
+    "german": "äöüß",
+    "dutch": "áéíóúàèëïöü",
+    "catalan": "àçéèíïòóúü",
+    "nordic": "åäöæøé",
+    "czech": "áčďéěíňóřšťúůýž",
+    "slovak": "áäčďéíĺľňóôŕšťúýž",
+    "polish": "ąćęłńóśźż",
+    "hungarian": "áéíóöőúüű",
+    "croatian": "čćđšž",
+    "romanian": "ăâîșțşţ",
+    "turkish": "çğıöşüâî",
+    "cyrillic": _CYRILLIC,
 }
 
 

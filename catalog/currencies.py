@@ -10,14 +10,16 @@ from __future__ import annotations
 import pycountry
 
 # Active ISO 4217 codes that are not money a price can be in.
-NOT_A_PRICE_CURRENCY = frozenset({
-    "XTS",  # reserved for testing
-    "XXX",  # "no currency involved"
-})
+NOT_A_PRICE_CURRENCY = frozenset(
+    {
+        "XTS",  # reserved for testing
+        "XXX",  # "no currency involved"
+    }
+)
 
-CURRENCIES: dict[str, str] = dict(sorted(
-    (c.alpha_3, c.name) for c in pycountry.currencies if c.alpha_3 not in NOT_A_PRICE_CURRENCY
-))
+CURRENCIES: dict[str, str] = dict(
+    sorted((c.alpha_3, c.name) for c in pycountry.currencies if c.alpha_3 not in NOT_A_PRICE_CURRENCY)
+)
 
 MSG_NOT_A_CODE = "{value!r} is not an active ISO 4217 currency code (for example EUR, USD, IDR)."
 

@@ -25,11 +25,13 @@ def revision_download(revision: CatalogRevision, fmt: str) -> HttpResponse | Str
     """`fmt` is "csv" or "xlsx". The XLSX is stamped with the publication
     time, so every download of a revision is the same bytes."""
     if fmt == "csv":
-        response = StreamingHttpResponse(csv_chunks(revision_export_rows(revision=revision)),
-                                         content_type=CSV_CONTENT_TYPE)
+        response = StreamingHttpResponse(
+            csv_chunks(revision_export_rows(revision=revision)), content_type=CSV_CONTENT_TYPE
+        )
     else:
-        response = FileResponse(xlsx_file(lambda: revision_export_rows(revision=revision),
-                                          revision.published_at),
-                                content_type=XLSX_CONTENT_TYPE)
+        response = FileResponse(
+            xlsx_file(lambda: revision_export_rows(revision=revision), revision.published_at),
+            content_type=XLSX_CONTENT_TYPE,
+        )
     response["Content-Disposition"] = f'attachment; filename="{download_filename(revision, fmt)}"'
     return response

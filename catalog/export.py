@@ -33,10 +33,30 @@ from openpyxl.utils import get_column_letter
 from catalog.extraction.money import plain_decimal
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-COLUMNS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "currency",
-           "source_sheet", "source_row", "provenance")
-HEADERS = ("SKU", "Description", "Unit", "Unit code", "Pack size", "Unit price", "Currency",
-           "Source sheet", "Source row", "Set by a reviewer")
+COLUMNS = (
+    "sku",
+    "description",
+    "unit",
+    "unit_code",
+    "pack_size",
+    "unit_price",
+    "currency",
+    "source_sheet",
+    "source_row",
+    "provenance",
+)
+HEADERS = (
+    "SKU",
+    "Description",
+    "Unit",
+    "Unit code",
+    "Pack size",
+    "Unit price",
+    "Currency",
+    "Source sheet",
+    "Source row",
+    "Set by a reviewer",
+)
 # The item fields a reviewer may set, whose provenance is kept.
 PROVENANCE_FIELDS = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
 NUMERIC_COLUMNS = frozenset({"pack_size", "unit_price", "source_row"})
@@ -112,18 +132,24 @@ def published_provenance(item: Mapping[str, Any]) -> dict:
     kept = {}
     for name, entry in (item.get("provenance") or {}).items():
         if name in PROVENANCE_FIELDS and isinstance(entry, Mapping):
-            kept[name] = {"by": str(entry.get("by") or ""), "at": str(entry.get("at") or ""),
-                          "extracted": entry.get("extracted")}
+            kept[name] = {
+                "by": str(entry.get("by") or ""),
+                "at": str(entry.get("at") or ""),
+                "extracted": entry.get("extracted"),
+            }
     return kept
 
 
 def provenance_text(provenance: Mapping[str, Any] | None) -> str:
-    """"unit_price by rey at 2026-05-04T10:00:00+00:00; unit by ..." for the
+    """ "unit_price by rey at 2026-05-04T10:00:00+00:00; unit by ..." for the
     fields a reviewer set, in the order of the columns; empty when every
     value is extracted."""
     provenance = provenance or {}
-    return "; ".join(f"{name} by {provenance[name].get('by')} at {provenance[name].get('at')}"
-                     for name in PROVENANCE_FIELDS if isinstance(provenance.get(name), Mapping))
+    return "; ".join(
+        f"{name} by {provenance[name].get('by')} at {provenance[name].get('at')}"
+        for name in PROVENANCE_FIELDS
+        if isinstance(provenance.get(name), Mapping)
+    )
 
 
 def _text(column: str, value: Any, places: int | None = None) -> str:
@@ -167,13 +193,13 @@ def _number_format(places: int) -> str:
 
 
 def _is_number(column: str, value: Any) -> bool:
-    return (column in NUMERIC_COLUMNS and isinstance(value, (int, Decimal))
-            and not isinstance(value, bool))
+    return column in NUMERIC_COLUMNS and isinstance(value, (int, Decimal)) and not isinstance(value, bool)
 
 
 def _cell_text(column: str, value: Any) -> str:
-    return provenance_text(value) if column == "provenance" else (
-        "" if value is None else xml_text(str(value)))
+    return (
+        provenance_text(value) if column == "provenance" else ("" if value is None else xml_text(str(value)))
+    )
 
 
 def _shown_width(column: str, value: Any, places: int | None) -> int:
@@ -267,8 +293,10 @@ def restamp_xlsx(source_file: Any, target_file: Any, when: datetime) -> None:
     would give each download of one revision different bytes (and a strong
     ETag must name exactly one byte sequence). Entries are copied in pieces."""
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
-    with zipfile.ZipFile(source_file) as source, \
-            zipfile.ZipFile(target_file, "w", zipfile.ZIP_DEFLATED) as target:
+    with (
+        zipfile.ZipFile(source_file) as source,
+        zipfile.ZipFile(target_file, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
         for entry in source.infolist():
             info = zipfile.ZipInfo(entry.filename, date_time=when.timetuple()[:6])
             info.compress_type = zipfile.ZIP_DEFLATED

@@ -53,8 +53,7 @@ class Extractor(Protocol):
     # Whether it calls the model endpoint (the child's only reachable address).
     remote: bool
 
-    def extract(self, table: Table, *, layouts: dict, endpoint: ModelEndpoint | None,
-                calls: Calls) -> dict:
+    def extract(self, table: Table, *, layouts: dict, endpoint: ModelEndpoint | None, calls: Calls) -> dict:
         """``{"items", "notes", "refusal", "report"}``, the items not yet validated."""
 
     def check(self, items: list[dict], table: Table) -> list[dict]:
@@ -68,8 +67,7 @@ class BuiltinExtractor:
     name = "builtin"
     remote = False
 
-    def extract(self, table: Table, *, layouts: dict, endpoint: ModelEndpoint | None,
-                calls: Calls) -> dict:
+    def extract(self, table: Table, *, layouts: dict, endpoint: ModelEndpoint | None, calls: Calls) -> dict:
         from catalog.mapping import read_items
 
         return read_items(table, **layouts)
@@ -84,19 +82,34 @@ class ModelExtractor:
     name = "openai"
     remote = True
 
-    def extract(self, table: Table, *, layouts: dict, endpoint: ModelEndpoint | None,
-                calls: Calls) -> dict:
+    def extract(self, table: Table, *, layouts: dict, endpoint: ModelEndpoint | None, calls: Calls) -> dict:
         from catalog.llm import LLMConfig, extract_items_with_model
 
         if endpoint is None:
             raise ValueError("the model extractor needs an endpoint")
-        config = LLMConfig(base_url=endpoint.base_url, api_key=endpoint.api_key, model=endpoint.model,
-                           timeout_seconds=endpoint.timeout_seconds)
-        result = extract_items_with_model(table, config=config, before_call=calls.before_call,
-                                          on_call=calls.on_call, progress=calls.progress)
-        return {"items": result.items, "notes": [NOTE_MODEL.format(model=endpoint.model)], "refusal": None,
-                "report": {"columns": [], "needs_confirmation": False,
-                           "layout": {"source": "inferred", "approved_by": None, "approved_at": None}}}
+        config = LLMConfig(
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            model=endpoint.model,
+            timeout_seconds=endpoint.timeout_seconds,
+        )
+        result = extract_items_with_model(
+            table,
+            config=config,
+            before_call=calls.before_call,
+            on_call=calls.on_call,
+            progress=calls.progress,
+        )
+        return {
+            "items": result.items,
+            "notes": [NOTE_MODEL.format(model=endpoint.model)],
+            "refusal": None,
+            "report": {
+                "columns": [],
+                "needs_confirmation": False,
+                "layout": {"source": "inferred", "approved_by": None, "approved_at": None},
+            },
+        }
 
     def check(self, items: list[dict], table: Table) -> list[dict]:
         from catalog.validation import check_model_items

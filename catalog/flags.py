@@ -62,122 +62,258 @@ class UnknownFlag(ValueError):
 @dataclass(frozen=True)
 class FlagType:
     code: Code
-    name: str                       # readable, for the pages' lists of reasons
+    name: str  # readable, for the pages' lists of reasons
     fields: tuple[str | None, ...]  # the fields it may name; the first is the default
-    blocks: bool                    # approval is refused while an item to publish carries it
+    blocks: bool  # approval is refused while an item to publish carries it
     clear: Clear
-    messages: Mapping[str, str]     # plain messages, by variant ("" is the default)
-    validated: bool = False         # catalog.validation.validate_items computes it from the item alone
-    refuses_value: bool = False     # a value a reviewer sets that raises it is refused outright
-    extra: tuple[str, ...] = ()     # members besides code, field and message
+    messages: Mapping[str, str]  # plain messages, by variant ("" is the default)
+    validated: bool = False  # catalog.validation.validate_items computes it from the item alone
+    refuses_value: bool = False  # a value a reviewer sets that raises it is refused outright
+    extra: tuple[str, ...] = ()  # members besides code, field and message
 
     @property
     def hint(self) -> str:
         """What a reviewer can do about it, as the grid says it."""
         if self.clear is Clear.ACKNOWLEDGE:
-            return ("a doubt of the extractor: approving answers it" if not self.blocks
-                    else "blocks approval until the reviewer sets the value")
+            return (
+                "a doubt of the extractor: approving answers it"
+                if not self.blocks
+                else "blocks approval until the reviewer sets the value"
+            )
         if self.clear is Clear.REREAD:
-            return ("only reading the sheet again clears it; approving answers it" if not self.blocks
-                    else "blocks approval; only reading the sheet again clears it")
-        return ("blocks approval; an edit of the value is checked again when saved" if self.blocks
-                else "an edit of the value is checked again when saved")
+            return (
+                "only reading the sheet again clears it; approving answers it"
+                if not self.blocks
+                else "blocks approval; only reading the sheet again clears it"
+            )
+        return (
+            "blocks approval; an edit of the value is checked again when saved"
+            if self.blocks
+            else "an edit of the value is checked again when saved"
+        )
 
     def describe(self) -> dict:
         """The JSON the pages and the API documentation read."""
-        return {"code": str(self.code), "name": self.name, "blocks": self.blocks,
-                "clear": str(self.clear), "hint": self.hint,
-                "fields": list(self.fields)}
+        return {
+            "code": str(self.code),
+            "name": self.name,
+            "blocks": self.blocks,
+            "clear": str(self.clear),
+            "hint": self.hint,
+            "fields": list(self.fields),
+        }
 
 
-def _type(code: Code, name: str, fields: Iterable[str | None], *, blocks: bool, clear: Clear,
-          messages: Mapping[str, str] | str = "", **more: Any) -> FlagType:
+def _type(
+    code: Code,
+    name: str,
+    fields: Iterable[str | None],
+    *,
+    blocks: bool,
+    clear: Clear,
+    messages: Mapping[str, str] | str = "",
+    **more: Any,
+) -> FlagType:
     if isinstance(messages, str):
         messages = {"": messages}
-    return FlagType(code=code, name=name, fields=tuple(fields), blocks=blocks, clear=clear,
-                    messages=dict(messages), **more)
+    return FlagType(
+        code=code,
+        name=name,
+        fields=tuple(fields),
+        blocks=blocks,
+        clear=clear,
+        messages=dict(messages),
+        **more,
+    )
 
 
 _CHECKED = {"blocks": True, "clear": Clear.RECHECK, "validated": True}
 _DOUBT = {"blocks": False, "clear": Clear.ACKNOWLEDGE}
 
-REGISTRY: dict[Code, FlagType] = {t.code: t for t in (
-    _type(Code.MISSING_CURRENCY, "Currency missing", ["currency"], refuses_value=True, **_CHECKED, messages={
-        "": ("No currency was found for this price (not in the cell, its number format, the price "
-             "header, the other headers or the sheet's title rows); set the currency."),
-        "inactive": "Currency {value!r} is not an active ISO 4217 code; set the currency.",
-        "unclear": "Currency not stated clearly: {doubts}.",
-    }),
-    _type(Code.CURRENCY_NOT_IN_SHEET, "Currency not in the sheet", ["currency"], blocks=True,
-          clear=Clear.RECHECK, messages=(
-              "The currency {currency} is not stated in sheet {sheet!r} (not in the row, a number "
-              "format, a header, a title or a note); set the currency.")),
-    # The model's description must be read in the row it cites; validation
-    # checks a description only for an item without a SKU, so this doubt has
-    # a code of its own that a save of another field keeps.
-    _type(Code.DESCRIPTION_NOT_IN_ROW, "Description not in the cited row", ["description"], blocks=True,
-          clear=Clear.RECHECK, messages=(
-              "Row {row} of sheet {sheet!r} does not contain this description; check it against "
-              "the row or set it.")),
-    _type(Code.AMBIGUOUS_UNIT, "Unit unclear", ["unit"], refuses_value=True, **_CHECKED, messages={
-        "": "Unit {unit!r} does not say what is counted (piece, kg, box...); check it.",
-        "unknown": "Unit {unit!r} is not a known unit of sale; check what one price buys.",
-        "nearest": " Nearest known units: {units}.",
-        "in_context": "Unit {unit!r} {why}; check what one price buys.",
-    }),
-    _type(Code.AMBIGUOUS_PACK, "Pack size unclear", ["pack_size"], **_DOUBT, messages="{doubt}"),
-    _type(Code.INVALID_PRICE, "Price not a number", ["unit_price"], refuses_value=True, **_CHECKED,
-          messages="Price {price!r} is not a positive decimal number."),
-    _type(Code.TOO_LARGE, "Value too large",
-          ["pack_size", "description", "sku", "unit", "unit_price", "currency"], **_CHECKED,
-          messages={
-              "overlong": ("The {name} was {length:,} characters long, more than any real one: "
-                           "only its first {limit:,} are kept; check it."),
-              "pack": "Pack size {pack} is not a number below 1,000,000,000 that the catalog can store.",
-              "long": "The {name} is {length} characters long; the catalog stores at most {limit}.",
-              "cut": ("The {name} is {length:,} characters long, the most a cell holds: it may have "
-                      "been cut; check it."),
-          }),
-    _type(Code.UNSUPPORTED_SOURCE, "Not in the cited row",
-          ["source", "sku", "description", "unit_price"], **_CHECKED, messages={
-              "no_sheet": "The cited sheet {sheet!r} does not exist in the file.",
-              "no_row": "The cited row {row} is outside sheet {sheet!r} (it has {count} rows).",
-              "sku": "Row {row} of sheet {sheet!r} does not contain the SKU {sku!r}.",
-              "description": "Row {row} of sheet {sheet!r} does not contain the description.",
-              "price": "Row {row} of sheet {sheet!r} does not contain the price {price}.",
-              "no_cell": "The cited cell {column}{row} is outside sheet {sheet!r}.",
-              "cell_price": "Cell {column}{row} of sheet {sheet!r} does not hold the price {price}.",
-          }),
-    _type(Code.DUPLICATE_SKU, "SKU repeated", ["sku"], **_CHECKED,
-          messages="SKU {sku!r} appears {count} times with different prices ({prices})."),
-    _type(Code.EMPTY_DESCRIPTION, "Description empty", ["description"], **_CHECKED,
-          messages="The description is empty."),
-    _type(Code.DUPLICATE_ITEM, "Item repeated", ["description"], **_DOUBT, messages=(
-        "{description!r} appears {count} times with different prices ({prices}) and no SKU tells "
-        "them apart; check which is right or tell them apart.")),
-    _type(Code.PRICE_WITHOUT_ITEM, "Price without an item", [None], **_DOUBT, messages=(
-        "Row {row} holds a price but no SKU or description{taken}; check it is an item, or leave it out.")),
-    _type(Code.PRICE_CHANGED, "Price moved", ["unit_price"], **_DOUBT, extra=("old", "new"), messages=(
-        "The price moved from {old} to {new} {currency} ({change:+.0%}) against the supplier's "
-        "current catalog; accept it if it is right.")),
-    _type(Code.SUSPICIOUS_INSTRUCTION, "Text addressed to the model", [None], blocks=False,
-          clear=Clear.REREAD, messages=(
-              "Sheet {sheet!r} holds text addressed to the extracting model (row {row}: {text!r}); "
-              "check every value of this item against the sheet.")),
-    _type(Code.UNCERTAIN_COLUMN, "Column not confirmed", ITEM_FIELDS, **_DOUBT, messages={
-        "": "The {role} comes from column {column}, whose role is not confirmed; check it.",
-        "absent": "Column {column} may hold the {role}, which was not read from any column; check it.",
-    }),
-    # A price column computed from others: which one is the unit price is a
-    # choice the extractor made and a reviewer confirms.
-    _type(Code.DERIVED_PRICE, "Price column computed from others", ["unit_price"], **_DOUBT, messages={
-        "ratio": ("The price comes from column {column}, which is column {other} × {factor} on most rows "
-                  "(a price with or without tax, a discount or a markup); check which column holds the "
-                  "unit price."),
-        "total": ("The price comes from column {column}, which is column {first} × column {second} on most "
-                  "rows (a total, not a unit price); check which column holds the unit price."),
-    }),
-)}
+REGISTRY: dict[Code, FlagType] = {
+    t.code: t
+    for t in (
+        _type(
+            Code.MISSING_CURRENCY,
+            "Currency missing",
+            ["currency"],
+            refuses_value=True,
+            **_CHECKED,
+            messages={
+                "": (
+                    "No currency was found for this price (not in the cell, its number format, the price "
+                    "header, the other headers or the sheet's title rows); set the currency."
+                ),
+                "inactive": "Currency {value!r} is not an active ISO 4217 code; set the currency.",
+                "unclear": "Currency not stated clearly: {doubts}.",
+            },
+        ),
+        _type(
+            Code.CURRENCY_NOT_IN_SHEET,
+            "Currency not in the sheet",
+            ["currency"],
+            blocks=True,
+            clear=Clear.RECHECK,
+            messages=(
+                "The currency {currency} is not stated in sheet {sheet!r} (not in the row, a number "
+                "format, a header, a title or a note); set the currency."
+            ),
+        ),
+        # The model's description must be read in the row it cites; validation
+        # checks a description only for an item without a SKU, so this doubt has
+        # a code of its own that a save of another field keeps.
+        _type(
+            Code.DESCRIPTION_NOT_IN_ROW,
+            "Description not in the cited row",
+            ["description"],
+            blocks=True,
+            clear=Clear.RECHECK,
+            messages=(
+                "Row {row} of sheet {sheet!r} does not contain this description; check it against "
+                "the row or set it."
+            ),
+        ),
+        _type(
+            Code.AMBIGUOUS_UNIT,
+            "Unit unclear",
+            ["unit"],
+            refuses_value=True,
+            **_CHECKED,
+            messages={
+                "": "Unit {unit!r} does not say what is counted (piece, kg, box...); check it.",
+                "unknown": "Unit {unit!r} is not a known unit of sale; check what one price buys.",
+                "nearest": " Nearest known units: {units}.",
+                "in_context": "Unit {unit!r} {why}; check what one price buys.",
+            },
+        ),
+        _type(Code.AMBIGUOUS_PACK, "Pack size unclear", ["pack_size"], **_DOUBT, messages="{doubt}"),
+        _type(
+            Code.INVALID_PRICE,
+            "Price not a number",
+            ["unit_price"],
+            refuses_value=True,
+            **_CHECKED,
+            messages="Price {price!r} is not a positive decimal number.",
+        ),
+        _type(
+            Code.TOO_LARGE,
+            "Value too large",
+            ["pack_size", "description", "sku", "unit", "unit_price", "currency"],
+            **_CHECKED,
+            messages={
+                "overlong": (
+                    "The {name} was {length:,} characters long, more than any real one: "
+                    "only its first {limit:,} are kept; check it."
+                ),
+                "pack": "Pack size {pack} is not a number below 1,000,000,000 that the catalog can store.",
+                "long": "The {name} is {length} characters long; the catalog stores at most {limit}.",
+                "cut": (
+                    "The {name} is {length:,} characters long, the most a cell holds: it may have "
+                    "been cut; check it."
+                ),
+            },
+        ),
+        _type(
+            Code.UNSUPPORTED_SOURCE,
+            "Not in the cited row",
+            ["source", "sku", "description", "unit_price"],
+            **_CHECKED,
+            messages={
+                "no_sheet": "The cited sheet {sheet!r} does not exist in the file.",
+                "no_row": "The cited row {row} is outside sheet {sheet!r} (it has {count} rows).",
+                "sku": "Row {row} of sheet {sheet!r} does not contain the SKU {sku!r}.",
+                "description": "Row {row} of sheet {sheet!r} does not contain the description.",
+                "price": "Row {row} of sheet {sheet!r} does not contain the price {price}.",
+                "no_cell": "The cited cell {column}{row} is outside sheet {sheet!r}.",
+                "cell_price": "Cell {column}{row} of sheet {sheet!r} does not hold the price {price}.",
+            },
+        ),
+        _type(
+            Code.DUPLICATE_SKU,
+            "SKU repeated",
+            ["sku"],
+            **_CHECKED,
+            messages="SKU {sku!r} appears {count} times with different prices ({prices}).",
+        ),
+        _type(
+            Code.EMPTY_DESCRIPTION,
+            "Description empty",
+            ["description"],
+            **_CHECKED,
+            messages="The description is empty.",
+        ),
+        _type(
+            Code.DUPLICATE_ITEM,
+            "Item repeated",
+            ["description"],
+            **_DOUBT,
+            messages=(
+                "{description!r} appears {count} times with different prices ({prices}) and no SKU tells "
+                "them apart; check which is right or tell them apart."
+            ),
+        ),
+        _type(
+            Code.PRICE_WITHOUT_ITEM,
+            "Price without an item",
+            [None],
+            **_DOUBT,
+            messages=(
+                "Row {row} holds a price but no SKU or description{taken}; check it is an item, or leave it out."
+            ),
+        ),
+        _type(
+            Code.PRICE_CHANGED,
+            "Price moved",
+            ["unit_price"],
+            **_DOUBT,
+            extra=("old", "new"),
+            messages=(
+                "The price moved from {old} to {new} {currency} ({change:+.0%}) against the supplier's "
+                "current catalog; accept it if it is right."
+            ),
+        ),
+        _type(
+            Code.SUSPICIOUS_INSTRUCTION,
+            "Text addressed to the model",
+            [None],
+            blocks=False,
+            clear=Clear.REREAD,
+            messages=(
+                "Sheet {sheet!r} holds text addressed to the extracting model (row {row}: {text!r}); "
+                "check every value of this item against the sheet."
+            ),
+        ),
+        _type(
+            Code.UNCERTAIN_COLUMN,
+            "Column not confirmed",
+            ITEM_FIELDS,
+            **_DOUBT,
+            messages={
+                "": "The {role} comes from column {column}, whose role is not confirmed; check it.",
+                "absent": "Column {column} may hold the {role}, which was not read from any column; check it.",
+            },
+        ),
+        # A price column computed from others: which one is the unit price is a
+        # choice the extractor made and a reviewer confirms.
+        _type(
+            Code.DERIVED_PRICE,
+            "Price column computed from others",
+            ["unit_price"],
+            **_DOUBT,
+            messages={
+                "ratio": (
+                    "The price comes from column {column}, which is column {other} × {factor} on most rows "
+                    "(a price with or without tax, a discount or a markup); check which column holds the "
+                    "unit price."
+                ),
+                "total": (
+                    "The price comes from column {column}, which is column {first} × column {second} on most "
+                    "rows (a total, not a unit price); check which column holds the unit price."
+                ),
+            },
+        ),
+    )
+}
 
 CODES: tuple[str, ...] = tuple(str(code) for code in REGISTRY)
 
@@ -205,8 +341,15 @@ def flag_message(code: str, variant: str = "", **values: Any) -> str:
 _DEFAULT = object()
 
 
-def flag(code: str, field: str | None | object = _DEFAULT, *, variant: str = "",
-         message: str | None = None, extra: Mapping[str, Any] | None = None, **values: Any) -> dict:
+def flag(
+    code: str,
+    field: str | None | object = _DEFAULT,
+    *,
+    variant: str = "",
+    message: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+    **values: Any,
+) -> dict:
     """A flag as items carry it: ``{"code", "field", "message"}`` (plus the
     type's ``extra`` members). The message is the registered one (``variant``
     filled with ``values``) unless ``message`` is given. Raises UnknownFlag
@@ -219,8 +362,11 @@ def flag(code: str, field: str | None | object = _DEFAULT, *, variant: str = "",
         field = kind.fields[0]
     elif field not in kind.fields:
         raise UnknownFlag(f"{code} does not name the field {field!r}; it names {kind.fields}")
-    out = {"code": text, "field": field,
-           "message": message if message is not None else flag_message(code, variant, **values)}
+    out = {
+        "code": text,
+        "field": field,
+        "message": message if message is not None else flag_message(code, variant, **values),
+    }
     if extra:
         unknown = set(extra) - set(kind.extra)
         if unknown:
@@ -231,8 +377,9 @@ def flag(code: str, field: str | None | object = _DEFAULT, *, variant: str = "",
 
 def codes_where(**attributes: Any) -> frozenset[str]:
     """The codes whose type has every one of ``attributes`` (``blocks=True``...)."""
-    return frozenset(str(t.code) for t in REGISTRY.values()
-                     if all(getattr(t, k) == v for k, v in attributes.items()))
+    return frozenset(
+        str(t.code) for t in REGISTRY.values() if all(getattr(t, k) == v for k, v in attributes.items())
+    )
 
 
 def is_blocking(flag_: Mapping[str, Any]) -> bool:
@@ -248,4 +395,3 @@ def is_blocking(flag_: Mapping[str, Any]) -> bool:
 def registry_json() -> dict[str, dict]:
     """Code -> {name, blocks, clear, hint, fields}: what the grid shows."""
     return {str(t.code): t.describe() for t in REGISTRY.values()}
-

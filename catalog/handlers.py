@@ -37,8 +37,10 @@ def _layouts(ctx) -> dict:
     from catalog.selectors import supplier_layouts_data
 
     given = ctx.payload.get("mapping")
-    return {"given": given if isinstance(given, dict) else None,
-            "remembered": supplier_layouts_data(supplier_id=ctx.payload.get("supplier_id"))}
+    return {
+        "given": given if isinstance(given, dict) else None,
+        "remembered": supplier_layouts_data(supplier_id=ctx.payload.get("supplier_id")),
+    }
 
 
 def _endpoint():
@@ -48,8 +50,12 @@ def _endpoint():
 
     if not EXTRACTORS[settings.EXTRACTOR].remote:
         return None
-    return ModelEndpoint(base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY,
-                         model=settings.LLM_MODEL, timeout_seconds=settings.LLM_TIMEOUT_SECONDS)
+    return ModelEndpoint(
+        base_url=settings.LLM_BASE_URL,
+        api_key=settings.LLM_API_KEY,
+        model=settings.LLM_MODEL,
+        timeout_seconds=settings.LLM_TIMEOUT_SECONDS,
+    )
 
 
 def _read_extract_validate(ctx, sheet: PriceSheet) -> dict:
@@ -61,17 +67,29 @@ def _read_extract_validate(ctx, sheet: PriceSheet) -> dict:
 
     saved = ctx.load_checkpoint("table")
     endpoint = _endpoint()
-    limits = ParseLimits(max_memory_mb=settings.PARSE_MAX_MEMORY_MB, max_seconds=settings.PARSE_MAX_SECONDS,
-                         call_seconds=settings.LLM_TIMEOUT_SECONDS + CALL_MARGIN_SECONDS if endpoint else 0.0)
+    limits = ParseLimits(
+        max_memory_mb=settings.PARSE_MAX_MEMORY_MB,
+        max_seconds=settings.PARSE_MAX_SECONDS,
+        call_seconds=settings.LLM_TIMEOUT_SECONDS + CALL_MARGIN_SECONDS if endpoint else 0.0,
+    )
     # A retry never reads the file again. From the sheets storage: a local
     # folder, or an object store.
-    request = {"data": sheet_read_bytes(sheet.storage_path) if saved is None else None,
-               "filename": sheet.original_name, "table": saved, "extractor": settings.EXTRACTOR,
-               "layouts": _layouts(ctx), "endpoint": endpoint, "max_output_mb": settings.PARSE_MAX_OUTPUT_MB,
-               "read_limits": ReadLimits(max_sheets=settings.MAX_SHEETS, max_pages=settings.MAX_PAGES)}
-    events = {"table": lambda table: ctx.checkpoint("table", table),
-              "before_call": ctx.check, "on_call": ctx.record_provider_call,
-              "progress": lambda done, total: ctx.heartbeat(done, total)}
+    request = {
+        "data": sheet_read_bytes(sheet.storage_path) if saved is None else None,
+        "filename": sheet.original_name,
+        "table": saved,
+        "extractor": settings.EXTRACTOR,
+        "layouts": _layouts(ctx),
+        "endpoint": endpoint,
+        "max_output_mb": settings.PARSE_MAX_OUTPUT_MB,
+        "read_limits": ReadLimits(max_sheets=settings.MAX_SHEETS, max_pages=settings.MAX_PAGES),
+    }
+    events = {
+        "table": lambda table: ctx.checkpoint("table", table),
+        "before_call": ctx.check,
+        "on_call": ctx.record_provider_call,
+        "progress": lambda done, total: ctx.heartbeat(done, total),
+    }
     # A stopping worker releases the job before the child starts; once it
     # runs, only a lost lease (cancelled, expired, taken over) kills it, a
     # stopping worker keeps the lease until the child answers, and releases
@@ -118,12 +136,21 @@ def parse_sheet(ctx) -> None:
     ctx.heartbeat()
     _usable(ctx, result)
     # Questions for a reviewer that need the supplier's current catalog.
-    checked = review_flags(result["items"], previous=supplier_current_items(supplier_id=sheet.supplier_id),
-                           ratio=settings.PRICE_CHANGE_REVIEW_RATIO)
+    checked = review_flags(
+        result["items"],
+        previous=supplier_current_items(supplier_id=sheet.supplier_id),
+        ratio=settings.PRICE_CHANGE_REVIEW_RATIO,
+    )
     report = result["report"]
     confirm, layout = report["needs_confirmation"], report["layout"]
-    output = {"items": checked, "notes": result["notes"], "extractor": result["extractor"],
-              "columns": report["columns"], "layout": layout, "needs_confirmation": confirm}
+    output = {
+        "items": checked,
+        "notes": result["notes"],
+        "extractor": result["extractor"],
+        "columns": report["columns"],
+        "layout": layout,
+        "needs_confirmation": confirm,
+    }
     # A reviewer's own mapping always comes back to them; columns inferred
     # without confidence wait for a reviewer to confirm them.
     review = needs_review(checked) or confirm or layout["source"] == "reviewer"

@@ -25,7 +25,9 @@ class Source(BaseModel):
     row: int = Field(ge=1, description="1-based.")
     column: str | None = Field(None, description="The cited cell's column letter, for a matrix item.")
     price_places: int | None = Field(None, description="The decimals the sheet showed the price with.")
-    raw_price: str | float | None = Field(None, description="The value stored behind a rounded or computed price.")
+    raw_price: str | float | None = Field(
+        None, description="The value stored behind a rounded or computed price."
+    )
     formula: bool | None = Field(None, description="True when a formula computed the price.")
 
 
@@ -90,9 +92,14 @@ def _strict(schema: dict, defs: dict) -> dict:
 
 def _model_item() -> type[BaseModel]:
     strict = ConfigDict(extra="forbid", strict=True)
-    source = create_model("CitedSource", __config__=strict, **{
-        n: (Source.model_fields[n].annotation, Source.model_fields[n]) for n in MODEL_SOURCE_FIELDS})
-    fields: dict[str, Any] = {n: (Item.model_fields[n].annotation, Item.model_fields[n]) for n in VALUE_FIELDS}
+    source = create_model(
+        "CitedSource",
+        __config__=strict,
+        **{n: (Source.model_fields[n].annotation, Source.model_fields[n]) for n in MODEL_SOURCE_FIELDS},
+    )
+    fields: dict[str, Any] = {
+        n: (Item.model_fields[n].annotation, Item.model_fields[n]) for n in VALUE_FIELDS
+    }
     fields["source"] = (source, ...)
     return create_model("ModelItem", __config__=strict, **fields)
 
@@ -123,8 +130,14 @@ class Open(BaseModel):
 
 
 ApiFlag = create_model("Flag", __base__=Open, **{n: (f.annotation, f) for n, f in Flag.model_fields.items()})
-ApiItem = create_model("Item", __base__=Open, __doc__="An extracted or published item (DESIGN.md, the item schema).",
-                       **{n: (_loose(Item.model_fields[n].annotation), Field(
-                           description=Item.model_fields[n].description)) for n in VALUE_FIELDS},
-                       source=(Source | None, ...))
+ApiItem = create_model(
+    "Item",
+    __base__=Open,
+    __doc__="An extracted or published item (DESIGN.md, the item schema).",
+    **{
+        n: (_loose(Item.model_fields[n].annotation), Field(description=Item.model_fields[n].description))
+        for n in VALUE_FIELDS
+    },
+    source=(Source | None, ...),
+)
 JobItem = create_model("JobItem", __base__=ApiItem, flags=(list[ApiFlag], ...))

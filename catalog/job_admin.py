@@ -54,23 +54,34 @@ def sheet_output_html(job: Job) -> str:
     if not isinstance(output, dict) or not isinstance(output.get("items"), list):
         if output in (None, "", [], {}):
             return "-"
-        return format_html('<pre style="white-space:pre-wrap;margin:0">{}</pre>',
-                           json.dumps(output, indent=2, ensure_ascii=False, sort_keys=True))
+        return format_html(
+            '<pre style="white-space:pre-wrap;margin:0">{}</pre>',
+            json.dumps(output, indent=2, ensure_ascii=False, sort_keys=True),
+        )
     items = output["items"]
     flagged = sum(1 for item in items if item.get("flags"))
-    head = format_html("<p>{} item(s), {} flagged. {}</p>", len(items), flagged,
-                       "; ".join(str(n) for n in output.get("notes") or []))
+    head = format_html(
+        "<p>{} item(s), {} flagged. {}</p>",
+        len(items),
+        flagged,
+        "; ".join(str(n) for n in output.get("notes") or []),
+    )
     rows = format_html_join(
         "",
         '<tr style="{}"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
         "<td>{}</td><td>{}</td><td>{}</td></tr>",
         (_item_row(index, item) for index, item in enumerate(items[:MAX_OUTPUT_ROWS], start=1)),
     )
-    more = (format_html("<p>{} more item(s) not shown.</p>", len(items) - MAX_OUTPUT_ROWS)
-            if len(items) > MAX_OUTPUT_ROWS else "")
+    more = (
+        format_html("<p>{} more item(s) not shown.</p>", len(items) - MAX_OUTPUT_ROWS)
+        if len(items) > MAX_OUTPUT_ROWS
+        else ""
+    )
     return format_html(
         "{}<table><thead><tr><th>#</th><th>SKU</th><th>description</th><th>unit</th>"
         "<th>pack</th><th>unit price</th><th>currency</th><th>source</th><th>flags</th>"
         "</tr></thead><tbody>{}</tbody></table>{}",
-        head, rows, more,
+        head,
+        rows,
+        more,
     )

@@ -81,8 +81,12 @@ def _chunks(table: Table, chunk_rows: int):
             yield sheet.name, "\n".join(parts)
 
 
-_KINDS = {"string_type": "a string", "float_type": "a number", "int_type": "an integer",
-          "greater_than_equal": "positive"}
+_KINDS = {
+    "string_type": "a string",
+    "float_type": "a number",
+    "int_type": "an integer",
+    "greater_than_equal": "positive",
+}
 
 
 def _check_item(i: int, item) -> None:
@@ -103,7 +107,9 @@ def _check_item(i: int, item) -> None:
         ModelItem.model_validate(item)
     except ValidationError as exc:
         error = exc.errors()[0]
-        name = ".".join(str(part) for part in error["loc"] if part in MODEL_FIELDS or part in MODEL_SOURCE_FIELDS)
+        name = ".".join(
+            str(part) for part in error["loc"] if part in MODEL_FIELDS or part in MODEL_SOURCE_FIELDS
+        )
         kind = _KINDS.get(error["type"], "valid")
         fail(f"{name} is not {kind}{' or null' if len(exc.errors()) > 1 else ''}")
     if plain_decimal(item["unit_price"]) is None:
@@ -131,7 +137,9 @@ def _classify(exc: Exception, timeout: float):
         detail = str(exc)[:300]
         status = exc.status_code
         if status in (408, 409, 429) or status >= 500:
-            return ProviderTransientError(MSG_STATUS.format(status=status, detail=detail), request_id=request_id)
+            return ProviderTransientError(
+                MSG_STATUS.format(status=status, detail=detail), request_id=request_id
+            )
         return ProviderRejectedError(MSG_STATUS.format(status=status, detail=detail), request_id=request_id)
     return None
 
@@ -209,7 +217,9 @@ def extract_items_with_model(
             if refusal:
                 raise ProviderRejectedError(MSG_REFUSAL.format(detail=refusal[:300]), request_id=request_id)
             if choice.finish_reason == "length":
-                raise ProviderRejectedError(MSG_TRUNCATED.format(reason=choice.finish_reason), request_id=request_id)
+                raise ProviderRejectedError(
+                    MSG_TRUNCATED.format(reason=choice.finish_reason), request_id=request_id
+                )
             try:
                 answer = json.loads(message.content or "")
             except json.JSONDecodeError as exc:

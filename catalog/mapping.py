@@ -41,16 +41,27 @@ from catalog.reading import Sheet, Table
 
 ROLES = VALUE_FIELDS  # a column is read as one of the item's values
 OTHER = "other"
-ROLE_LABELS = {"sku": "SKU", "description": "Description", "unit": "Unit", "pack_size": "Pack size",
-               "unit_price": "Unit price", "currency": "Currency", OTHER: "not read"}
+ROLE_LABELS = {
+    "sku": "SKU",
+    "description": "Description",
+    "unit": "Unit",
+    "pack_size": "Pack size",
+    "unit_price": "Unit price",
+    "currency": "Currency",
+    OTHER: "not read",
+}
 
 MSG_NOT_OBJECT = "The mapping must be a JSON object with `sheets` (a list) and `currency`."
 MSG_NO_SHEETS = "Name at least one sheet to read in `sheets`."
-MSG_SHEET_NOT_OBJECT = "Sheet {n}: each entry of `sheets` is an object with `sheet`, `header_row` and `columns`."
+MSG_SHEET_NOT_OBJECT = (
+    "Sheet {n}: each entry of `sheets` is an object with `sheet`, `header_row` and `columns`."
+)
 MSG_UNKNOWN_SHEET = "Sheet {name!r} does not exist in this file (its sheets: {names})."
 MSG_SHEET_TWICE = "Sheet {name!r} is listed twice."
-MSG_BAD_HEADER_ROW = ("Sheet {name!r}: `header_row` must be a row number from 1 to {rows}, "
-                      "or null when the sheet has no header row.")
+MSG_BAD_HEADER_ROW = (
+    "Sheet {name!r}: `header_row` must be a row number from 1 to {rows}, "
+    "or null when the sheet has no header row."
+)
 MSG_COLUMNS_NOT_OBJECT = "Sheet {name!r}: `columns` must be an object of role -> column letter."
 MSG_UNKNOWN_ROLE = "Sheet {name!r}: unknown role {role!r}; the roles are {roles}."
 MSG_BAD_LETTER = "Sheet {name!r}: {role} column {value!r} is not a column letter (A, B, ..., AA)."
@@ -58,8 +69,9 @@ MSG_NO_COLUMN = "Sheet {name!r}: {role} column {letter} does not exist (the shee
 MSG_COLUMN_TWICE = "Sheet {name!r}: column {letter} is given two roles ({roles})."
 MSG_NO_PRICE = "Sheet {name!r}: name the unit price column (`unit_price`)."
 MSG_NO_ITEM = "Sheet {name!r}: name a description column or a SKU column (or both)."
-MSG_COLUMNS_AND_MATRIX = ("Sheet {name!r}: give either `columns` (an item list) or `matrix` (a price "
-                          "matrix), not both.")
+MSG_COLUMNS_AND_MATRIX = (
+    "Sheet {name!r}: give either `columns` (an item list) or `matrix` (a price matrix), not both."
+)
 MSG_BAD_CURRENCY = "`currency` {value!r} is not an active ISO 4217 code (EUR, USD, ...), or null."
 
 _LETTERS_RE = re.compile(r"^[A-Z]{1,3}$")
@@ -84,7 +96,7 @@ def column_letter(index: int) -> str:
 
 
 def column_index(letter: str) -> int:
-    """"A" -> 0, "AA" -> 26."""
+    """ "A" -> 0, "AA" -> 26."""
     return col_index(letter)
 
 
@@ -150,8 +162,11 @@ def _sheet_parse(entry: dict, sheet: Sheet, errors: list[str]) -> dict | None:
     name = sheet.name
     before = len(errors)
     header_row = entry.get("header_row")
-    if header_row is not None and (isinstance(header_row, bool) or not isinstance(header_row, int)
-                                   or not 1 <= header_row <= len(sheet.rows)):
+    if header_row is not None and (
+        isinstance(header_row, bool)
+        or not isinstance(header_row, int)
+        or not 1 <= header_row <= len(sheet.rows)
+    ):
         errors.append(MSG_BAD_HEADER_ROW.format(name=name, rows=len(sheet.rows)))
     raw = entry.get("columns")
     if not isinstance(raw, dict):
@@ -170,8 +185,11 @@ def _sheet_parse(entry: dict, sheet: Sheet, errors: list[str]) -> dict | None:
             errors.append(MSG_BAD_LETTER.format(name=name, role=role, value=value))
             continue
         if column_index(letter) >= width:
-            errors.append(MSG_NO_COLUMN.format(name=name, role=role, letter=letter,
-                                               last=column_letter(width - 1) if width else "none"))
+            errors.append(
+                MSG_NO_COLUMN.format(
+                    name=name, role=role, letter=letter, last=column_letter(width - 1) if width else "none"
+                )
+            )
             continue
         columns[role] = letter
     by_letter: dict[str, list[str]] = {}
@@ -218,8 +236,13 @@ def header_signature(sheet: Sheet, header_row: int | None) -> str:
         for col in range(width):
             kinds = [_content_kind(r[col]) for r in rows if col < len(r) and r[col]]
             shape.append(max(sorted(set(kinds)), key=kinds.count) if kinds else "")
-    data = {"sheet": fold(sheet.name), "width": width, "header_row": header_row,
-            "header": header, "shape": shape}
+    data = {
+        "sheet": fold(sheet.name),
+        "width": width,
+        "header_row": header_row,
+        "header": header,
+        "shape": shape,
+    }
     return hashlib.sha256(json.dumps(data, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -252,10 +275,13 @@ def layout_fits(mapping: dict, sheet_signatures: dict[str, str], table: Table) -
 
 MSG_MAPPING_GONE = "the column mapping set by {by} no longer fits the sheet: {errors}"
 NOTE_REVIEWER = "columns mapped by {by} at {at}"
-NOTE_REMEMBERED = ("read with the layout remembered for this supplier (sheets {sheets}), "
-                   "approved by {by} at {at}")
-NOTE_CHANGED = ("the layout differs from the {count} remembered for this supplier (sheet names, "
-                "column count or header cells changed): columns inferred")
+NOTE_REMEMBERED = (
+    "read with the layout remembered for this supplier (sheets {sheets}), approved by {by} at {at}"
+)
+NOTE_CHANGED = (
+    "the layout differs from the {count} remembered for this supplier (sheet names, "
+    "column count or header cells changed): columns inferred"
+)
 
 
 @dataclass(frozen=True)
@@ -282,8 +308,11 @@ def choose_mapping(table: Table, *, given: dict | None, remembered: list[dict]) 
             mapping = mapping_parse(given, table)
         except MappingInvalid as exc:
             raise SheetError(MSG_MAPPING_GONE.format(by=by, errors=" ".join(exc.errors))) from exc
-        return Choice(mapping, {"source": "reviewer", "approved_by": by, "approved_at": at},
-                      [NOTE_REVIEWER.format(by=by, at=at)])
+        return Choice(
+            mapping,
+            {"source": "reviewer", "approved_by": by, "approved_at": at},
+            [NOTE_REVIEWER.format(by=by, at=at)],
+        )
     for layout in remembered:
         if not layout_fits(layout["mapping"], layout["sheet_signatures"], table):
             continue
@@ -292,9 +321,11 @@ def choose_mapping(table: Table, *, given: dict | None, remembered: list[dict]) 
         except MappingInvalid:
             continue
         by, at = layout["approved_by"], layout["approved_at"]
-        return Choice(mapping, {"source": "remembered", "approved_by": by, "approved_at": at,
-                                "layout_id": layout["id"]},
-                      [NOTE_REMEMBERED.format(sheets=layout["sheet_names"], by=by, at=at)])
+        return Choice(
+            mapping,
+            {"source": "remembered", "approved_by": by, "approved_at": at, "layout_id": layout["id"]},
+            [NOTE_REMEMBERED.format(sheets=layout["sheet_names"], by=by, at=at)],
+        )
     notes = [NOTE_CHANGED.format(count=len(remembered))] if remembered else []
     return Choice(None, {"source": "inferred", "approved_by": None, "approved_at": None}, notes)
 
@@ -334,8 +365,11 @@ def read_items(table: Table, *, given: dict | None = None, remembered: list[dict
         "items": extracted.items,
         "notes": [*choice.notes, *extracted.notes],
         "refusal": refusal,
-        "report": {"columns": extracted.sheets, "layout": choice.layout,
-                   # A mapping a person set or approved needs no confirmation.
-                   "needs_confirmation": extracted.needs_confirmation and choice.mapping is None},
+        "report": {
+            "columns": extracted.sheets,
+            "layout": choice.layout,
+            # A mapping a person set or approved needs no confirmation.
+            "needs_confirmation": extracted.needs_confirmation and choice.mapping is None,
+        },
         "held": extracted.held,
     }

@@ -67,7 +67,9 @@ class CatalogRevision(models.Model):
     # The id in URLs and API answers (see Supplier.public_id).
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     job = models.OneToOneField("jobs.Job", on_delete=models.PROTECT, related_name="revision")
-    attempt = models.PositiveIntegerField(help_text="The attempt that held the fence when this was published.")
+    attempt = models.PositiveIntegerField(
+        help_text="The attempt that held the fence when this was published."
+    )
     published_at = models.DateTimeField(auto_now_add=True)
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -79,11 +81,16 @@ class CatalogRevision(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["supplier", "number"], name="revision_unique_number",
-                                    condition=models.Q(supplier__isnull=False)),
-            models.UniqueConstraint(fields=["workspace", "number"],
-                                    name="revision_unique_number_without_supplier",
-                                    condition=models.Q(supplier__isnull=True)),
+            models.UniqueConstraint(
+                fields=["supplier", "number"],
+                name="revision_unique_number",
+                condition=models.Q(supplier__isnull=False),
+            ),
+            models.UniqueConstraint(
+                fields=["workspace", "number"],
+                name="revision_unique_number_without_supplier",
+                condition=models.Q(supplier__isnull=True),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -139,8 +146,14 @@ class SupplierLayout(models.Model):
     )
     approved_by_name = models.CharField(max_length=150)
     approved_at = models.DateTimeField(auto_now=True)
-    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL,
-                            related_name="+", help_text="The job whose approval stored it.")
+    job = models.ForeignKey(
+        "jobs.Job",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The job whose approval stored it.",
+    )
 
     class Meta:
         ordering = ["-approved_at"]

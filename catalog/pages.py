@@ -113,12 +113,16 @@ def _list_context(request: HttpRequest) -> dict:
     if state:
         jobs = jobs.filter(state=state)
     count = jobs.count()
-    rows = list(jobs_with_live_phase(jobs).order_by("-created_at", "-id")
-                [(page - 1) * LIST_PAGE_SIZE:page * LIST_PAGE_SIZE])
+    rows = list(
+        jobs_with_live_phase(jobs).order_by("-created_at", "-id")[
+            (page - 1) * LIST_PAGE_SIZE : page * LIST_PAGE_SIZE
+        ]
+    )
     sheets = job_sheets(jobs=rows)
     return {
-        "rows": [{"job": job, "sheet": sheets.get(job.pk), "percent": job_progress_percent(job)}
-                 for job in rows],
+        "rows": [
+            {"job": job, "sheet": sheets.get(job.pk), "percent": job_progress_percent(job)} for job in rows
+        ],
         "count": count,
         "state": state,
         "states": State.choices,
@@ -181,17 +185,29 @@ class UploadForm(forms.Form):
         return upload
 
 
-def _form_page(request: HttpRequest, form: UploadForm, *, status: int = 200,
-               error: str = "") -> HttpResponse:
+def _form_page(request: HttpRequest, form: UploadForm, *, status: int = 200, error: str = "") -> HttpResponse:
     workspaces = form.workspaces
-    suppliers = (Supplier.objects.filter(workspace__in=workspaces)
-                 .order_by("name").values_list("name", flat=True).distinct())
-    return render(request, "jobs/new.html", {
-        "form": form, "workspaces": workspaces, "suppliers": list(suppliers)[:500],
-        "error": error, "limit_text": size_text(settings.UPLOAD_MAX_BYTES),
-        "limit_bytes": settings.UPLOAD_MAX_BYTES,
-        "accept": accepted_files(), "formats": format_names(),
-    }, status=status)
+    suppliers = (
+        Supplier.objects.filter(workspace__in=workspaces)
+        .order_by("name")
+        .values_list("name", flat=True)
+        .distinct()
+    )
+    return render(
+        request,
+        "jobs/new.html",
+        {
+            "form": form,
+            "workspaces": workspaces,
+            "suppliers": list(suppliers)[:500],
+            "error": error,
+            "limit_text": size_text(settings.UPLOAD_MAX_BYTES),
+            "limit_bytes": settings.UPLOAD_MAX_BYTES,
+            "accept": accepted_files(),
+            "formats": format_names(),
+        },
+        status=status,
+    )
 
 
 def _fresh_form(workspaces: list[Workspace], previous=None) -> UploadForm:
@@ -213,14 +229,16 @@ def _job_new(request: HttpRequest) -> HttpResponse:
     upload = form.cleaned_data["file"]
     try:
         job, _ = pricesheet_admit(
-            workspace=form.cleaned_data["workspace"], chunks=upload.chunks(),
-            original_name=upload.name or "upload", content_type=upload.content_type or "",
+            workspace=form.cleaned_data["workspace"],
+            chunks=upload.chunks(),
+            original_name=upload.name or "upload",
+            content_type=upload.content_type or "",
             supplier_name=form.cleaned_data["supplier"],
-            idempotency_key=form.cleaned_data["idempotency_key"], user=request.user,
+            idempotency_key=form.cleaned_data["idempotency_key"],
+            user=request.user,
         )
     except IdempotencyConflict:
-        return _form_page(request, _fresh_form(workspaces, request.POST), status=422,
-                          error=MSG_REUSED_FORM)
+        return _form_page(request, _fresh_form(workspaces, request.POST), status=422, error=MSG_REUSED_FORM)
     return redirect("jobs:detail", id=job.pk)
 
 
@@ -241,10 +259,13 @@ def job_new(request: HttpRequest) -> HttpResponse:
             if isinstance(exc, InsufficientStorage):
                 return _form_page(request, _fresh_form(workspaces), status=507, error=str(exc))
             if isinstance(exc, Problem):
-                return _form_page(request, _fresh_form(workspaces), status=exc.status,
-                                  error=exc.detail)
-            return _form_page(request, _fresh_form(workspaces), status=413,
-                              error=MSG_TOO_LARGE.format(limit=size_text(limit)))
+                return _form_page(request, _fresh_form(workspaces), status=exc.status, error=exc.detail)
+            return _form_page(
+                request,
+                _fresh_form(workspaces),
+                status=413,
+                error=MSG_TOO_LARGE.format(limit=size_text(limit)),
+            )
     return _job_new(request)
 
 
@@ -267,20 +288,28 @@ def _job_context(job: Job, items_page: str | None = None) -> dict:
             ("Awaiting review", duration_text(timings["review_seconds"])),
         ],
         "attempts": [
-            {"attempt": attempt,
-             "duration": duration_text((attempt.finished_at - attempt.started_at).total_seconds())
-             if attempt.finished_at else ""}
+            {
+                "attempt": attempt,
+                "duration": duration_text((attempt.finished_at - attempt.started_at).total_seconds())
+                if attempt.finished_at
+                else "",
+            }
             for attempt in attempts
         ],
         # One page of the published items: a large sheet is read page by page.
-        "items": (Paginator(sheet_items(job), JOB_ITEMS_PAGE_SIZE).get_page(items_page)
-                  if job.state == State.COMPLETED else None),
+        "items": (
+            Paginator(sheet_items(job), JOB_ITEMS_PAGE_SIZE).get_page(items_page)
+            if job.state == State.COMPLETED
+            else None
+        ),
         "revision": job_revision(job),
-        "review_url": (reverse("review:detail", args=[job.pk])
-                       if job.state == State.AWAITING_REVIEW else ""),
+        "review_url": (reverse("review:detail", args=[job.pk]) if job.state == State.AWAITING_REVIEW else ""),
         # A sheet that was read and that a reviewer can send back with a mapping.
-        "mapping_url": (reverse("review:mapping", args=[job.pk]) if job.state in REQUEUEABLE_STATES
-                        and job_reading_report(job)["columns"] is not None else ""),
+        "mapping_url": (
+            reverse("review:mapping", args=[job.pk])
+            if job.state in REQUEUEABLE_STATES and job_reading_report(job)["columns"] is not None
+            else ""
+        ),
         "cancellable": job_is_cancellable(job),
         "finished": job_is_finished(job),
         "needs_attention": job.state == State.NEEDS_ATTENTION,

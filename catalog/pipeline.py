@@ -34,10 +34,18 @@ class Link(Calls, Protocol):
         """The table, read: the job checkpoints it at once."""
 
 
-def read_extract_validate(*, data: bytes | None, filename: str, table: dict | None,
-                          read_limits: ReadLimits, extractor: str | None, link: Link,
-                          layouts: dict | None = None, endpoint: ModelEndpoint | None = None,
-                          max_output_mb: int | None = None) -> dict:
+def read_extract_validate(
+    *,
+    data: bytes | None,
+    filename: str,
+    table: dict | None,
+    read_limits: ReadLimits,
+    extractor: str | None,
+    link: Link,
+    layouts: dict | None = None,
+    endpoint: ModelEndpoint | None = None,
+    max_output_mb: int | None = None,
+) -> dict:
     """Read the sheet (unless ``table``, a checkpoint, is given; a fresh
     table goes to ``link.table``), then, unless ``extractor`` is None,
     extract with that extractor and validate.
@@ -51,8 +59,11 @@ def read_extract_validate(*, data: bytes | None, filename: str, table: dict | No
     report, the layout, whether to confirm it) and ``extractor`` (the name
     of the one that ran). The table and the items, as written out, are each
     measured against ``max_output_mb``."""
-    parsed = Table.from_json(table) if table is not None else read_bytes(
-        data, filename=filename, limits=read_limits)
+    parsed = (
+        Table.from_json(table)
+        if table is not None
+        else read_bytes(data, filename=filename, limits=read_limits)
+    )
     del data
     if table is None:
         check_output_size(table_size(parsed), max_output_mb)
@@ -87,8 +98,8 @@ def _show_held_doubt(result: dict) -> None:
     held = result.pop("held", None)
     report = result.get("report") or {}
     if held and show_held_doubt(
-            held, report.get("columns") or [], result["items"],
-            review=needs_review(review_flags(result["items"]))):
+        held, report.get("columns") or [], result["items"], review=needs_review(review_flags(result["items"]))
+    ):
         report["needs_confirmation"] = True
 
 

@@ -81,20 +81,36 @@ class _PublishedItem(Open):
 # row it was read from.
 _PUBLISHED = {
     "currency": (str, Field(description="ISO 4217.")),
-    "unit_price": (str, Field(description="A decimal, as text, with the decimals the supplier gave "
-                                          "(\"12.50\", \"0.125\", \"12\").")),
+    "unit_price": (
+        str,
+        Field(
+            description='A decimal, as text, with the decimals the supplier gave ("12.50", "0.125", "12").'
+        ),
+    ),
 }
 CatalogItemOut = create_model(
-    "CatalogItemOut", __base__=_PublishedItem,
-    **{name: _PUBLISHED.get(name, (Item.model_fields[name].annotation, Item.model_fields[name]))
-       for name in VALUE_FIELDS},
-    unit_code=(str | None, Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known.")),
-    source=(dict[str, str | int], Field(description="{sheet, row}: where the item was read; "
-                                                    "`column` too for a price matrix's cell.")),
-    provenance=(dict[str, FieldProvenance], Field(
-        description="Per field (sku, description, unit, pack_size, unit_price, currency): "
-                    "extracted from the sheet, or set by a reviewer (who, when, and the "
-                    "value that was extracted).")),
+    "CatalogItemOut",
+    __base__=_PublishedItem,
+    **{
+        name: _PUBLISHED.get(name, (Item.model_fields[name].annotation, Item.model_fields[name]))
+        for name in VALUE_FIELDS
+    },
+    unit_code=(
+        str | None,
+        Field(None, description="The UN/CEFACT Recommendation 20 code of the unit, when known."),
+    ),
+    source=(
+        dict[str, str | int],
+        Field(description="{sheet, row}: where the item was read; `column` too for a price matrix's cell."),
+    ),
+    provenance=(
+        dict[str, FieldProvenance],
+        Field(
+            description="Per field (sku, description, unit, pack_size, unit_price, currency): "
+            "extracted from the sheet, or set by a reviewer (who, when, and the "
+            "value that was extracted)."
+        ),
+    ),
 )
 
 
@@ -127,7 +143,8 @@ class RevisionOut(Open):
     approved_by: str | None
     item_count: int
     previous_revision_id: UUID | None = Field(
-        description="The supplier's revision published just before this one.")
+        description="The supplier's revision published just before this one."
+    )
     links: dict[str, str]
 
 
@@ -160,10 +177,12 @@ SEARCH_MAX = 200
 
 class ItemsQuery(Paging):
     sku: str | None = Field(None, max_length=SEARCH_MAX, description="Only items with exactly this SKU.")
-    q: str | None = Field(None, max_length=SEARCH_MAX,
-                          description="Only items whose SKU or description contains this text.")
+    q: str | None = Field(
+        None, max_length=SEARCH_MAX, description="Only items whose SKU or description contains this text."
+    )
     format: Literal["json", "csv", "xlsx"] | None = Field(
-        None, description="Instead of the Accept header. CSV and XLSX hold the whole revision.")
+        None, description="Instead of the Accept header. CSV and XLSX hold the whole revision."
+    )
 
 
 class SupplierItemsQuery(ItemsQuery):
@@ -173,7 +192,8 @@ class SupplierItemsQuery(ItemsQuery):
 
 class ChangesQuery(Schema):
     since: UUID | None = Field(
-        None, description="The revision you hold; without it every current item is added.")
+        None, description="The revision you hold; without it every current item is added."
+    )
 
 
 class FormatQuery(Schema):
@@ -222,9 +242,11 @@ def _source(get) -> dict:
 
 def supplier_json(supplier: Supplier) -> dict:
     current = supplier.current_revision
-    links = {"self": reverse("api:supplier", args=[supplier.public_id]),
-             "items": reverse("api:supplier-items", args=[supplier.public_id]),
-             "changes": reverse("api:supplier-changes", args=[supplier.public_id])}
+    links = {
+        "self": reverse("api:supplier", args=[supplier.public_id]),
+        "items": reverse("api:supplier-items", args=[supplier.public_id]),
+        "changes": reverse("api:supplier-changes", args=[supplier.public_id]),
+    }
     if current is not None:
         links["revision"] = reverse("api:revision", args=[current.public_id])
     return {
@@ -252,8 +274,12 @@ def revision_json(revision: CatalogRevision) -> dict:
         "approved_by": revision.approved_by.get_username() if revision.approved_by else None,
         "item_count": revision.item_count,
         "previous_revision_id": str(previous.public_id) if previous else None,
-        "links": {"self": reverse("api:revision", args=[revision.public_id]),
-                  "items": items, "csv": f"{items}?format=csv", "xlsx": f"{items}?format=xlsx"},
+        "links": {
+            "self": reverse("api:revision", args=[revision.public_id]),
+            "items": items,
+            "csv": f"{items}?format=csv",
+            "xlsx": f"{items}?format=xlsx",
+        },
     }
 
 
@@ -320,17 +346,23 @@ def _spreadsheet(revision: CatalogRevision, fmt: str) -> HttpResponse:
     return revision_download(revision, fmt)
 
 
-def _items_answer(request: HttpRequest, revision: CatalogRevision | None, query: ItemsQuery,
-                  supplier: Supplier | None) -> HttpResponse:
-    items = revision_items(revision=revision, query=query.q or "", sku=query.sku or "") \
-        if revision is not None else CatalogItem.objects.none()
+def _items_answer(
+    request: HttpRequest, revision: CatalogRevision | None, query: ItemsQuery, supplier: Supplier | None
+) -> HttpResponse:
+    items = (
+        revision_items(revision=revision, query=query.q or "", sku=query.sku or "")
+        if revision is not None
+        else CatalogItem.objects.none()
+    )
     page = paginate(request, items, page=query.page, page_size=query.page_size)
-    return JsonResponse({
-        "supplier_id": str(supplier.public_id) if supplier else None,
-        "revision_id": str(revision.public_id) if revision else None,
-        **page,
-        "results": [item_json(item) for item in page["results"]],
-    })
+    return JsonResponse(
+        {
+            "supplier_id": str(supplier.public_id) if supplier else None,
+            "revision_id": str(revision.public_id) if revision else None,
+            **page,
+            "results": [item_json(item) for item in page["results"]],
+        }
+    )
 
 
 # --- views -----------------------------------------------------------------------
@@ -340,88 +372,160 @@ NO_SUPPLIER = "No such supplier in your workspaces."
 
 
 @router.get("/suppliers", response={200: SupplierPage}, url_name="suppliers", summary="List suppliers")
-@answers(descriptions={200: "Your workspaces' suppliers, by workspace and name, each with its "
-                            "current revision and item count."},
-         problems={404: PAGE_PAST_END})
+@answers(
+    descriptions={
+        200: "Your workspaces' suppliers, by workspace and name, each with its "
+        "current revision and item count."
+    },
+    problems={404: PAGE_PAST_END},
+)
 def suppliers_collection(request: HttpRequest, query: Query[Paging]):
-    page = paginate(request, suppliers_for_member(user=caller(request).user), page=query.page,
-                    page_size=query.page_size)
+    page = paginate(
+        request, suppliers_for_member(user=caller(request).user), page=query.page, page_size=query.page_size
+    )
     return JsonResponse({**page, "results": [supplier_json(s) for s in page["results"]]})
 
 
-@router.get("/suppliers/{uuid:id}", response={200: SupplierOut}, url_name="supplier",
-            summary="A supplier")
+@router.get("/suppliers/{uuid:id}", response={200: SupplierOut}, url_name="supplier", summary="A supplier")
 @answers(descriptions={200: "The supplier and its current revision."}, problems={404: NO_SUPPLIER})
 def supplier_detail(request: HttpRequest, id: UUID):
     return JsonResponse(supplier_json(_supplier(request, id)))
 
 
-@router.get("/suppliers/{uuid:id}/items", response={200: ItemPage, 304: None},
-            url_name="supplier-items", summary="A supplier's items (current revision, or `?revision=`)")
-@answers(descriptions={200: "One page of items, by SKU.", 304: NOT_MODIFIED},
-         headers={200: ETAG_HEADERS, 304: ETAG_HEADERS},
-         problems={404: f"{NO_SUPPLIER} Or `revision` is not one of its revisions, or a page past "
-                        "the last.",
-                   406: "The Accept header asks for something other than JSON."})
-def supplier_items(request: HttpRequest, id: UUID, query: Query[SupplierItemsQuery],
-                   if_none_match: str | None = Header(None, alias="If-None-Match", max_length=2000,
-                                                      description=IF_NONE_MATCH)):
+@router.get(
+    "/suppliers/{uuid:id}/items",
+    response={200: ItemPage, 304: None},
+    url_name="supplier-items",
+    summary="A supplier's items (current revision, or `?revision=`)",
+)
+@answers(
+    descriptions={200: "One page of items, by SKU.", 304: NOT_MODIFIED},
+    headers={200: ETAG_HEADERS, 304: ETAG_HEADERS},
+    problems={
+        404: f"{NO_SUPPLIER} Or `revision` is not one of its revisions, or a page past the last.",
+        406: "The Accept header asks for something other than JSON.",
+    },
+)
+def supplier_items(
+    request: HttpRequest,
+    id: UUID,
+    query: Query[SupplierItemsQuery],
+    if_none_match: str | None = Header(
+        None, alias="If-None-Match", max_length=2000, description=IF_NONE_MATCH
+    ),
+):
     supplier = _supplier(request, id)
     _negotiate(request, query.format, ("json",))
-    revision = (_revision_of(supplier, query.revision, "revision") if query.revision
-                else supplier.current_revision)
-    etag = _etag("supplier-items", supplier.public_id, revision.public_id if revision else "-",
-                 query.page, query.page_size, query.sku or "", query.q or "")
+    revision = (
+        _revision_of(supplier, query.revision, "revision") if query.revision else supplier.current_revision
+    )
+    etag = _etag(
+        "supplier-items",
+        supplier.public_id,
+        revision.public_id if revision else "-",
+        query.page,
+        query.page_size,
+        query.sku or "",
+        query.q or "",
+    )
     return _not_modified(if_none_match, etag) or _revision_headers(
-        _items_answer(request, revision, query, supplier), etag)
+        _items_answer(request, revision, query, supplier), etag
+    )
 
 
-@router.get("/suppliers/{uuid:id}/changes", response={200: Changes, 304: None},
-            url_name="supplier-changes", summary="What changed since a revision")
-@answers(descriptions={200: "Items added, removed and changed (old and new values) from `since` "
-                            "to the current revision.", 304: NOT_MODIFIED},
-         headers={200: ETAG_HEADERS, 304: ETAG_HEADERS},
-         problems={404: f"{NO_SUPPLIER} Or `since` is not one of its revisions."})
-def supplier_changes(request: HttpRequest, id: UUID, query: Query[ChangesQuery],
-                     if_none_match: str | None = Header(None, alias="If-None-Match", max_length=2000,
-                                                        description=IF_NONE_MATCH)):
+@router.get(
+    "/suppliers/{uuid:id}/changes",
+    response={200: Changes, 304: None},
+    url_name="supplier-changes",
+    summary="What changed since a revision",
+)
+@answers(
+    descriptions={
+        200: "Items added, removed and changed (old and new values) from `since` to the current revision.",
+        304: NOT_MODIFIED,
+    },
+    headers={200: ETAG_HEADERS, 304: ETAG_HEADERS},
+    problems={404: f"{NO_SUPPLIER} Or `since` is not one of its revisions."},
+)
+def supplier_changes(
+    request: HttpRequest,
+    id: UUID,
+    query: Query[ChangesQuery],
+    if_none_match: str | None = Header(
+        None, alias="If-None-Match", max_length=2000, description=IF_NONE_MATCH
+    ),
+):
     supplier = _supplier(request, id)
     since = _revision_of(supplier, query.since, "since") if query.since else None
     current = supplier.current_revision
-    etag = _etag("changes", supplier.public_id, since.public_id if since else "-",
-                 current.public_id if current else "-")
+    etag = _etag(
+        "changes",
+        supplier.public_id,
+        since.public_id if since else "-",
+        current.public_id if current else "-",
+    )
     cached = _not_modified(if_none_match, etag)
     if cached:
         return cached
     diff = revision_diff(old=since, new=current)
-    return _revision_headers(JsonResponse({
-        "supplier_id": str(supplier.public_id),
-        "since": str(since.public_id) if since else None,
-        "revision_id": str(current.public_id) if current else None,
-        "added": [item_json(item) for item in diff.added],
-        "removed": [item_json(item) for item in diff.removed],
-        "changed": [{"sku": change.sku, "fields": list(change.fields), "old": item_json(change.old),
-                     "new": item_json(change.new)} for change in diff.changed],
-        "unchanged": diff.unchanged,
-    }), etag)
+    return _revision_headers(
+        JsonResponse(
+            {
+                "supplier_id": str(supplier.public_id),
+                "since": str(since.public_id) if since else None,
+                "revision_id": str(current.public_id) if current else None,
+                "added": [item_json(item) for item in diff.added],
+                "removed": [item_json(item) for item in diff.removed],
+                "changed": [
+                    {
+                        "sku": change.sku,
+                        "fields": list(change.fields),
+                        "old": item_json(change.old),
+                        "new": item_json(change.new),
+                    }
+                    for change in diff.changed
+                ],
+                "unchanged": diff.unchanged,
+            }
+        ),
+        etag,
+    )
 
 
-@router.get("/revisions/{uuid:id}", response={200: RevisionOut, 304: None}, url_name="revision",
-            summary="A revision (JSON, or all its items as CSV or XLSX)")
-@answers(descriptions={200: "The revision; as CSV or XLSX, its items (formula-safe).",
-                       304: NOT_MODIFIED},
-         headers={200: ETAG_HEADERS, 304: ETAG_HEADERS}, media={200: SPREADSHEETS},
-         problems={404: "No such revision in your workspaces.",
-                   406: "The Accept header names none of JSON, CSV, XLSX."})
-def revision_detail(request: HttpRequest, id: UUID, query: Query[FormatQuery],
-                    if_none_match: str | None = Header(None, alias="If-None-Match", max_length=2000,
-                                                       description=IF_NONE_MATCH)):
+@router.get(
+    "/revisions/{uuid:id}",
+    response={200: RevisionOut, 304: None},
+    url_name="revision",
+    summary="A revision (JSON, or all its items as CSV or XLSX)",
+)
+@answers(
+    descriptions={200: "The revision; as CSV or XLSX, its items (formula-safe).", 304: NOT_MODIFIED},
+    headers={200: ETAG_HEADERS, 304: ETAG_HEADERS},
+    media={200: SPREADSHEETS},
+    problems={
+        404: "No such revision in your workspaces.",
+        406: "The Accept header names none of JSON, CSV, XLSX.",
+    },
+)
+def revision_detail(
+    request: HttpRequest,
+    id: UUID,
+    query: Query[FormatQuery],
+    if_none_match: str | None = Header(
+        None, alias="If-None-Match", max_length=2000, description=IF_NONE_MATCH
+    ),
+):
     revision = _revision(request, id)
     fmt = _negotiate(request, query.format, ("json", "csv", "xlsx"))
     # The names in the JSON can be edited (a supplier renamed in admin): they
     # are part of what the answer is made of.
-    etag = _etag("revision", revision.public_id, fmt, revision.supplier.name if revision.supplier else "",
-                 revision.approved_by.get_username() if revision.approved_by else "")
+    etag = _etag(
+        "revision",
+        revision.public_id,
+        fmt,
+        revision.supplier.name if revision.supplier else "",
+        revision.approved_by.get_username() if revision.approved_by else "",
+    )
     cached = _not_modified(if_none_match, etag)
     if cached:
         return cached
@@ -429,21 +533,38 @@ def revision_detail(request: HttpRequest, id: UUID, query: Query[FormatQuery],
     return _revision_headers(response, etag)
 
 
-@router.get("/revisions/{uuid:id}/items", response={200: ItemPage, 304: None},
-            url_name="revision-items", summary="A revision's items (JSON pages, or CSV or XLSX)")
-@answers(descriptions={200: "One page of items by SKU; as CSV or XLSX, every item (formula-safe).",
-                       304: NOT_MODIFIED},
-         headers={200: ETAG_HEADERS, 304: ETAG_HEADERS}, media={200: SPREADSHEETS},
-         problems={404: "No such revision in your workspaces, or a page past the last.",
-                   406: "The Accept header names none of JSON, CSV, XLSX."})
-def revision_items_view(request: HttpRequest, id: UUID, query: Query[ItemsQuery],
-                        if_none_match: str | None = Header(None, alias="If-None-Match",
-                                                           max_length=2000, description=IF_NONE_MATCH)):
+@router.get(
+    "/revisions/{uuid:id}/items",
+    response={200: ItemPage, 304: None},
+    url_name="revision-items",
+    summary="A revision's items (JSON pages, or CSV or XLSX)",
+)
+@answers(
+    descriptions={
+        200: "One page of items by SKU; as CSV or XLSX, every item (formula-safe).",
+        304: NOT_MODIFIED,
+    },
+    headers={200: ETAG_HEADERS, 304: ETAG_HEADERS},
+    media={200: SPREADSHEETS},
+    problems={
+        404: "No such revision in your workspaces, or a page past the last.",
+        406: "The Accept header names none of JSON, CSV, XLSX.",
+    },
+)
+def revision_items_view(
+    request: HttpRequest,
+    id: UUID,
+    query: Query[ItemsQuery],
+    if_none_match: str | None = Header(
+        None, alias="If-None-Match", max_length=2000, description=IF_NONE_MATCH
+    ),
+):
     revision = _revision(request, id)
     fmt = _negotiate(request, query.format, ("json", "csv", "xlsx"))
     if fmt == "json":
-        etag = _etag("revision-items", revision.public_id, query.page, query.page_size,
-                     query.sku or "", query.q or "")
+        etag = _etag(
+            "revision-items", revision.public_id, query.page, query.page_size, query.sku or "", query.q or ""
+        )
     else:
         etag = _etag("revision-items", revision.public_id, fmt)
     cached = _not_modified(if_none_match, etag)

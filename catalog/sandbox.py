@@ -43,7 +43,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from catalog.errors import ExtractionError, ProviderRejectedError, ProviderTransientError, SheetError, UnreadableSheet
+from catalog.errors import (
+    ExtractionError,
+    ProviderRejectedError,
+    ProviderTransientError,
+    SheetError,
+    UnreadableSheet,
+)
 
 log = logging.getLogger("catalog.sandbox")
 
@@ -243,9 +249,22 @@ def _mp_context(*, remote: bool = False):
         # and the model client when the worker's extractor calls one (half
         # a second of CPU that each child would pay again).
         model = ["catalog.llm"] if remote else []
-        ctx.set_forkserver_preload([*model, "catalog.sandbox", "catalog.pipeline", "catalog.extraction",
-                                    "catalog.mapping", "catalog.validation", "catalog.readers", "openpyxl",
-                                    "charset_normalizer", "xlrd", "python_calamine", "pdfplumber"])
+        ctx.set_forkserver_preload(
+            [
+                *model,
+                "catalog.sandbox",
+                "catalog.pipeline",
+                "catalog.extraction",
+                "catalog.mapping",
+                "catalog.validation",
+                "catalog.readers",
+                "openpyxl",
+                "charset_normalizer",
+                "xlrd",
+                "python_calamine",
+                "pdfplumber",
+            ]
+        )
         _context = ctx
     return _context
 
@@ -277,8 +296,13 @@ def _cpu_seconds(pid: int) -> float:
 EventHandler = Callable[..., None]
 
 
-def run_parse(request: dict, *, limits: ParseLimits, should_stop: Callable[[], None] | None = None,
-              on_event: dict[str, EventHandler] | None = None) -> dict:
+def run_parse(
+    request: dict,
+    *,
+    limits: ParseLimits,
+    should_stop: Callable[[], None] | None = None,
+    on_event: dict[str, EventHandler] | None = None,
+) -> dict:
     """Run ``catalog.pipeline.read_extract_validate(**request)`` in a limited
     child and return its result, with ``table`` (the table it read, or None
     when it was given one).
@@ -294,8 +318,9 @@ def run_parse(request: dict, *, limits: ParseLimits, should_stop: Callable[[], N
     global last_report
     ctx = _mp_context(remote=request.get("endpoint") is not None)
     parent_end, child_end = ctx.Pipe(duplex=True)
-    child = ctx.Process(target=_child_main, args=(child_end, request, limits, os.getpid()),
-                        name="parse-sheet", daemon=True)
+    child = ctx.Process(
+        target=_child_main, args=(child_end, request, limits, os.getpid()), name="parse-sheet", daemon=True
+    )
     started = time.monotonic()
     child.start()
     child_end.close()
@@ -318,8 +343,16 @@ def run_parse(request: dict, *, limits: ParseLimits, should_stop: Callable[[], N
 class _Waiting:
     """The parent's side while the child works: events handled, limits kept."""
 
-    def __init__(self, child, conn, report: ChildReport, limits: ParseLimits, started: float,
-                 should_stop: Callable[[], None] | None, handlers: dict[str, EventHandler]):
+    def __init__(
+        self,
+        child,
+        conn,
+        report: ChildReport,
+        limits: ParseLimits,
+        started: float,
+        should_stop: Callable[[], None] | None,
+        handlers: dict[str, EventHandler],
+    ):
         self.child, self.conn, self.report, self.limits = child, conn, report, limits
         self.should_stop, self.handlers = should_stop, handlers
         self.deadline = started + limits.max_seconds
@@ -377,8 +410,7 @@ class _Waiting:
         self.report.cpu_seconds = max(self.report.cpu_seconds, _cpu_seconds(pid))
 
 
-def _raise_for_silence(code: int | None, peak_vm_kb: int, report: ChildReport,
-                       limits: ParseLimits) -> None:
+def _raise_for_silence(code: int | None, peak_vm_kb: int, report: ChildReport, limits: ParseLimits) -> None:
     """Why a child died without answering, as the error the job gets.
 
     A limit is blamed only when the child reached it: the memory limit when

@@ -26,8 +26,19 @@ from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
 User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = tuple(name for name in VALUE_FIELDS if name != "sku")  # the SKU is the key
 ITEM_FIELDS = MODEL_FIELDS
-EXPORT_FIELDS = ("sku", "description", "unit", "unit_code", "pack_size", "unit_price", "price_places",
-                 "currency", "source_sheet", "source_row", "provenance")
+EXPORT_FIELDS = (
+    "sku",
+    "description",
+    "unit",
+    "unit_code",
+    "pack_size",
+    "unit_price",
+    "price_places",
+    "currency",
+    "source_sheet",
+    "source_row",
+    "provenance",
+)
 
 
 def member_workspace_ids(*, user: User) -> QuerySet:
@@ -67,11 +78,15 @@ def _item_view(item: Any) -> dict:
 
 # The output's `items` when it is an array, else none: read in the database,
 # so the web process never holds more of the output than the page it shows.
-_OUTPUT_ITEMS = ("""CASE WHEN jsonb_typeof("jobs_job"."output" -> 'items') = 'array' """
-                 """THEN "jobs_job"."output" -> 'items' ELSE '[]'::jsonb END""")
+_OUTPUT_ITEMS = (
+    """CASE WHEN jsonb_typeof("jobs_job"."output" -> 'items') = 'array' """
+    """THEN "jobs_job"."output" -> 'items' ELSE '[]'::jsonb END"""
+)
 _COUNT_SQL = f'SELECT jsonb_array_length({_OUTPUT_ITEMS}) FROM "jobs_job" WHERE "jobs_job"."id" = %s'
-_SLICE_SQL = (f'SELECT e.item FROM "jobs_job", jsonb_array_elements({_OUTPUT_ITEMS}) '
-              'WITH ORDINALITY AS e(item, n) WHERE "jobs_job"."id" = %s ORDER BY e.n OFFSET %s LIMIT %s')
+_SLICE_SQL = (
+    f'SELECT e.item FROM "jobs_job", jsonb_array_elements({_OUTPUT_ITEMS}) '
+    'WITH ORDINALITY AS e(item, n) WHERE "jobs_job"."id" = %s ORDER BY e.n OFFSET %s LIMIT %s'
+)
 
 
 class OutputItems:
@@ -122,8 +137,9 @@ def job_revision(job: Job) -> CatalogRevision | None:
 def with_reading_report(queryset: QuerySet) -> QuerySet:
     """Jobs annotated with their output's `columns` and `layout`: two small
     keys read in the database, so lists need not load the whole output."""
-    return queryset.annotate(output_columns=KeyTransform("columns", "output"),
-                             output_layout=KeyTransform("layout", "output"))
+    return queryset.annotate(
+        output_columns=KeyTransform("columns", "output"), output_layout=KeyTransform("layout", "output")
+    )
 
 
 def job_reading_report(job: Job) -> dict:
@@ -134,16 +150,16 @@ def job_reading_report(job: Job) -> dict:
     if hasattr(job, "output_columns"):
         report = {"columns": job.output_columns, "layout": job.output_layout}
     elif "output" in job.get_deferred_fields():
-        report = (Job.objects.filter(pk=job.pk)
-                  .values(columns=KeyTransform("columns", "output"),
-                          layout=KeyTransform("layout", "output")).first()
-                  or {"columns": None, "layout": None})
+        report = Job.objects.filter(pk=job.pk).values(
+            columns=KeyTransform("columns", "output"), layout=KeyTransform("layout", "output")
+        ).first() or {"columns": None, "layout": None}
     else:
         output = job.output if isinstance(job.output, dict) else {}
         report = {"columns": output.get("columns"), "layout": output.get("layout")}
     if report["columns"] is None and job.state == State.NEEDS_ATTENTION:
-        saved = (JobCheckpoint.objects.filter(job_id=job.pk, name="columns")
-                 .values_list("data", flat=True).first())
+        saved = (
+            JobCheckpoint.objects.filter(job_id=job.pk, name="columns").values_list("data", flat=True).first()
+        )
         if isinstance(saved, dict):
             report = {"columns": saved.get("columns"), "layout": saved.get("layout")}
     return {"columns": report["columns"], "layout": report["layout"]}
@@ -183,9 +199,11 @@ def sheet_job_review(job: Job) -> str:
 
 
 def suppliers_for_member(*, user: User) -> QuerySet[Supplier]:
-    return (Supplier.objects.filter(workspace_id__in=member_workspace_ids(user=user))
-            .select_related("workspace", "current_revision")
-            .order_by("workspace__name", "name"))
+    return (
+        Supplier.objects.filter(workspace_id__in=member_workspace_ids(user=user))
+        .select_related("workspace", "current_revision")
+        .order_by("workspace__name", "name")
+    )
 
 
 def supplier_get(*, user: User, supplier_id: int) -> Supplier:
@@ -193,8 +211,9 @@ def supplier_get(*, user: User, supplier_id: int) -> Supplier:
 
 
 def revisions_for_member(*, user: User) -> QuerySet[CatalogRevision]:
-    return (CatalogRevision.objects.filter(workspace_id__in=member_workspace_ids(user=user))
-            .select_related("supplier", "workspace", "approved_by"))
+    return CatalogRevision.objects.filter(workspace_id__in=member_workspace_ids(user=user)).select_related(
+        "supplier", "workspace", "approved_by"
+    )
 
 
 def revisions_without_supplier(*, user: User) -> QuerySet[CatalogRevision]:
@@ -223,8 +242,11 @@ def revision_previous(*, revision: CatalogRevision) -> CatalogRevision | None:
     """The revision of the same supplier published just before this one."""
     if revision.supplier_id is None:
         return None
-    return (CatalogRevision.objects.filter(supplier_id=revision.supplier_id, pk__lt=revision.pk)
-            .order_by("-pk").first())
+    return (
+        CatalogRevision.objects.filter(supplier_id=revision.supplier_id, pk__lt=revision.pk)
+        .order_by("-pk")
+        .first()
+    )
 
 
 def revision_items(*, revision: CatalogRevision, query: str = "", sku: str = "") -> QuerySet[CatalogItem]:
@@ -244,9 +266,16 @@ def item_provenance(stored: dict | None) -> dict:
     out = {}
     for name in PROVENANCE_FIELDS:
         entry = stored.get(name)
-        out[name] = ({"source": "reviewer", "by": entry.get("by"), "at": entry.get("at"),
-                      "extracted": entry.get("extracted")}
-                     if isinstance(entry, dict) else {"source": "extracted"})
+        out[name] = (
+            {
+                "source": "reviewer",
+                "by": entry.get("by"),
+                "at": entry.get("at"),
+                "extracted": entry.get("extracted"),
+            }
+            if isinstance(entry, dict)
+            else {"source": "extracted"}
+        )
     return out
 
 
@@ -256,8 +285,11 @@ EXPORT_CHUNK_ROWS = 2000
 def revision_export_rows(*, revision: CatalogRevision) -> Iterator[dict[str, Any]]:
     """The revision's items in export order, read from a server-side cursor
     EXPORT_CHUNK_ROWS at a time: memory does not grow with the revision."""
-    return (revision.items.order_by("source_sheet", "source_row", "pk").values(*EXPORT_FIELDS)
-            .iterator(chunk_size=EXPORT_CHUNK_ROWS))
+    return (
+        revision.items.order_by("source_sheet", "source_row", "pk")
+        .values(*EXPORT_FIELDS)
+        .iterator(chunk_size=EXPORT_CHUNK_ROWS)
+    )
 
 
 @dataclass(frozen=True)
@@ -274,8 +306,7 @@ class Change:
     @property
     def other_changes(self) -> list[tuple[str, Any, Any]]:
         """(field, old, new) for the changes besides the price and currency."""
-        return [(f, self.old[f], self.new[f]) for f in self.fields
-                if f not in ("unit_price", "currency")]
+        return [(f, self.old[f], self.new[f]) for f in self.fields if f not in ("unit_price", "currency")]
 
 
 @dataclass(frozen=True)
@@ -296,7 +327,8 @@ def _keyed(revision: CatalogRevision | None) -> dict[tuple[str, int], dict[str, 
         return keyed
     seen: dict[str, int] = {}
     rows = revision.items.order_by("source_sheet", "source_row", "pk").values(
-        "sku", *DIFF_FIELDS, "price_places", "unit_code", "source_sheet", "source_row", "source_column")
+        "sku", *DIFF_FIELDS, "price_places", "unit_code", "source_sheet", "source_row", "source_column"
+    )
     for item in rows:
         key = item["sku"] or f"description: {item['description']}"
         n = seen.get(key, 0)
@@ -326,9 +358,14 @@ def revision_diff(*, old: CatalogRevision | None, new: CatalogRevision | None) -
             changed.append(Change(sku=key[0], old=before[key], new=after[key], fields=fields))
         else:
             unchanged += 1
-    return RevisionDiff(old=old, new=new, added=sorted(added, key=lambda i: i["sku"]),
-                        removed=sorted(removed, key=lambda i: i["sku"]),
-                        changed=sorted(changed, key=lambda c: c.sku), unchanged=unchanged)
+    return RevisionDiff(
+        old=old,
+        new=new,
+        added=sorted(added, key=lambda i: i["sku"]),
+        removed=sorted(removed, key=lambda i: i["sku"]),
+        changed=sorted(changed, key=lambda c: c.sku),
+        unchanged=unchanged,
+    )
 
 
 def supplier_layouts_data(*, supplier_id: int | None) -> list[dict]:
@@ -337,9 +374,14 @@ def supplier_layouts_data(*, supplier_id: int | None) -> list[dict]:
     if supplier_id is None:
         return []
     return [
-        {"id": layout.pk, "mapping": layout.mapping, "sheet_signatures": layout.sheet_signatures,
-         "sheet_names": layout.sheet_names, "approved_by": layout.approved_by_name,
-         "approved_at": layout.approved_at.isoformat()}
+        {
+            "id": layout.pk,
+            "mapping": layout.mapping,
+            "sheet_signatures": layout.sheet_signatures,
+            "sheet_names": layout.sheet_names,
+            "approved_by": layout.approved_by_name,
+            "approved_at": layout.approved_at.isoformat(),
+        }
         for layout in SupplierLayout.objects.filter(supplier_id=supplier_id).order_by("-approved_at", "-pk")
     ]
 
@@ -348,14 +390,22 @@ def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
     """The items of the supplier's current revision, as plain data ([] without one)."""
     if supplier_id is None:
         return []
-    revision_id = Supplier.objects.filter(pk=supplier_id).values_list("current_revision_id", flat=True).first()
+    revision_id = (
+        Supplier.objects.filter(pk=supplier_id).values_list("current_revision_id", flat=True).first()
+    )
     if revision_id is None:
         return []
     return [
-        {"sku": sku, "description": description, "unit_price": str(price), "currency": currency,
-         "price_text": price_text(price, places)}  # as the catalog shows it, for messages
+        {
+            "sku": sku,
+            "description": description,
+            "unit_price": str(price),
+            "currency": currency,
+            "price_text": price_text(price, places),
+        }  # as the catalog shows it, for messages
         for sku, description, price, places, currency in CatalogItem.objects.filter(revision_id=revision_id)
-        .values_list("sku", "description", "unit_price", "price_places", "currency").iterator()
+        .values_list("sku", "description", "unit_price", "price_places", "currency")
+        .iterator()
     ]
 
 
@@ -402,8 +452,16 @@ def upload_target(*, user_id: int, slug: str, key: str, supplier_name: str, limi
     `supplier_name` (see catalog.services.supplier_find). One statement: it
     runs before every upload."""
     with connection.cursor() as cursor:
-        cursor.execute(_UPLOAD_TARGET_SQL, {"user": user_id, "slug": slug, "key": key,
-                                            "offset": max(limit - 1, 0), "supplier": supplier_name})
+        cursor.execute(
+            _UPLOAD_TARGET_SQL,
+            {
+                "user": user_id,
+                "slug": slug,
+                "key": key,
+                "offset": max(limit - 1, 0),
+                "supplier": supplier_name,
+            },
+        )
         rows = cursor.fetchall()
     workspaces = [Workspace.from_db(connection.alias, ["id", "slug"], row[:2]) for row in rows]
     if not rows:

@@ -23,11 +23,15 @@ from jobs.models import Job
 from jobs.services import job_admit, job_load_checkpoint, job_requeue_with_input, outbox_write
 
 
-MSG_NOT_READ = ("This job's sheet was never read (it could not be opened), so there are no "
-               "columns to map; upload a readable file.")
+MSG_NOT_READ = (
+    "This job's sheet was never read (it could not be opened), so there are no "
+    "columns to map; upload a readable file."
+)
 
-MSG_UNCHANGED = ("Unchanged: this sheet is identical to catalog revision {revision} of "
-                 "{supplier} (same file, same items), so no new revision was published.")
+MSG_UNCHANGED = (
+    "Unchanged: this sheet is identical to catalog revision {revision} of "
+    "{supplier} (same file, same items), so no new revision was published."
+)
 
 
 class PublishOutsideTransaction(Exception):
@@ -45,8 +49,7 @@ def supplier_find(*, workspace_id: int, name: str) -> Supplier | None:
     """The workspace's supplier of that name, matched regardless of case and
     of runs of spaces ("ACME  Ltd" is "Acme Ltd"), or None."""
     clean = " ".join(name.split())
-    return (Supplier.objects.filter(workspace_id=workspace_id, name__iexact=clean)
-            .order_by("pk").first())
+    return Supplier.objects.filter(workspace_id=workspace_id, name__iexact=clean).order_by("pk").first()
 
 
 def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
@@ -60,32 +63,57 @@ def supplier_get_or_create(*, workspace: Workspace, name: str) -> Supplier:
     return supplier
 
 
-def pricesheet_store(*, workspace: Workspace, chunks: Iterable[bytes], original_name: str,
-                     content_type: str = "", supplier: Supplier | None = None,
-                     supplier_name: str = "", uploaded_by=None,
-                     max_bytes: int | None = None) -> PriceSheet:
+def pricesheet_store(
+    *,
+    workspace: Workspace,
+    chunks: Iterable[bytes],
+    original_name: str,
+    content_type: str = "",
+    supplier: Supplier | None = None,
+    supplier_name: str = "",
+    uploaded_by=None,
+    max_bytes: int | None = None,
+) -> PriceSheet:
     """Stream an upload into the sheets storage and record it.
 
     The file is stored under the sha256 of its bytes (catalog.storage): the
     stored input never changes, so every attempt of a job reads exactly what
     was uploaded."""
     stored = sheet_file_store(chunks, max_bytes=max_bytes)
-    sheet = _pricesheet_new(stored, workspace=workspace, original_name=original_name,
-                            content_type=content_type, supplier_id=supplier.pk if supplier else None,
-                            supplier_name=supplier_name or (supplier.name if supplier else ""),
-                            uploaded_by=uploaded_by)
+    sheet = _pricesheet_new(
+        stored,
+        workspace=workspace,
+        original_name=original_name,
+        content_type=content_type,
+        supplier_id=supplier.pk if supplier else None,
+        supplier_name=supplier_name or (supplier.name if supplier else ""),
+        uploaded_by=uploaded_by,
+    )
     sheet.save(force_insert=True)
     return sheet
 
 
-def _pricesheet_new(stored: StoredFile, *, workspace: Workspace, original_name: str, content_type: str,
-                    supplier_id: int | None, supplier_name: str, uploaded_by) -> PriceSheet:
+def _pricesheet_new(
+    stored: StoredFile,
+    *,
+    workspace: Workspace,
+    original_name: str,
+    content_type: str,
+    supplier_id: int | None,
+    supplier_name: str,
+    uploaded_by,
+) -> PriceSheet:
     """The (unsaved) row recording a stored upload."""
     return PriceSheet(
-        workspace=workspace, supplier_id=supplier_id, sha256=stored.sha256, size=stored.size,
+        workspace=workspace,
+        supplier_id=supplier_id,
+        sha256=stored.sha256,
+        size=stored.size,
         supplier_name=supplier_name,
         original_name=os.path.basename(original_name)[:255] or "upload",
-        content_type=content_type[:100], storage_path=stored.name, uploaded_by=uploaded_by,
+        content_type=content_type[:100],
+        storage_path=stored.name,
+        uploaded_by=uploaded_by,
     )
 
 
@@ -98,9 +126,17 @@ def pricesheet_fingerprint(*, sha256: str, supplier_name: str) -> str:
 FIND_SUPPLIER = -1
 
 
-def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_name: str,
-                     content_type: str, supplier_name: str, idempotency_key: str,
-                     user, supplier_id: int | None = FIND_SUPPLIER) -> tuple[Job, bool]:
+def pricesheet_admit(
+    *,
+    workspace: Workspace,
+    chunks: Iterable[bytes],
+    original_name: str,
+    content_type: str,
+    supplier_name: str,
+    idempotency_key: str,
+    user,
+    supplier_id: int | None = FIND_SUPPLIER,
+) -> tuple[Job, bool]:
     """Store the sheet and admit its `parse_sheet` job; (job, created).
 
     The sheet row and the job commit together. When the key was used before,
@@ -119,21 +155,28 @@ def pricesheet_admit(*, workspace: Workspace, chunks: Iterable[bytes], original_
     # The file is stored before any statement: no transaction is open while
     # the bytes travel to the storage (and are flushed to its disk).
     stored = sheet_file_store(chunks, max_bytes=settings.UPLOAD_MAX_BYTES)
-    sheet = _pricesheet_new(stored, workspace=workspace, original_name=original_name,
-                            content_type=content_type, supplier_id=supplier_id,
-                            supplier_name=supplier_name, uploaded_by=user)
+    sheet = _pricesheet_new(
+        stored,
+        workspace=workspace,
+        original_name=original_name,
+        content_type=content_type,
+        supplier_id=supplier_id,
+        supplier_name=supplier_name,
+        uploaded_by=user,
+    )
     # The sheet row, the job and its message are one statement, so one
     # transaction; the unique (workspace, idempotency_key) constraint decides
     # between concurrent requests with one key: the second waits for the
     # first to commit, inserts nothing (no second sheet row either), and
     # returns the first one's job.
     return job_admit(
-        workspace_id=workspace.pk, kind="parse_sheet",
-        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier_id,
-                 "supplier_name": supplier_name},
+        workspace_id=workspace.pk,
+        kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier_id, "supplier_name": supplier_name},
         idempotency_key=idempotency_key,
         fingerprint=pricesheet_fingerprint(sha256=stored.sha256, supplier_name=supplier_name),
-        created_by_id=user.pk, rows=[sheet],
+        created_by_id=user.pk,
+        rows=[sheet],
     )
 
 
@@ -171,8 +214,7 @@ def _publish_supplier(job) -> Supplier | None:
     be created: a publication whose supplier was not made beforehand)."""
     payload = job.payload or {}
     if payload.get("supplier_id") is not None:
-        return (Supplier.objects.select_related("current_revision")
-                .filter(pk=payload["supplier_id"]).first())
+        return Supplier.objects.select_related("current_revision").filter(pk=payload["supplier_id"]).first()
     name = _publish_supplier_name(job)
     found = supplier_find(workspace_id=job.workspace_id, name=name) if name else None
     return None if found is None else Supplier.objects.select_related("current_revision").get(pk=found.pk)
@@ -186,8 +228,9 @@ def _lock_supplier(job, supplier: Supplier | None) -> Supplier | None:
     name = _publish_supplier_name(job)
     if supplier is None and name:
         _lock_workspace(job.workspace_id)
-        supplier = (supplier_find(workspace_id=job.workspace_id, name=name)
-                    or Supplier.objects.create(workspace_id=job.workspace_id, name=name))
+        supplier = supplier_find(workspace_id=job.workspace_id, name=name) or Supplier.objects.create(
+            workspace_id=job.workspace_id, name=name
+        )
     if supplier is None:
         _lock_workspace(job.workspace_id)
         return None
@@ -210,12 +253,32 @@ def _revision_is(revision: CatalogRevision, sha256: str, items: list[dict]) -> b
         return False
     if not PriceSheet.objects.filter(pk=published_from, sha256=sha256).exists():
         return False
-    fields = ("sku", "description", "unit", "pack_size", "unit_price", "currency",
-              "source_sheet", "source_row", "source_column")
+    fields = (
+        "sku",
+        "description",
+        "unit",
+        "pack_size",
+        "unit_price",
+        "currency",
+        "source_sheet",
+        "source_row",
+        "source_column",
+    )
     published = list(revision.items.order_by("pk").values_list(*fields))
-    staged = [(item["sku"] or "", item.get("description") or "", item.get("unit"), _pack_size(item),
-               Decimal(item["unit_price"]), item["currency"], item["source"]["sheet"],
-               item["source"]["row"], item["source"].get("column") or "") for item in items]
+    staged = [
+        (
+            item["sku"] or "",
+            item.get("description") or "",
+            item.get("unit"),
+            _pack_size(item),
+            Decimal(item["unit_price"]),
+            item["currency"],
+            item["source"]["sheet"],
+            item["source"]["row"],
+            item["source"].get("column") or "",
+        )
+        for item in items
+    ]
     return published == staged
 
 
@@ -251,8 +314,21 @@ def _check_references_now() -> None:
         cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
-_ITEM_COLUMNS = ("revision_id", "sku", "description", "unit", "unit_code", "pack_size", "unit_price",
-                 "price_places", "currency", "source_sheet", "source_row", "source_column", "provenance")
+_ITEM_COLUMNS = (
+    "revision_id",
+    "sku",
+    "description",
+    "unit",
+    "unit_code",
+    "pack_size",
+    "unit_price",
+    "price_places",
+    "currency",
+    "source_sheet",
+    "source_row",
+    "source_column",
+    "provenance",
+)
 
 
 def _items_copy(revision: CatalogRevision, items: list[dict]) -> None:
@@ -262,13 +338,23 @@ def _items_copy(revision: CatalogRevision, items: list[dict]) -> None:
     statement = f"COPY {CatalogItem._meta.db_table} ({', '.join(_ITEM_COLUMNS)}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
         for item in items:
-            copy.write_row((
-                revision.pk, item["sku"] or "", item.get("description") or "", item.get("unit"),
-                unit_code(item.get("unit")) or "", _pack_size(item), Decimal(item["unit_price"]),
-                item_price_places(item), item["currency"], item["source"]["sheet"],
-                item["source"]["row"], item["source"].get("column") or "",
-                Jsonb(published_provenance(item)),
-            ))
+            copy.write_row(
+                (
+                    revision.pk,
+                    item["sku"] or "",
+                    item.get("description") or "",
+                    item.get("unit"),
+                    unit_code(item.get("unit")) or "",
+                    _pack_size(item),
+                    Decimal(item["unit_price"]),
+                    item_price_places(item),
+                    item["currency"],
+                    item["source"]["sheet"],
+                    item["source"]["row"],
+                    item["source"].get("column") or "",
+                    Jsonb(published_provenance(item)),
+                )
+            )
 
 
 def revision_publish(*, job, approved_by=None) -> dict:
@@ -295,8 +381,12 @@ def revision_publish(*, job, approved_by=None) -> dict:
     if unchanged is not None:
         return unchanged
     revision = CatalogRevision.objects.create(
-        workspace_id=job.workspace_id, supplier=supplier, job=job,
-        attempt=job.attempt, approved_by=approved_by, item_count=len(items),
+        workspace_id=job.workspace_id,
+        supplier=supplier,
+        job=job,
+        attempt=job.attempt,
+        approved_by=approved_by,
+        item_count=len(items),
         number=_pending_number(job),
     )
     _items_copy(revision, items)
@@ -315,9 +405,13 @@ def revision_publish(*, job, approved_by=None) -> dict:
     outbox_write(
         workspace_id=job.workspace_id,
         topic="catalog.published",
-        payload={"revision_id": str(revision.public_id), "job_id": str(job.pk),
-                 "supplier_id": supplier_public_id, "item_count": len(items),
-                 "approved_by": getattr(approved_by, "username", None)},
+        payload={
+            "revision_id": str(revision.public_id),
+            "job_id": str(job.pk),
+            "supplier_id": supplier_public_id,
+            "item_count": len(items),
+            "approved_by": getattr(approved_by, "username", None),
+        },
     )
     return {"revision_id": str(revision.public_id), "item_count": len(items)}
 
@@ -335,9 +429,12 @@ def _unchanged(job, supplier: Supplier | None, items: list[dict], approved_by) -
         return None  # another publication moved it since: publish
     if approved_by is not None:
         supplier_layout_remember(job=job, supplier=supplier, approved_by=approved_by)
-    return {"revision_id": str(current.public_id), "item_count": current.item_count,
-            "unchanged": True,
-            "note": MSG_UNCHANGED.format(revision=current.number, supplier=supplier.name)}
+    return {
+        "revision_id": str(current.public_id),
+        "item_count": current.item_count,
+        "unchanged": True,
+        "note": MSG_UNCHANGED.format(revision=current.number, supplier=supplier.name),
+    }
 
 
 # --- column mappings and remembered layouts ------------------------------------
@@ -362,9 +459,13 @@ def pricesheet_mapping_apply(*, job_id, expected_version: int, data: dict, user)
     mapping = mapping_parse(data, table)
     by = user.get_username()
     stamped = {**mapping, "set_by": by, "set_at": timezone.now().isoformat()}
-    return job_requeue_with_input(job_id=job_id, expected_version=expected_version,
-                                  payload_changes={"mapping": stamped}, by_label=by,
-                                  reason="column mapping applied")
+    return job_requeue_with_input(
+        job_id=job_id,
+        expected_version=expected_version,
+        payload_changes={"mapping": stamped},
+        by_label=by,
+        reason="column mapping applied",
+    )
 
 
 def supplier_layout_remember(*, job, supplier: Supplier, approved_by) -> SupplierLayout | None:
@@ -374,17 +475,20 @@ def supplier_layout_remember(*, job, supplier: Supplier, approved_by) -> Supplie
     approval's transaction."""
     output = job.output if isinstance(job.output, dict) else {}
     mapping = (job.payload or {}).get("mapping")
-    if (not isinstance(mapping, dict)
-            or (output.get("layout") or {}).get("source") != "reviewer"):
+    if not isinstance(mapping, dict) or (output.get("layout") or {}).get("source") != "reviewer":
         return None
-    signatures = {r["sheet"]: r["signature"] for r in output.get("columns") or []
-                  if isinstance(r, dict) and r.get("signature")}
+    signatures = {
+        r["sheet"]: r["signature"]
+        for r in output.get("columns") or []
+        if isinstance(r, dict) and r.get("signature")
+    }
     names = [entry["sheet"] for entry in mapping["sheets"]]
     if any(name not in signatures for name in names):
         return None
     signature = hashlib.sha256("\n".join(signatures[n] for n in names).encode()).hexdigest()
     layout, _ = SupplierLayout.objects.update_or_create(
-        supplier_id=supplier.pk, signature=signature,
+        supplier_id=supplier.pk,
+        signature=signature,
         defaults={
             "workspace_id": job.workspace_id,
             "sheet_names": ", ".join(names)[:500],

@@ -33,16 +33,25 @@ def _source_flags(item: dict, price: Decimal | None, sheets: dict) -> list[dict]
     if sheet is None:
         return [flag(Code.UNSUPPORTED_SOURCE, "source", variant="no_sheet", sheet=sheet_name)]
     if not isinstance(row_no, int) or not 1 <= row_no <= len(sheet.rows):
-        return [flag(Code.UNSUPPORTED_SOURCE, "source", variant="no_row",
-                     row=row_no, sheet=sheet_name, count=len(sheet.rows))]
+        return [
+            flag(
+                Code.UNSUPPORTED_SOURCE,
+                "source",
+                variant="no_row",
+                row=row_no,
+                sheet=sheet_name,
+                count=len(sheet.rows),
+            )
+        ]
     row = sheet.rows[row_no - 1]
     if "column" in source:
         return _cell_source_flags(item, price, row, source)
     return _row_source_flags(item, price, row, row_no, sheet_name)
 
 
-def _row_source_flags(item: dict, price: Decimal | None, row: list[str], row_no: int,
-                      sheet_name: str) -> list[dict]:
+def _row_source_flags(
+    item: dict, price: Decimal | None, row: list[str], row_no: int, sheet_name: str
+) -> list[dict]:
     """An item cites its row: that row holds its SKU (or description) and its price."""
     flags = []
     sku = (item.get("sku") or "").strip()
@@ -51,15 +60,23 @@ def _row_source_flags(item: dict, price: Decimal | None, row: list[str], row_no:
         if not any(sku in c for c in row):
             key = fold(sku)
             if not any(key in fold(c) for c in row if c):
-                flags.append(flag(Code.UNSUPPORTED_SOURCE, "sku", variant="sku",
-                                  row=row_no, sheet=sheet_name, sku=sku))
+                flags.append(
+                    flag(Code.UNSUPPORTED_SOURCE, "sku", variant="sku", row=row_no, sheet=sheet_name, sku=sku)
+                )
     else:
         desc = (item.get("description") or "").strip()
         if desc and not any(desc in c for c in row):
             key = fold(desc)
             if not any(key in fold(c) for c in row if c):
-                flags.append(flag(Code.UNSUPPORTED_SOURCE, "description", variant="description",
-                                  row=row_no, sheet=sheet_name))
+                flags.append(
+                    flag(
+                        Code.UNSUPPORTED_SOURCE,
+                        "description",
+                        variant="description",
+                        row=row_no,
+                        sheet=sheet_name,
+                    )
+                )
     price_text = str(item.get("unit_price") or "")
     found = price_text in row
     if not found and price is not None:
@@ -75,8 +92,16 @@ def _row_source_flags(item: dict, price: Decimal | None, row: list[str], row_no:
         if not found:
             found = any(price in _cell_prices(c) for c in slow)
     if not found:
-        flags.append(flag(Code.UNSUPPORTED_SOURCE, "unit_price", variant="price",
-                          row=row_no, sheet=sheet_name, price=price_text))
+        flags.append(
+            flag(
+                Code.UNSUPPORTED_SOURCE,
+                "unit_price",
+                variant="price",
+                row=row_no,
+                sheet=sheet_name,
+                price=price_text,
+            )
+        )
     return flags
 
 
@@ -96,7 +121,7 @@ def _cell_source_flags(item: dict, price: Decimal | None, row: list[str], source
 
 # What the catalog's columns hold besides the price (catalog.models.CatalogItem;
 # a test keeps the two in step): a value past them could never be published.
-MAX_PACK_SIZE = Decimal(10) ** 9       # numeric(12, 3)
+MAX_PACK_SIZE = Decimal(10) ** 9  # numeric(12, 3)
 MAX_TEXT = {"sku": 200, "unit": 50}
 # Cell text is cut at Excel's own limit when read (catalog.reading): text that
 # long may be cut, so a person looks at it before it is published.
@@ -106,8 +131,14 @@ MAX_CELL_CHARS = 32_767
 # Longer than any real value of its field: only the start is kept, flagged, so
 # one hostile cell is not stored, shown and exported at full length on every
 # item that names it.
-MAX_FIELD_CHARS = {"description": 4_000, "sku": 300, "unit": 300, "unit_price": 100,
-                   "pack_size": 100, "currency": 50}
+MAX_FIELD_CHARS = {
+    "description": 4_000,
+    "sku": 300,
+    "unit": 300,
+    "unit_price": 100,
+    "pack_size": 100,
+    "currency": 50,
+}
 
 
 def cut_long_values(item: dict) -> tuple[dict, list[dict]]:
@@ -119,8 +150,16 @@ def cut_long_values(item: dict) -> tuple[dict, list[dict]]:
             if not flags:
                 item = dict(item)
             item[name] = value[:limit]
-            flags.append(flag(Code.TOO_LARGE, name, variant="overlong",
-                              name=name.replace("_", " "), length=len(value), limit=limit))
+            flags.append(
+                flag(
+                    Code.TOO_LARGE,
+                    name,
+                    variant="overlong",
+                    name=name.replace("_", " "),
+                    length=len(value),
+                    limit=limit,
+                )
+            )
     return item, flags
 
 
@@ -139,8 +178,16 @@ def _size_flags(item: dict) -> list[dict]:
     for name, limit in MAX_TEXT.items():
         length = len(str(item.get(name) or ""))
         if length > limit:
-            flags.append(flag(Code.TOO_LARGE, name, variant="long", name=name.upper() if name == "sku" else name,
-                              length=length, limit=limit))
+            flags.append(
+                flag(
+                    Code.TOO_LARGE,
+                    name,
+                    variant="long",
+                    name=name.upper() if name == "sku" else name,
+                    length=length,
+                    limit=limit,
+                )
+            )
     return flags
 
 
@@ -155,7 +202,9 @@ def _unit_flags(unit: str, description: str) -> list[dict]:
     if code is None:
         message = flag_message(Code.AMBIGUOUS_UNIT, "unknown", unit=unit)
         if nearest:
-            message += flag_message(Code.AMBIGUOUS_UNIT, "nearest", units=", ".join(unit_label(c) for c in nearest))
+            message += flag_message(
+                Code.AMBIGUOUS_UNIT, "nearest", units=", ".join(unit_label(c) for c in nearest)
+            )
         return [flag(Code.AMBIGUOUS_UNIT, "unit", message=message)]
     return []
 
@@ -169,7 +218,9 @@ def validate_items(items: list[dict], table: Table) -> list[dict]:
     for item, price in zip(items, prices, strict=True):
         sku = (item.get("sku") or "").strip()
         if sku:
-            prices_by_sku.setdefault(sku, set()).add(price if price is not None else str(item.get("unit_price")))
+            prices_by_sku.setdefault(sku, set()).add(
+                price if price is not None else str(item.get("unit_price"))
+            )
             count_by_sku[sku] = count_by_sku.get(sku, 0) + 1
 
     unit_cache: dict[tuple[str, str], list[dict]] = {}
@@ -277,13 +328,20 @@ def _price_change(item: dict, by_sku: dict, by_desc: dict, ratio: Decimal) -> di
     if abs(change) <= ratio:
         return None
     # Both prices as the catalog and the grid show them ("223.93", not "223.930000").
-    return flag(Code.PRICE_CHANGED, "unit_price", old=old[2], new=item_price_text(item),
-                currency=item.get("currency") or "", change=change,
-                extra={"old": str(old[0]), "new": str(new)})
+    return flag(
+        Code.PRICE_CHANGED,
+        "unit_price",
+        old=old[2],
+        new=item_price_text(item),
+        currency=item.get("currency") or "",
+        change=change,
+        extra={"old": str(old[0]), "new": str(new)},
+    )
 
 
-def review_flags(items: list[dict], *, previous: list[dict] | None = None,
-                 ratio: Decimal = PRICE_CHANGE_REVIEW_RATIO) -> list[dict]:
+def review_flags(
+    items: list[dict], *, previous: list[dict] | None = None, ratio: Decimal = PRICE_CHANGE_REVIEW_RATIO
+) -> list[dict]:
     """Add ``Code.DUPLICATE_ITEM`` (the same description at different prices, no SKU)
     and ``Code.PRICE_CHANGED`` (a move beyond ``ratio`` against ``previous``, the
     supplier's current items) to validated ``items``; pure, returns copies."""
@@ -296,8 +354,15 @@ def review_flags(items: list[dict], *, previous: list[dict] | None = None,
         if key in duplicates and not (item.get("sku") or "").strip():
             seen, count = duplicates[key]
             prices = ", ".join(str(p) for p in sorted(seen)[:5])
-            copy["flags"].append(flag(Code.DUPLICATE_ITEM, "description",
-                                     description=item.get("description"), count=count, prices=prices))
+            copy["flags"].append(
+                flag(
+                    Code.DUPLICATE_ITEM,
+                    "description",
+                    description=item.get("description"),
+                    count=count,
+                    prices=prices,
+                )
+            )
         changed = _price_change(item, by_sku, by_desc, Decimal(ratio))
         if changed:
             copy["flags"].append(changed)
@@ -334,7 +399,9 @@ def _stated_currencies(sheet, first_item_row: int) -> set[str]:
         cells = [c for c in row if c]
         note = len(cells) == 1 and len(cells[0]) <= _NOTE_CHARS
         if r < first_item_row or note:
-            found.update(*(find_currencies(c) for c in cells if len(c) <= _NOTE_CHARS and not is_instruction(c)))
+            found.update(
+                *(find_currencies(c) for c in cells if len(c) <= _NOTE_CHARS and not is_instruction(c))
+            )
     for runs in sheet.currency_formats.values():
         found.update(code for _a, _b, code in runs)
     return found
@@ -369,8 +436,15 @@ def _model_flags(item: dict, sheet, stated: set[str], instruction: tuple[int, st
     if not _in_row((item.get("description") or "").strip(), row):
         flags.append(flag(Code.DESCRIPTION_NOT_IN_ROW, "description", row=row_no, sheet=sheet.name))
     if instruction:
-        flags.append(flag(Code.SUSPICIOUS_INSTRUCTION, None, sheet=sheet.name, row=instruction[0],
-                          text=instruction[1][:80]))
+        flags.append(
+            flag(
+                Code.SUSPICIOUS_INSTRUCTION,
+                None,
+                sheet=sheet.name,
+                row=instruction[0],
+                text=instruction[1][:80],
+            )
+        )
     return flags
 
 
@@ -387,8 +461,11 @@ def check_model_items(items: list[dict], table: Table) -> list[dict]:
     sheets = {s.name: s for s in table.sheets}
     context = {}
     for name, sheet in sheets.items():
-        rows = [i["source"]["row"] for i in items
-                if (i.get("source") or {}).get("sheet") == name and isinstance(i["source"].get("row"), int)]
+        rows = [
+            i["source"]["row"]
+            for i in items
+            if (i.get("source") or {}).get("sheet") == name and isinstance(i["source"].get("row"), int)
+        ]
         context[name] = (_stated_currencies(sheet, min(rows, default=1)), _first_instruction(sheet))
     out = []
     for item in items:

@@ -34,8 +34,10 @@ from catalog.selectors import (
 ITEMS_PAGE_SIZE = 100
 MSG_NO_REVISION = "No such revision."
 MSG_NO_SUPPLIER = "No such supplier."
-MSG_OTHER_SUPPLIERS = ("Revisions {old} and {new} belong to different suppliers ({old_supplier} "
-                       "and {new_supplier}): only revisions of one supplier can be compared.")
+MSG_OTHER_SUPPLIERS = (
+    "Revisions {old} and {new} belong to different suppliers ({old_supplier} "
+    "and {new_supplier}): only revisions of one supplier can be compared."
+)
 
 
 def _supplier(request: HttpRequest, supplier_id: uuid.UUID) -> Supplier:
@@ -86,10 +88,14 @@ def _items_page(request: HttpRequest, revision: CatalogRevision | None) -> tuple
 @login_required
 @require_GET
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "catalog/index.html", {
-        "suppliers": suppliers_for_member(user=request.user),
-        "unsupplied": revisions_without_supplier(user=request.user)[:50],
-    })
+    return render(
+        request,
+        "catalog/index.html",
+        {
+            "suppliers": suppliers_for_member(user=request.user),
+            "unsupplied": revisions_without_supplier(user=request.user)[:50],
+        },
+    )
 
 
 @login_required
@@ -99,12 +105,19 @@ def supplier(request: HttpRequest, supplier_id: uuid.UUID) -> HttpResponse:
     revision = found.current_revision
     query, items = _items_page(request, revision)
     revisions = list(supplier_revisions(supplier=found))
-    return render(request, "catalog/supplier.html", {
-        "supplier": found, "revision": revision, "items": items, "query": query,
-        "revisions": revisions,
-        "default_old": revisions[1].public_id if len(revisions) > 1 else None,
-        "default_new": revisions[0].public_id if revisions else None,
-    })
+    return render(
+        request,
+        "catalog/supplier.html",
+        {
+            "supplier": found,
+            "revision": revision,
+            "items": items,
+            "query": query,
+            "revisions": revisions,
+            "default_old": revisions[1].public_id if len(revisions) > 1 else None,
+            "default_new": revisions[0].public_id if revisions else None,
+        },
+    )
 
 
 @login_required
@@ -112,11 +125,17 @@ def supplier(request: HttpRequest, supplier_id: uuid.UUID) -> HttpResponse:
 def revision(request: HttpRequest, revision_id: uuid.UUID) -> HttpResponse:
     found = _revision(request, revision_id)
     query, items = _items_page(request, found)
-    return render(request, "catalog/revision.html", {
-        "revision": found, "items": items, "query": query,
-        "previous": revision_previous(revision=found),
-        "is_current": found.supplier is not None and found.supplier.current_revision_id == found.pk,
-    })
+    return render(
+        request,
+        "catalog/revision.html",
+        {
+            "revision": found,
+            "items": items,
+            "query": query,
+            "previous": revision_previous(revision=found),
+            "is_current": found.supplier is not None and found.supplier.current_revision_id == found.pk,
+        },
+    )
 
 
 @login_required
@@ -125,18 +144,21 @@ def diff(request: HttpRequest) -> HttpResponse:
     old_id, new_id = request.GET.get("old", ""), request.GET.get("new", "")
     if old_id.isdigit() or new_id.isdigit():
         # A comparison bookmarked with integer ids: the same one by public ids.
-        ids = [(name, _legacy_revision(request, value).public_id if value.isdigit() else value)
-               for name, value in (("old", old_id), ("new", new_id))]
+        ids = [
+            (name, _legacy_revision(request, value).public_id if value.isdigit() else value)
+            for name, value in (("old", old_id), ("new", new_id))
+        ]
         return HttpResponsePermanentRedirect(f"{reverse('catalog:diff')}?{urlencode(ids)}")
     old = _revision(request, request.GET.get("old"))
     new = _revision(request, request.GET.get("new"))
     if old.supplier_id != new.supplier_id:
         refusal = MSG_OTHER_SUPPLIERS.format(
-            old=old.number, new=new.number,
+            old=old.number,
+            new=new.number,
             old_supplier=old.supplier.name if old.supplier else "no supplier",
-            new_supplier=new.supplier.name if new.supplier else "no supplier")
-        return render(request, "catalog/diff.html", {"refusal": refusal, "old": old, "new": new},
-                      status=400)
+            new_supplier=new.supplier.name if new.supplier else "no supplier",
+        )
+        return render(request, "catalog/diff.html", {"refusal": refusal, "old": old, "new": new}, status=400)
     return render(request, "catalog/diff.html", {"diff": revision_diff(old=old, new=new)})
 
 

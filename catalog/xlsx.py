@@ -29,14 +29,39 @@ CHUNK = 1 << 16
 
 # ECMA-376 Part 1, 18.8.30: the built-in number formats a file may refer to by id only.
 BUILTIN_FORMATS = {
-    0: "General", 1: "0", 2: "0.00", 3: "#,##0", 4: "#,##0.00", 5: '"$"#,##0_);("$"#,##0)',
-    6: '"$"#,##0_);[Red]("$"#,##0)', 7: '"$"#,##0.00_);("$"#,##0.00)',
-    8: '"$"#,##0.00_);[Red]("$"#,##0.00)', 9: "0%", 10: "0.00%", 11: "0.00E+00",
-    12: "# ?/?", 13: "# ??/??", 14: "mm-dd-yy", 15: "d-mmm-yy", 16: "d-mmm", 17: "mmm-yy",
-    18: "h:mm AM/PM", 19: "h:mm:ss AM/PM", 20: "h:mm", 21: "h:mm:ss", 22: "m/d/yy h:mm",
-    37: "#,##0_);(#,##0)", 38: "#,##0_);[Red](#,##0)", 39: "#,##0.00_);(#,##0.00)",
-    40: "#,##0.00_);[Red](#,##0.00)", 44: '_("$"* #,##0.00_)_("$"* \\(#,##0.00\\)_("$"* "-"??_)_(@_)',
-    45: "mm:ss", 46: "[h]:mm:ss", 47: "mmss.0", 48: "##0.0E+0", 49: "@",
+    0: "General",
+    1: "0",
+    2: "0.00",
+    3: "#,##0",
+    4: "#,##0.00",
+    5: '"$"#,##0_);("$"#,##0)',
+    6: '"$"#,##0_);[Red]("$"#,##0)',
+    7: '"$"#,##0.00_);("$"#,##0.00)',
+    8: '"$"#,##0.00_);[Red]("$"#,##0.00)',
+    9: "0%",
+    10: "0.00%",
+    11: "0.00E+00",
+    12: "# ?/?",
+    13: "# ??/??",
+    14: "mm-dd-yy",
+    15: "d-mmm-yy",
+    16: "d-mmm",
+    17: "mmm-yy",
+    18: "h:mm AM/PM",
+    19: "h:mm:ss AM/PM",
+    20: "h:mm",
+    21: "h:mm:ss",
+    22: "m/d/yy h:mm",
+    37: "#,##0_);(#,##0)",
+    38: "#,##0_);[Red](#,##0)",
+    39: "#,##0.00_);(#,##0.00)",
+    40: "#,##0.00_);[Red](#,##0.00)",
+    44: '_("$"* #,##0.00_)_("$"* \\(#,##0.00\\)_("$"* "-"??_)_(@_)',
+    45: "mm:ss",
+    46: "[h]:mm:ss",
+    47: "mmss.0",
+    48: "##0.0E+0",
+    49: "@",
 }
 # Literal text, quoted or escaped, and bracketed colours/conditions hide date letters.
 _NOT_DATE = re.compile(r'"[^"]*"|\\.|\[[^\[\]]*\]')  # never spans another "[": linear
@@ -90,7 +115,9 @@ def _parse_part(zf: zipfile.ZipFile, name: str, parser: expat.XMLParserType) -> 
                 parser.Parse(chunk, False)
             parser.Parse(b"", True)
     except expat.ExpatError as exc:
-        raise XlsxError(f"the XLSX part {name!r} is not well-formed XML ({expat.errors.messages[exc.code]})") from exc
+        raise XlsxError(
+            f"the XLSX part {name!r} is not well-formed XML ({expat.errors.messages[exc.code]})"
+        ) from exc
     except RecursionError as exc:
         raise XlsxError(f"the XLSX part {name!r} is nested too deeply") from exc
 
@@ -119,8 +146,9 @@ class Workbook:
             if name == PKG_REL_NS + SEP + "Relationship":
                 target = attrs.get("Target", "")
                 if attrs.get("TargetMode") != "External":
-                    target = posixpath.normpath(target.lstrip("/") if target.startswith("/")
-                                                else posixpath.join(folder, target))
+                    target = posixpath.normpath(
+                        target.lstrip("/") if target.startswith("/") else posixpath.join(folder, target)
+                    )
                 rels[attrs.get("Id", "")] = (attrs.get("Type", ""), target)
 
         _parse_part(self._zf, rels_name, _parser(StartElementHandler=start))
@@ -178,8 +206,11 @@ class Workbook:
             if state["in_t"]:
                 buf.append(data)
 
-        _parse_part(self._zf, part, _parser(StartElementHandler=start, EndElementHandler=end,
-                                            CharacterDataHandler=text))
+        _parse_part(
+            self._zf,
+            part,
+            _parser(StartElementHandler=start, EndElementHandler=end, CharacterDataHandler=text),
+        )
         return strings
 
     def _styles(self) -> list[str]:
@@ -209,15 +240,19 @@ class Workbook:
 
     # --- cells ---------------------------------------------------------------------
 
-    def rows(self, sheet: WorksheetRef, merges: list | None = None,
-             ) -> Iterator[tuple[int, list[tuple[int, object, int, bool]]]]:
+    def rows(
+        self,
+        sheet: WorksheetRef,
+        merges: list | None = None,
+    ) -> Iterator[tuple[int, list[tuple[int, object, int, bool]]]]:
         """Each row that has cells: (1-based row, [(0-based column, value, style id,
         whether a formula computed the value)]). The sheet's merged ranges, which
         follow its rows in the XML, are appended to ``merges`` as
         ``(first_row, last_row, first_col, last_col)``, 0-based and inclusive."""
         reader = _SheetReader(self, merges)
-        parser = _parser(StartElementHandler=reader.start, EndElementHandler=reader.end,
-                         CharacterDataHandler=reader.text)
+        parser = _parser(
+            StartElementHandler=reader.start, EndElementHandler=reader.end, CharacterDataHandler=reader.text
+        )
         try:
             with self._zf.open(sheet.path) as part:
                 while chunk := part.read(CHUNK):
@@ -225,8 +260,9 @@ class Workbook:
                     yield from reader.take()
                 parser.Parse(b"", True)
         except expat.ExpatError as exc:
-            raise XlsxError(f"the sheet {sheet.title!r} is not well-formed XML "
-                            f"({expat.errors.messages[exc.code]})") from exc
+            raise XlsxError(
+                f"the sheet {sheet.title!r} is not well-formed XML ({expat.errors.messages[exc.code]})"
+            ) from exc
         yield from reader.take()
 
     def cell_value(self, kind: str, raw: str, style: int) -> object:
@@ -328,8 +364,14 @@ class _SheetReader:
         first, _, last = ref.partition(":")
         if not (_CELL_REF.match(first) and _CELL_REF.match(last)):
             return  # a malformed range merges nothing
-        self.merges.append((_int(_ROW_DIGITS.search(first).group()) - 1, _int(_ROW_DIGITS.search(last).group()) - 1,
-                            column_index(first), column_index(last)))
+        self.merges.append(
+            (
+                _int(_ROW_DIGITS.search(first).group()) - 1,
+                _int(_ROW_DIGITS.search(last).group()) - 1,
+                column_index(first),
+                column_index(last),
+            )
+        )
 
     def end(self, name):
         if name == self.C:

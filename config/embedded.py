@@ -61,8 +61,9 @@ def bin_dir() -> Path:
 @cache
 def server_major_version() -> str:
     """The major version of the bundled server, e.g. "18"."""
-    out = subprocess.run([str(bin_dir() / "postgres"), "--version"], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [str(bin_dir() / "postgres"), "--version"], check=True, capture_output=True, text=True
+    ).stdout
     # "postgres (PostgreSQL) 18.6"
     return out.split()[-1].split(".")[0]
 
@@ -125,9 +126,7 @@ def database_url(data_dir: Path) -> str:
     data_dir.mkdir(parents=True, exist_ok=True)
     server = package.get_server(data_dir, cleanup_mode=None)
     # Check before creating, so that a second start writes no error to the log.
-    exists = server.psql(
-        f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';"
-    )
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
     if "1 row" not in exists:
         server.psql(f"CREATE DATABASE {DATABASE_NAME};")
     # The socket is in the data folder unless that path is too long for a
@@ -189,23 +188,29 @@ def server_stop(data_dir: Path) -> tuple[bool, str]:
     if info is None:
         return True, f"The embedded database in {shown}/ is not running: nothing to stop."
     if not info.alive:
-        return True, (f"The embedded database in {shown}/ is not running: its postmaster.pid "
-                      f"names process {info.pid}, which is not a PostgreSQL server of this "
-                      f"folder (left behind by a crash or a reboot). Nothing to stop; the "
-                      f"next start replaces the stale file.")
+        return True, (
+            f"The embedded database in {shown}/ is not running: its postmaster.pid "
+            f"names process {info.pid}, which is not a PostgreSQL server of this "
+            f"folder (left behind by a crash or a reboot). Nothing to stop; the "
+            f"next start replaces the stale file."
+        )
     try:
         os.kill(info.pid, signal.SIGINT)
     except PermissionError:
-        return False, (f"Cannot stop the embedded database in {shown}/: process {info.pid} "
-                       f"belongs to another user. Run `make stop-db` as that user or as root.")
+        return False, (
+            f"Cannot stop the embedded database in {shown}/: process {info.pid} "
+            f"belongs to another user. Run `make stop-db` as that user or as root."
+        )
     except ProcessLookupError:
         return True, f"The embedded database in {shown}/ stopped by itself."
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
     while _is_postmaster_of(info.pid, data_dir):
         if time.monotonic() > deadline:
-            return False, (f"The embedded database in {shown}/ (process {info.pid}) was asked "
-                           f"to stop but is still running after {STOP_TIMEOUT_SECONDS:.0f}s: "
-                           f"see {shown}/log.")
+            return False, (
+                f"The embedded database in {shown}/ (process {info.pid}) was asked "
+                f"to stop but is still running after {STOP_TIMEOUT_SECONDS:.0f}s: "
+                f"see {shown}/log."
+            )
         time.sleep(0.05)
     return True, f"Stopped the embedded database in {shown}/ (process {info.pid})."
 
@@ -244,8 +249,9 @@ def server_start(data_dir: Path) -> tuple[bool, str]:
 def main(argv: list[str]) -> int:
     commands = {"start", "stop", "reset", "bindir"}
     if len(argv) < 1 or argv[0] not in commands:
-        print(f"usage: python -m config.embedded {{{'|'.join(sorted(commands))}}} [DATA_DIR]",
-              file=sys.stderr)
+        print(
+            f"usage: python -m config.embedded {{{'|'.join(sorted(commands))}}} [DATA_DIR]", file=sys.stderr
+        )
         return 2
     data_dir = Path(argv[1] if len(argv) > 1 else Path(__file__).resolve().parent.parent / ".pgdata")
     if argv[0] == "bindir":

@@ -77,8 +77,9 @@ class Environment:
         _check_range(name, raw, value, minimum=minimum, above=None)
         return value
 
-    def float(self, name: str, default: float, *, minimum: float | None = None,
-              above: float | None = None) -> float:
+    def float(
+        self, name: str, default: float, *, minimum: float | None = None, above: float | None = None
+    ) -> float:
         raw = self._raw(name)
         if raw is None or not raw.strip():
             return default
@@ -95,8 +96,7 @@ class Environment:
         return self._env.db_url_config(url)
 
 
-def _check_range(name: str, raw: str, value: float, *, minimum: float | None,
-                 above: float | None) -> None:
+def _check_range(name: str, raw: str, value: float, *, minimum: float | None, above: float | None) -> None:
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(MSG_BELOW.format(name=name, raw=raw, minimum=minimum))
     if above is not None and value <= above:

@@ -46,9 +46,11 @@ def no_store_when_private(get_response):
 
     def middleware(request):
         response = get_response(request)
-        private = (request.path.startswith("/api/")
-                   or "HTTP_AUTHORIZATION" in request.META
-                   or getattr(getattr(request, "user", None), "is_authenticated", False))
+        private = (
+            request.path.startswith("/api/")
+            or "HTTP_AUTHORIZATION" in request.META
+            or getattr(getattr(request, "user", None), "is_authenticated", False)
+        )
         if private and "no-store" not in response.get("Cache-Control", ""):
             add_never_cache_headers(response)
         return response

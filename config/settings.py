@@ -122,8 +122,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Checked by the admin's password forms and `addmember --password`.
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
-     "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
@@ -226,8 +225,7 @@ JOB_STATEMENT_TIMEOUT_MS = env.int("JOB_STATEMENT_TIMEOUT_MS", default=60_000, m
 JOB_LOCK_TIMEOUT_MS = env.int("JOB_LOCK_TIMEOUT_MS", default=10_000, minimum=0)
 # A transaction of theirs idle this long (the process paused or cut off
 # between two statements) is ended by the server, with its locks.
-JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS = env.int("JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS", default=30_000,
-                                             minimum=0)
+JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS = env.int("JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS", default=30_000, minimum=0)
 # Recovery ends the database session still holding the row of a job whose
 # lease expired this many leases ago (a worker stalled inside a transaction).
 JOB_STALLED_LEASES = env.float("JOB_STALLED_LEASES", default=2.0, above=0)
@@ -340,6 +338,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "filters": {"expected_client_errors": {"()": "config.log_filters.ExpectedClientErrors"}},
-    "loggers": {"django.db.backends": {"level": "WARNING"},
-                "django.request": {"filters": ["expected_client_errors"]}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "django.request": {"filters": ["expected_client_errors"]},
+    },
 }

@@ -45,20 +45,29 @@ from jobs.webhooks import secret_masked
 MSG_NONE_ELIGIBLE = "None of the {total} selected jobs can be {done}: {reasons}."
 MSG_CHANGED = "{Done} {changed} of {total} selected jobs."
 MSG_UNCHANGED = "{count} did not change: {reasons}."
-MSG_CANCEL_WARNING = ("Cancelling stops publication, not a remote call already in progress: "
-                      "a running worker finds out at its next heartbeat and its result is discarded.")
+MSG_CANCEL_WARNING = (
+    "Cancelling stops publication, not a remote call already in progress: "
+    "a running worker finds out at its next heartbeat and its result is discarded."
+)
 MSG_REDELIVER = "{count} failed message(s) will be delivered again."
 MSG_REDELIVER_SKIPPED = "{count} were not failed and were left alone: {reasons}."
-MSG_SECRET_SHOWN_ONCE = ("Signing secret of {url}: {secret} - copy it to the receiver now; "
-                         "it is not shown again.")
-MSG_SECRET_ROTATED = ("New signing secret of {url}: {secret} - copy it to the receiver now; it "
-                      "is not shown again. The previous secret also signs for {hours} h.")
+MSG_SECRET_SHOWN_ONCE = (
+    "Signing secret of {url}: {secret} - copy it to the receiver now; it is not shown again."
+)
+MSG_SECRET_ROTATED = (
+    "New signing secret of {url}: {secret} - copy it to the receiver now; it "
+    "is not shown again. The previous secret also signs for {hours} h."
+)
 
-MSG_DETERMINISTIC = ("The last attempt failed for a reason a retry does not change (the same "
-                     "input gives the same error): {error} Retry only once the cause is fixed "
-                     "(another file, a setting, a new version).")
-MSG_DETERMINISTIC_SELECTED = ("{count} of the selected jobs failed for a reason a retry does not "
-                              "change; they will fail the same way unless the cause was fixed.")
+MSG_DETERMINISTIC = (
+    "The last attempt failed for a reason a retry does not change (the same "
+    "input gives the same error): {error} Retry only once the cause is fixed "
+    "(another file, a setting, a new version)."
+)
+MSG_DETERMINISTIC_SELECTED = (
+    "{count} of the selected jobs failed for a reason a retry does not "
+    "change; they will fail the same way unless the cause was fixed."
+)
 
 MISSING = "deleted"
 
@@ -68,8 +77,10 @@ CONFIRM_TEMPLATE = "ops/admin_confirm_action.html"
 def _pretty_json(value) -> str:
     if value in (None, "", [], {}):
         return "-"
-    return format_html('<pre style="white-space:pre-wrap;margin:0">{}</pre>',
-                       json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+    return format_html(
+        '<pre style="white-space:pre-wrap;margin:0">{}</pre>',
+        json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True),
+    )
 
 
 def readable_duration(seconds: float | None) -> str:
@@ -93,8 +104,12 @@ def readable_duration(seconds: float | None) -> str:
 def deterministic_failure(job: Job, last: Attempt | None) -> str:
     """What to know before retrying a job whose last attempt failed for good
     (a permanent error, not one attempt too many of a transient one)."""
-    if (last is None or job.state != State.NEEDS_ATTENTION or last.outcome != Attempt.Outcome.FAILED
-            or job.reason.startswith("gave up after")):
+    if (
+        last is None
+        or job.state != State.NEEDS_ATTENTION
+        or last.outcome != Attempt.Outcome.FAILED
+        or job.reason.startswith("gave up after")
+    ):
         return ""
     return MSG_DETERMINISTIC.format(error=(last.error or job.reason).rstrip(".") + ".")
 
@@ -112,7 +127,7 @@ def _were(count: int, phrase: str) -> str:
 
 
 def _why_unchanged(skipped: Counter, phrases: dict[str, str]) -> list[str]:
-    """"3 were already completed", ...: most frequent first, then by phrase."""
+    """ "3 were already completed", ...: most frequent first, then by phrase."""
     lines = [(count, phrases.get(state, state.replace("_", " "))) for state, count in skipped.items()]
     return [_were(count, phrase) for count, phrase in sorted(lines, key=lambda c: (-c[0], c[1]))]
 
@@ -172,8 +187,17 @@ class AttemptInline(ReadOnlyAdminMixin, admin.TabularInline):
     extra = 0
     max_num = 0
     can_delete = False
-    fields = ["number", "outcome", "worker_id", "started_at", "finished_at", "duration",
-              "error", "diagnostic_display", "provider_calls"]
+    fields = [
+        "number",
+        "outcome",
+        "worker_id",
+        "started_at",
+        "finished_at",
+        "duration",
+        "error",
+        "diagnostic_display",
+        "provider_calls",
+    ]
     readonly_fields = fields
 
     def has_view_permission(self, request, obj=None) -> bool:
@@ -219,17 +243,54 @@ class JobAdmin(admin.ModelAdmin):
     # The attempts (an inline) come after these fieldsets; the output, which
     # can be long, comes after the attempts, folded (see change_form_template).
     fieldsets = [
-        (None, {"fields": ["id", "kind", "kind_fields", "workspace", "state", "reason",
-                           "before_retry", "pages",
-                           "created_by", "created_at", "updated_at", "finished_at"]}),
-        ("Attempts and lease", {"fields": ["attempt", "max_attempts", "version", "worker_id",
-                                           "lease_token", "lease_until", "run_after"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "id",
+                    "kind",
+                    "kind_fields",
+                    "workspace",
+                    "state",
+                    "reason",
+                    "before_retry",
+                    "pages",
+                    "created_by",
+                    "created_at",
+                    "updated_at",
+                    "finished_at",
+                ]
+            },
+        ),
+        (
+            "Attempts and lease",
+            {
+                "fields": [
+                    "attempt",
+                    "max_attempts",
+                    "version",
+                    "worker_id",
+                    "lease_token",
+                    "lease_until",
+                    "run_after",
+                ]
+            },
+        ),
         ("Time spent", {"fields": ["waiting", "running", "in_review", "state_changed_at"]}),
         ("Input", {"fields": ["payload_display", "idempotency_key", "request_fingerprint"]}),
         ("Result", {"fields": ["review_required", "progress", "result_display"]}),
     ]
-    computed_fields = ["pages", "kind_fields", "before_retry", "payload_display", "progress", "result_display",
-                       "waiting", "running", "in_review"]
+    computed_fields = [
+        "pages",
+        "kind_fields",
+        "before_retry",
+        "payload_display",
+        "progress",
+        "result_display",
+        "waiting",
+        "running",
+        "in_review",
+    ]
     change_form_template = "admin/jobs/job/change_form.html"
 
     def get_queryset(self, request):
@@ -242,8 +303,10 @@ class JobAdmin(admin.ModelAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         job = Job.objects.filter(pk=object_id).only("output").first() if _is_uuid(object_id) else None
-        extra_context = {**(extra_context or {}),
-                         "output_html": self.output_display(job) if job is not None else ""}
+        extra_context = {
+            **(extra_context or {}),
+            "output_html": self.output_display(job) if job is not None else "",
+        }
         return super().change_view(request, object_id, form_url, extra_context)
 
     # --- nothing is edited by hand ------------------------------------------------
@@ -330,8 +393,12 @@ class JobAdmin(admin.ModelAdmin):
             return "-"
         return format_html(
             '<table style="margin:0">{}</table>',
-            format_html_join("", "<tr><th>{}</th><td>{}</td></tr>",
-                             ((label, render(job)) for label, render in kind.admin_fields.items())))
+            format_html_join(
+                "",
+                "<tr><th>{}</th><td>{}</td></tr>",
+                ((label, render(job)) for label, render in kind.admin_fields.items()),
+            ),
+        )
 
     @admin.display(description="before a retry")
     def before_retry(self, job: Job) -> str:
@@ -384,9 +451,13 @@ class JobAdmin(admin.ModelAdmin):
         eligible = [pk for pk, state in rows if state in transition.eligible_states]
         skipped = Counter(state for _, state in rows if state not in transition.eligible_states)
         if not eligible:
-            self.message_user(request, MSG_NONE_ELIGIBLE.format(
-                total=len(rows), done=transition.done,
-                reasons=_reasons(skipped, transition.skip_phrases)), messages.WARNING)
+            self.message_user(
+                request,
+                MSG_NONE_ELIGIBLE.format(
+                    total=len(rows), done=transition.done, reasons=_reasons(skipped, transition.skip_phrases)
+                ),
+                messages.WARNING,
+            )
             return None
         if request.POST.get("post") != "yes":
             return self._confirm(request, queryset, transition, eligible, skipped)
@@ -404,18 +475,24 @@ class JobAdmin(admin.ModelAdmin):
                 changed += 1
         text = MSG_CHANGED.format(Done=transition.done.capitalize(), changed=changed, total=len(rows))
         if skipped:
-            text += " " + MSG_UNCHANGED.format(count=sum(skipped.values()),
-                                               reasons=_reasons(skipped, transition.skip_phrases))
+            text += " " + MSG_UNCHANGED.format(
+                count=sum(skipped.values()), reasons=_reasons(skipped, transition.skip_phrases)
+            )
         self.message_user(request, text, messages.SUCCESS if changed else messages.WARNING)
         return None
 
-    def _confirm(self, request, queryset, transition: BulkTransition, eligible: list,
-                 skipped: Counter) -> TemplateResponse:
+    def _confirm(
+        self, request, queryset, transition: BulkTransition, eligible: list, skipped: Counter
+    ) -> TemplateResponse:
         jobs = list(queryset.select_related("workspace").order_by("-created_at"))
         deterministic = 0
         if transition is RETRY:
-            last = {a.job_id: a for a in Attempt.objects.filter(job__in=[j.pk for j in jobs])
-                    .order_by("job_id", "-number").distinct("job_id")}
+            last = {
+                a.job_id: a
+                for a in Attempt.objects.filter(job__in=[j.pk for j in jobs])
+                .order_by("job_id", "-number")
+                .distinct("job_id")
+            }
             deterministic = sum(1 for job in jobs if deterministic_failure(job, last.get(job.pk)))
         context = {
             **self.admin_site.each_context(request),
@@ -428,8 +505,9 @@ class JobAdmin(admin.ModelAdmin):
             "skipped": _why_unchanged(skipped, transition.skip_phrases),
             "jobs": [(job, job.state in transition.eligible_states) for job in jobs],
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-            "deterministic": (MSG_DETERMINISTIC_SELECTED.format(count=deterministic)
-                              if deterministic else ""),
+            "deterministic": (
+                MSG_DETERMINISTIC_SELECTED.format(count=deterministic) if deterministic else ""
+            ),
         }
         return TemplateResponse(request, CONFIRM_TEMPLATE, context)
 
@@ -471,16 +549,26 @@ class WebhookDeliveryInline(ReadOnlyAdminMixin, admin.TabularInline):
     readonly_fields = fields
 
     def has_view_permission(self, request, obj=None) -> bool:
-        return (request.user.has_perm("jobs.view_outboxmessage")
-                or request.user.has_perm("jobs.change_outboxmessage"))
+        return request.user.has_perm("jobs.view_outboxmessage") or request.user.has_perm(
+            "jobs.change_outboxmessage"
+        )
 
 
 @admin.register(OutboxMessage)
 class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Messages are history; the relay alone moves them."""
 
-    list_display = ["id", "topic", "workspace", "status", "attempts", "created_at",
-                    "available_at", "delivered_at", "short_error"]
+    list_display = [
+        "id",
+        "topic",
+        "workspace",
+        "status",
+        "attempts",
+        "created_at",
+        "available_at",
+        "delivered_at",
+        "short_error",
+    ]
     list_filter = [OutboxStatusFilter, "topic", "workspace"]
     list_select_related = ["workspace"]
     search_fields = ["topic"]
@@ -488,8 +576,19 @@ class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     show_full_result_count = False
     actions = ["redeliver"]
     inlines = [WebhookDeliveryInline]
-    fields = ["id", "workspace", "topic", "status", "payload_display", "created_at",
-              "available_at", "attempts", "delivered_at", "failed_at", "last_error"]
+    fields = [
+        "id",
+        "workspace",
+        "topic",
+        "status",
+        "payload_display",
+        "created_at",
+        "available_at",
+        "attempts",
+        "delivered_at",
+        "failed_at",
+        "last_error",
+    ]
     readonly_fields = fields
 
     def has_redeliver_permission(self, request) -> bool:
@@ -533,10 +632,15 @@ class OutboxMessageAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if redelivered:
             self.message_user(request, MSG_REDELIVER.format(count=redelivered), messages.SUCCESS)
         if skipped:
-            reasons = _reasons(skipped, {"delivered": "already delivered",
-                                         "pending": "still pending", MISSING: "deleted meanwhile"})
-            self.message_user(request, MSG_REDELIVER_SKIPPED.format(
-                count=sum(skipped.values()), reasons=reasons), messages.WARNING)
+            reasons = _reasons(
+                skipped,
+                {"delivered": "already delivered", "pending": "still pending", MISSING: "deleted meanwhile"},
+            )
+            self.message_user(
+                request,
+                MSG_REDELIVER_SKIPPED.format(count=sum(skipped.values()), reasons=reasons),
+                messages.WARNING,
+            )
 
 
 # --- webhook endpoints -----------------------------------------------------------------------
@@ -547,9 +651,10 @@ class WebhookEndpointForm(forms.ModelForm):
     clean() vets the URL (https, public addresses)."""
 
     url = forms.URLField(
-        assume_scheme="https", max_length=200,
+        assume_scheme="https",
+        max_length=200,
         help_text="Receives an HTTPS POST with a JSON body for every outbox message of the "
-                  "workspace. Only public addresses are allowed.",
+        "workspace. Only public addresses are allowed.",
     )
 
     class Meta:
@@ -582,14 +687,17 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
         if not change:
-            self.message_user(request, MSG_SECRET_SHOWN_ONCE.format(url=obj.url, secret=obj.secret),
-                              messages.SUCCESS)
+            self.message_user(
+                request, MSG_SECRET_SHOWN_ONCE.format(url=obj.url, secret=obj.secret), messages.SUCCESS
+            )
 
-    @admin.action(description="Rotate the signing secret of selected endpoints",
-                  permissions=["change"])
+    @admin.action(description="Rotate the signing secret of selected endpoints", permissions=["change"])
     def rotate_secret(self, request, queryset) -> None:
         grace = settings.WEBHOOK_SECRET_GRACE_SECONDS
         for endpoint in queryset.order_by("pk"):
             secret = webhook_secret_rotate(endpoint_id=endpoint.pk, grace_seconds=grace)
-            self.message_user(request, MSG_SECRET_ROTATED.format(
-                url=endpoint.url, secret=secret, hours=round(grace / 3600, 1)), messages.SUCCESS)
+            self.message_user(
+                request,
+                MSG_SECRET_ROTATED.format(url=endpoint.url, secret=secret, hours=round(grace / 3600, 1)),
+                messages.SUCCESS,
+            )

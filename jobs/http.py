@@ -150,7 +150,8 @@ class CancelRequest(Schema):
     model_config = ConfigDict(extra="forbid")
 
     version: json_int(ge=1, le=MAX_VERSION) | None = Field(
-        None, description="Cancel only if the job is still at this version.")
+        None, description="Cancel only if the job is still at this version."
+    )
 
 
 def paging(*, default: int, maximum: int) -> type[Schema]:
@@ -171,8 +172,12 @@ def paginate(request: HttpRequest, rows: QuerySet | Sequence, *, page: int, page
     count = rows.count() if isinstance(rows, QuerySet) else len(rows)
     last = max(1, math.ceil(count / page_size))
     if page > last:
-        raise Problem(404, "page-out-of-range",
-                      MSG_PAGE_OUT_OF_RANGE.format(page=page, last=last, count=count), last_page=last)
+        raise Problem(
+            404,
+            "page-out-of-range",
+            MSG_PAGE_OUT_OF_RANGE.format(page=page, last=last, count=count),
+            last_page=last,
+        )
     start = (page - 1) * page_size
 
     def link(number: int) -> str:
@@ -181,9 +186,12 @@ def paginate(request: HttpRequest, rows: QuerySet | Sequence, *, page: int, page
         params["page_size"] = str(page_size)
         return f"{request.path}?{urlencode(sorted(params.lists()), doseq=True)}"
 
-    return {"results": list(rows[start:start + page_size]), "count": count,
-            "next": link(page + 1) if page < last else None,
-            "previous": link(page - 1) if page > 1 else None}
+    return {
+        "results": list(rows[start : start + page_size]),
+        "count": count,
+        "next": link(page + 1) if page < last else None,
+        "previous": link(page - 1) if page > 1 else None,
+    }
 
 
 # --- authentication ------------------------------------------------------------------
@@ -241,8 +249,7 @@ class BoundedJsonParser(Parser):
         limit = settings.API_JSON_MAX_BYTES
         body = request.body
         if len(body) > limit:
-            raise Problem(413, "body-too-large", MSG_BODY_TOO_LARGE.format(limit=limit),
-                          limit_bytes=limit)
+            raise Problem(413, "body-too-large", MSG_BODY_TOO_LARGE.format(limit=limit), limit_bytes=limit)
         if json_depth(body) > JSON_MAX_DEPTH:
             raise Problem(400, "invalid-request", MSG_TOO_DEEP.format(limit=JSON_MAX_DEPTH))
         try:
@@ -305,9 +312,13 @@ def _on_exception(request: HttpRequest, exc: Exception) -> HttpResponse:
 # --- the document ----------------------------------------------------------------------
 
 
-def answers(*, problems: dict[int, str] | None = None, descriptions: dict[int, str] | None = None,
-            headers: dict[int, dict[str, str]] | None = None,
-            media: dict[int, dict[str, dict]] | None = None) -> Callable:
+def answers(
+    *,
+    problems: dict[int, str] | None = None,
+    descriptions: dict[int, str] | None = None,
+    headers: dict[int, dict[str, str]] | None = None,
+    media: dict[int, dict[str, dict]] | None = None,
+) -> Callable:
     """Complete an operation's answers: the problems it may answer (status:
     when), a description per answer, the headers of an answer (name: what it
     says) and further media types of an answer (for example CSV beside JSON)."""
@@ -320,14 +331,17 @@ def answers(*, problems: dict[int, str] | None = None, descriptions: dict[int, s
             extra.setdefault(status, {})["description"] = text
         for status, named in (headers or {}).items():
             extra.setdefault(status, {})["headers"] = {
-                name: {"description": text, "schema": {"type": "string"}} for name, text in named.items()}
+                name: {"description": text, "schema": {"type": "string"}} for name, text in named.items()
+            }
         for status, bodies in (media or {}).items():
             extra.setdefault(status, {})["content"] = bodies
         operation.openapi_extra = {**(operation.openapi_extra or {}), "responses": extra}
 
     def decorate(view: Callable) -> Callable:
-        view._ninja_contribute_to_operation = [*getattr(view, "_ninja_contribute_to_operation", []),
-                                               contribute]
+        view._ninja_contribute_to_operation = [
+            *getattr(view, "_ninja_contribute_to_operation", []),
+            contribute,
+        ]
         return view
 
     return decorate
@@ -362,8 +376,7 @@ def _complete(operation: dict, method: str) -> None:
     if operation.get("requestBody"):
         needed.append("413")
     for status in needed:
-        responses.setdefault(status, {"description": GENERIC_ANSWERS[status],
-                                      "content": _problem_content()})
+        responses.setdefault(status, {"description": GENERIC_ANSWERS[status], "content": _problem_content()})
     responses["default"] = {"description": "Any other error.", "content": _problem_content()}
     operation["responses"] = dict(sorted(responses.items()))
 
@@ -374,8 +387,7 @@ class DescribedAPI(NinjaAPI):
     problem (a read-only token sending a change gets its 403 first)."""
 
     def __init__(self, **kwargs):
-        super().__init__(auth=API_AUTH, parser=BoundedJsonParser(), openapi_url=None, docs_url=None,
-                         **kwargs)
+        super().__init__(auth=API_AUTH, parser=BoundedJsonParser(), openapi_url=None, docs_url=None, **kwargs)
         self.add_exception_handler(Exception, _on_exception)
         self.add_exception_handler(HttpError, _on_http_error)
         self.add_exception_handler(ValidationError, _on_validation)
@@ -430,8 +442,9 @@ def method_not_allowed(request: HttpRequest, allow: str) -> HttpResponse:
             return problem_response(problem_from_exception(exc))
         except Exception:  # noqa: BLE001  any other credential problem: the method is still wrong
             pass
-    return problem_response(Problem(405, "method-not-allowed", MSG_METHOD.format(allowed=allowed),
-                                    headers={"Allow": allowed}))
+    return problem_response(
+        Problem(405, "method-not-allowed", MSG_METHOD.format(allowed=allowed), headers={"Allow": allowed})
+    )
 
 
 # --- the generic job endpoints ----------------------------------------------------------
@@ -440,8 +453,9 @@ def method_not_allowed(request: HttpRequest, allow: str) -> HttpResponse:
 def member_job(user, job_id: uuid.UUID, *, with_output: bool = False) -> Job:
     """The job, if the caller is a member of its workspace. Otherwise the
     same 404 as for an id that does not exist: existence is not disclosed."""
-    job = (jobs_with_live_phase(Job.objects.for_member(user), with_output=with_output)
-           .filter(pk=job_id).first())
+    job = (
+        jobs_with_live_phase(Job.objects.for_member(user), with_output=with_output).filter(pk=job_id).first()
+    )
     if job is None:
         raise not_found()
     return job
@@ -462,14 +476,27 @@ router = Router(tags=["jobs"])
 IF_MATCH = r'^(|\*|(W/)?"[1-9][0-9]{0,8}")$'
 
 
-@router.post("/jobs/{uuid:id}/cancel", response={200: JobVersion}, url_name="job-cancel",
-             summary="Cancel a job")
-@answers(descriptions={200: "Cancelled."}, problems={
-    404: "No such job in your workspaces.",
-    409: "The job can no longer be cancelled, or changed since that version."})
-def job_cancel_view(request: HttpRequest, id: uuid.UUID, payload: CancelRequest | None = None,
-                    if_match: str = Header(None, alias="If-Match", pattern=IF_MATCH, description=(
-                        'The version you saw, `"N"`: cancel only if nothing changed.'))):
+@router.post(
+    "/jobs/{uuid:id}/cancel", response={200: JobVersion}, url_name="job-cancel", summary="Cancel a job"
+)
+@answers(
+    descriptions={200: "Cancelled."},
+    problems={
+        404: "No such job in your workspaces.",
+        409: "The job can no longer be cancelled, or changed since that version.",
+    },
+)
+def job_cancel_view(
+    request: HttpRequest,
+    id: uuid.UUID,
+    payload: CancelRequest | None = None,
+    if_match: str = Header(
+        None,
+        alias="If-Match",
+        pattern=IF_MATCH,
+        description=('The version you saw, `"N"`: cancel only if nothing changed.'),
+    ),
+):
     """A versioned, authorized mutation; 409 when the job cannot be cancelled
     any more (or changed since the version the caller names)."""
     who = caller(request)
@@ -486,23 +513,28 @@ def job_cancel_view(request: HttpRequest, id: uuid.UUID, payload: CancelRequest 
 
 
 # The docs page loads Swagger UI from this site's static files only.
-DOCS_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+DOCS_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 def meta_router(api: DescribedAPI) -> Router:
     """The document itself and its browsable reference, public."""
     meta = Router(tags=["meta"], auth=None)
 
-    @meta.get("/openapi.json", response={200: dict[str, Any]}, url_name="openapi",
-              summary="This description (OpenAPI 3.1)")
+    @meta.get(
+        "/openapi.json",
+        response={200: dict[str, Any]},
+        url_name="openapi",
+        summary="This description (OpenAPI 3.1)",
+    )
     def openapi_json(request: HttpRequest):
         response = JsonResponse(api.document, json_dumps_params={"indent": 1})
         response["Access-Control-Allow-Origin"] = "*"
         return response
 
-    @meta.get("/docs/", response={200: None}, url_name="docs",
-              summary="Browsable API reference (Swagger UI)")
+    @meta.get("/docs/", response={200: None}, url_name="docs", summary="Browsable API reference (Swagger UI)")
     @answers(media={200: {"text/html": {"schema": {"type": "string"}}}})
     def api_docs(request: HttpRequest):
         response = render(request, "api/docs.html", {"title": api.title})

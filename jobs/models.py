@@ -51,8 +51,9 @@ class Job(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     kind = models.CharField(max_length=50)
     # No index of its own: the indexes below begin with the workspace.
-    workspace = models.ForeignKey("accounts.Workspace", on_delete=models.PROTECT, related_name="jobs",
-                                  db_index=False)
+    workspace = models.ForeignKey(
+        "accounts.Workspace", on_delete=models.PROTECT, related_name="jobs", db_index=False
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -138,9 +139,7 @@ class Job(models.Model):
                 condition=Q(claimed_at__isnull=False),
             ),
             # The recovery scan: running rows by lease expiry.
-            models.Index(
-                fields=["lease_until"], name="job_running_lease", condition=Q(state=State.RUNNING)
-            ),
+            models.Index(fields=["lease_until"], name="job_running_lease", condition=Q(state=State.RUNNING)),
             models.Index(fields=["workspace", "state", "created_at"], name="job_workspace_state"),
             # A workspace's newest jobs: the upload rate window reads only the
             # last minute's, whatever the workspace's history.
@@ -183,8 +182,18 @@ class Attempt(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["job", "number"], name="attempt_unique_number"),
             models.CheckConstraint(
-                condition=Q(outcome__in=["running", "succeeded", "retry", "failed", "expired",
-                                         "released", "cancelled", "stale"]),
+                condition=Q(
+                    outcome__in=[
+                        "running",
+                        "succeeded",
+                        "retry",
+                        "failed",
+                        "expired",
+                        "released",
+                        "cancelled",
+                        "stale",
+                    ]
+                ),
                 name="attempt_outcome_valid",
             ),
         ]

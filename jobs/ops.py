@@ -79,8 +79,9 @@ class Bar:
         return round(self.y - 4, 1)
 
 
-def bar_chart(buckets: list[selectors_ops.Bucket], *, width: int = CHART_WIDTH,
-              height: int = CHART_HEIGHT) -> tuple[list[Bar], int]:
+def bar_chart(
+    buckets: list[selectors_ops.Bucket], *, width: int = CHART_WIDTH, height: int = CHART_HEIGHT
+) -> tuple[list[Bar], int]:
     """Geometry of an SVG bar chart: one bar per bucket, scaled to the
     largest count. Returns the bars and the scale's top value."""
     top = max([b.count for b in buckets] + [1])
@@ -90,11 +91,16 @@ def bar_chart(buckets: list[selectors_ops.Bucket], *, width: int = CHART_WIDTH,
     bars = []
     for index, bucket in enumerate(buckets):
         bar_height = plot * bucket.count / top
-        bars.append(Bar(
-            x=round(index * slot + slot * 0.1, 1), y=round(baseline - bar_height, 1),
-            width=round(slot * 0.8, 1), height=round(bar_height, 1), count=bucket.count,
-            label=f"{bucket.start_minutes_ago}–{bucket.end_minutes_ago} min ago",
-        ))
+        bars.append(
+            Bar(
+                x=round(index * slot + slot * 0.1, 1),
+                y=round(baseline - bar_height, 1),
+                width=round(slot * 0.8, 1),
+                height=round(bar_height, 1),
+                count=bucket.count,
+                label=f"{bucket.start_minutes_ago}–{bucket.end_minutes_ago} min ago",
+            )
+        )
     return bars, top
 
 
@@ -119,21 +125,30 @@ def dashboard(request):
         "buckets": buckets,
         "completed_last_hour": sum(b.count for b in buckets),
         "bars": bars,
-        "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT, "top": top,
-                  "baseline": CHART_HEIGHT - CHART_LABEL_SPACE,
-                  "label_y": CHART_HEIGHT - 4},
+        "chart": {
+            "width": CHART_WIDTH,
+            "height": CHART_HEIGHT,
+            "top": top,
+            "baseline": CHART_HEIGHT - CHART_LABEL_SPACE,
+            "label_y": CHART_HEIGHT - 4,
+        },
         "phases": phases,
         "phase_rows": [
             (name, p.jobs, human_seconds(p.p50), human_seconds(p.p95))
-            for name, p in (("waiting", phases.waiting), ("running", phases.running),
-                            ("in review", phases.review))
+            for name, p in (
+                ("waiting", phases.waiting),
+                ("running", phases.running),
+                ("in review", phases.review),
+            )
         ],
         "lost_counts": lost_counts,
         "lost": lost,
         "outbox": outbox,
         "outbox_oldest": human_seconds(outbox.oldest_pending_seconds),
-        "running": [(job, human_seconds(job.running_seconds), human_seconds(job.lease_seconds_left))
-                    for job in running],
+        "running": [
+            (job, human_seconds(job.running_seconds), human_seconds(job.lease_seconds_left))
+            for job in running
+        ],
         "leases_overdue": selectors_ops.leases_overdue(),
     }
     return render(request, "ops/dashboard.html", context)
@@ -156,7 +171,8 @@ class OpsCollector:
             value=oldest or 0.0,
         )
         yield GaugeMetricFamily(
-            f"{prefix}_jobs_completed_last_hour", "Jobs completed in the last hour.",
+            f"{prefix}_jobs_completed_last_hour",
+            "Jobs completed in the last hour.",
             value=sum(b.count for b in selectors_ops.throughput_last_hour()),
         )
 
@@ -171,8 +187,7 @@ class OpsCollector:
             "Jobs finished in the last 24 hours that the phase percentiles cover.",
             labels=["phase"],
         )
-        for phase, p in (("waiting", phases.waiting), ("running", phases.running),
-                         ("review", phases.review)):
+        for phase, p in (("waiting", phases.waiting), ("running", phases.running), ("review", phases.review)):
             finished.add_metric([phase], p.jobs)
             if p.p50 is not None:
                 quantiles.add_metric([phase, "0.5"], p.p50)
@@ -181,29 +196,40 @@ class OpsCollector:
         yield finished
 
         lost_counts, _ = selectors_ops.lost_attempts_last_24h(limit=0)
-        lost = GaugeMetricFamily(f"{prefix}_attempts_lost_last_24h",
-                                 "Attempts that ended stale or expired in the last 24 hours.",
-                                 labels=["outcome"])
+        lost = GaugeMetricFamily(
+            f"{prefix}_attempts_lost_last_24h",
+            "Attempts that ended stale or expired in the last 24 hours.",
+            labels=["outcome"],
+        )
         for outcome, count in lost_counts.items():
             lost.add_metric([outcome], count)
         yield lost
 
-        yield GaugeMetricFamily(f"{prefix}_job_leases_overdue",
-                                "Running jobs whose lease expired, not yet recovered.",
-                                value=selectors_ops.leases_overdue())
+        yield GaugeMetricFamily(
+            f"{prefix}_job_leases_overdue",
+            "Running jobs whose lease expired, not yet recovered.",
+            value=selectors_ops.leases_overdue(),
+        )
 
         outbox = selectors_ops.outbox_figures()
-        yield GaugeMetricFamily(f"{prefix}_outbox_pending_messages",
-                                "Outbox messages not yet delivered (including retries).",
-                                value=outbox.pending)
-        yield GaugeMetricFamily(f"{prefix}_outbox_due_messages",
-                                "Pending outbox messages deliverable now.", value=outbox.due)
-        yield GaugeMetricFamily(f"{prefix}_outbox_oldest_pending_age_seconds",
-                                "Age of the oldest pending outbox message (0 when none).",
-                                value=outbox.oldest_pending_seconds or 0.0)
-        yield GaugeMetricFamily(f"{prefix}_outbox_failed_messages",
-                                "Outbox messages the relay gave up on (redeliver in admin).",
-                                value=outbox.failed)
+        yield GaugeMetricFamily(
+            f"{prefix}_outbox_pending_messages",
+            "Outbox messages not yet delivered (including retries).",
+            value=outbox.pending,
+        )
+        yield GaugeMetricFamily(
+            f"{prefix}_outbox_due_messages", "Pending outbox messages deliverable now.", value=outbox.due
+        )
+        yield GaugeMetricFamily(
+            f"{prefix}_outbox_oldest_pending_age_seconds",
+            "Age of the oldest pending outbox message (0 when none).",
+            value=outbox.oldest_pending_seconds or 0.0,
+        )
+        yield GaugeMetricFamily(
+            f"{prefix}_outbox_failed_messages",
+            "Outbox messages the relay gave up on (redeliver in admin).",
+            value=outbox.failed,
+        )
 
 
 def _bearer_matches(request, token: str) -> bool:

@@ -65,8 +65,9 @@ def _after(seconds: float):
     return ClockTimestamp() + Value(timedelta(seconds=seconds), output_field=models.DurationField())
 
 
-def outbox_reserve_batch(*, batch_size: int, visibility_seconds: float,
-                         exclude_workspaces: Collection[int] = ()) -> list[Reservation]:
+def outbox_reserve_batch(
+    *, batch_size: int, visibility_seconds: float, exclude_workspaces: Collection[int] = ()
+) -> list[Reservation]:
     """Reserve up to `batch_size` deliverable messages for `visibility_seconds`.
 
     A short transaction, committed before any POST: SKIP LOCKED lets
@@ -157,9 +158,7 @@ def outbox_mark_failed(*, reservation: Reservation, error: str) -> bool:
 def outbox_release(*, reservation: Reservation) -> bool:
     """Give back a reservation the relay did not use (it ran out of time or is
     stopping): deliverable at once, and the unused attempt is not counted."""
-    return bool(
-        _fenced(reservation).update(available_at=ClockTimestamp(), attempts=F("attempts") - 1)
-    )
+    return bool(_fenced(reservation).update(available_at=ClockTimestamp(), attempts=F("attempts") - 1))
 
 
 def outbox_redeliver(*, message_id: uuid.UUID) -> None:

@@ -60,6 +60,7 @@ def register_titles(titles: dict[str, str]) -> None:
             raise ValueError(f"problem type {type_!r} is already registered with another title")
         TITLES[type_] = title
 
+
 # One body for "no such job" and "a job of a workspace you are not in": the
 # two must be indistinguishable, so the detail never names the id.
 NOT_FOUND_DETAIL = "No job with this id exists in your workspaces."
@@ -68,8 +69,15 @@ NOT_FOUND_DETAIL = "No job with this id exists in your workspaces."
 class Problem(Exception):
     """Raised anywhere under an API view; rendered by `problem_response`."""
 
-    def __init__(self, status: int, type_: str, detail: str = "", *,
-                 headers: dict[str, str] | None = None, **extensions):
+    def __init__(
+        self,
+        status: int,
+        type_: str,
+        detail: str = "",
+        *,
+        headers: dict[str, str] | None = None,
+        **extensions,
+    ):
         super().__init__(detail or TITLES[type_])
         self.status = status
         self.type = type_
@@ -79,8 +87,7 @@ class Problem(Exception):
 
 
 def problem_response(problem: Problem) -> HttpResponse:
-    body = {"type": TYPE_PREFIX + problem.type, "title": TITLES[problem.type],
-            "status": problem.status}
+    body = {"type": TYPE_PREFIX + problem.type, "title": TITLES[problem.type], "status": problem.status}
     if problem.detail:
         body["detail"] = problem.detail
     body.update(problem.extensions)
@@ -127,12 +134,18 @@ def problem_from_exception(exc: BaseException) -> Problem:
     if isinstance(exc, VersionConflict):
         return Problem(409, "version-conflict", str(exc), state=exc.state, version=exc.actual)
     if isinstance(exc, InvalidTransition):
-        return Problem(409, "not-cancellable" if exc.transition == "cancel" else "invalid-request",
-                       str(exc), state=exc.state)
+        return Problem(
+            409,
+            "not-cancellable" if exc.transition == "cancel" else "invalid-request",
+            str(exc),
+            state=exc.state,
+        )
     if isinstance(exc, IdempotencyConflict):
-        return Problem(422, "idempotency-key-reused",
-                       "This Idempotency-Key was already used with another request; "
-                       "use a new key for a new upload.")
+        return Problem(
+            422,
+            "idempotency-key-reused",
+            "This Idempotency-Key was already used with another request; use a new key for a new upload.",
+        )
     if isinstance(exc, (RequestDataTooBig, TooManyFieldsSent, MultiPartParserError)):
         return Problem(400, "invalid-request", f"The request body could not be read: {exc}")
     if isinstance(exc, PermissionDenied):

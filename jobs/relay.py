@@ -62,8 +62,12 @@ IN_FLIGHT_BATCHES = 4
 def retry_delay_seconds(attempt: int) -> float:
     """The relay's backoff: equal jitter, so retries of many messages spread
     out but none comes back at once."""
-    return backoff_seconds(attempt, base=settings.OUTBOX_BACKOFF_BASE_SECONDS,
-                           cap=settings.OUTBOX_BACKOFF_MAX_SECONDS, jitter=0.5)
+    return backoff_seconds(
+        attempt,
+        base=settings.OUTBOX_BACKOFF_BASE_SECONDS,
+        cap=settings.OUTBOX_BACKOFF_MAX_SECONDS,
+        jitter=0.5,
+    )
 
 
 def webhook_body(reservation: Reservation) -> bytes:
@@ -84,8 +88,11 @@ def _endpoints_of(workspace_id: int) -> list[WebhookEndpoint]:
     previous one while its grace period lasts (database time)."""
     endpoints = list(
         WebhookEndpoint.objects.filter(workspace_id=workspace_id, active=True)
-        .annotate(previous_valid=Case(When(Q(previous_secret_expires_at__gt=Now()), then=Value(True)),
-                                      default=Value(False)))
+        .annotate(
+            previous_valid=Case(
+                When(Q(previous_secret_expires_at__gt=Now()), then=Value(True)), default=Value(False)
+            )
+        )
         .order_by("pk")
     )
     for endpoint in endpoints:
@@ -126,16 +133,19 @@ def _record_outcome(message: _InFlight) -> str:
         outcome = "failed"
     else:
         recorded = outbox_schedule_retry(
-            reservation=reservation, error=error,
+            reservation=reservation,
+            error=error,
             delay_seconds=retry_delay_seconds(reservation.attempt),
         )
         outcome = "retry"
     if not recorded:
-        log.warning("outbox %s: reservation %s was taken over; outcome not recorded",
-                    reservation.message_id, reservation.attempt)
+        log.warning(
+            "outbox %s: reservation %s was taken over; outcome not recorded",
+            reservation.message_id,
+            reservation.attempt,
+        )
         return "lost"
-    log.warning("outbox %s attempt %s: %s (%s)", reservation.message_id, reservation.attempt,
-                outcome, error)
+    log.warning("outbox %s attempt %s: %s (%s)", reservation.message_id, reservation.attempt, outcome, error)
     return outcome
 
 
@@ -147,13 +157,13 @@ class Dispatcher:
 
     def __init__(self, *, stop: threading.Event | None = None):
         self._stop = stop
-        self._pool = ThreadPoolExecutor(max_workers=settings.OUTBOX_CONCURRENCY,
-                                        thread_name_prefix="webhook-lane")
+        self._pool = ThreadPoolExecutor(
+            max_workers=settings.OUTBOX_CONCURRENCY, thread_name_prefix="webhook-lane"
+        )
         self._lock = threading.Lock()
         self._lanes: dict[int, deque[tuple[WebhookEndpoint, _InFlight]]] = {}
         # (endpoint, message, the POST's result or None, the error it was skipped for)
-        self._done: queue.Queue[tuple[WebhookEndpoint, _InFlight, PostResult | None, str]] = (
-            queue.Queue())
+        self._done: queue.Queue[tuple[WebhookEndpoint, _InFlight, PostResult | None, str]] = queue.Queue()
         self._workspaces: Counter[int] = Counter()  # messages in flight per workspace
         self.in_flight = 0
 
@@ -166,8 +176,9 @@ class Dispatcher:
             outbox_mark_delivered(message_id=reservation.message_id, note=NOTE_NO_ENDPOINTS)
             return
         done = set(
-            WebhookDelivery.objects.filter(message_id=reservation.message_id, succeeded=True)
-            .values_list("endpoint_id", flat=True)
+            WebhookDelivery.objects.filter(message_id=reservation.message_id, succeeded=True).values_list(
+                "endpoint_id", flat=True
+            )
         )
         todo = [endpoint for endpoint in endpoints if endpoint.pk not in done]
         if not todo:
@@ -177,12 +188,16 @@ class Dispatcher:
         # outlive it and be made twice at once. (With a visibility shorter than
         # the timeout, which it should not be, POSTs still start in its first half.)
         visibility = settings.OUTBOX_VISIBILITY_SECONDS
-        deadline = time.monotonic() + max(visibility - settings.WEBHOOK_TIMEOUT_SECONDS,
-                                          visibility / 2)
+        deadline = time.monotonic() + max(visibility - settings.WEBHOOK_TIMEOUT_SECONDS, visibility / 2)
         # The reservation's end is database time (clock_timestamp() + visibility).
         offset = reservation.reserved_until.timestamp() - visibility - time.time()
-        message = _InFlight(reservation=reservation, body=webhook_body(reservation),
-                            deadline=deadline, remaining=len(todo), clock_offset=offset)
+        message = _InFlight(
+            reservation=reservation,
+            body=webhook_body(reservation),
+            deadline=deadline,
+            remaining=len(todo),
+            clock_offset=offset,
+        )
         self._workspaces[reservation.workspace_id] += 1
         self.in_flight += 1
         with self._lock:
@@ -208,14 +223,17 @@ class Dispatcher:
             if not (failing or stopping or time.monotonic() > message.deadline):
                 try:
                     result = webhook_post(
-                        url=endpoint.url, secrets_in_use=endpoint.secrets_in_use,
-                        message_id=str(message.reservation.message_id), body=message.body,
+                        url=endpoint.url,
+                        secrets_in_use=endpoint.secrets_in_use,
+                        message_id=str(message.reservation.message_id),
+                        body=message.body,
                         timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
                         timestamp=int(time.time() + message.clock_offset),
                     )
                 except Exception:  # noqa: BLE001  one bad POST must not stop the lane
-                    log.exception("outbox %s: POST to endpoint %s crashed",
-                                  message.reservation.message_id, endpoint_id)
+                    log.exception(
+                        "outbox %s: POST to endpoint %s crashed", message.reservation.message_id, endpoint_id
+                    )
                 # No answer at all: spare this endpoint the rest of its backlog
                 # now (those messages retry after their backoff, with the same
                 # error), and the other lanes the wait.
@@ -236,8 +254,9 @@ class Dispatcher:
         except queue.Empty:
             return handled
 
-    def _record(self, endpoint: WebhookEndpoint, message: _InFlight,
-                result: PostResult | None, skipped: str) -> None:
+    def _record(
+        self, endpoint: WebhookEndpoint, message: _InFlight, result: PostResult | None, skipped: str
+    ) -> None:
         message.remaining -= 1
         if skipped:
             # Not posted because the endpoint just failed: an attempt like
@@ -253,9 +272,13 @@ class Dispatcher:
         try:
             if result is not None:
                 webhook_delivery_record(
-                    reservation=message.reservation, endpoint=endpoint,
-                    succeeded=result.succeeded, status_code=result.status_code,
-                    error=result.error, duration_ms=result.duration_ms)
+                    reservation=message.reservation,
+                    endpoint=endpoint,
+                    succeeded=result.succeeded,
+                    status_code=result.status_code,
+                    error=result.error,
+                    duration_ms=result.duration_ms,
+                )
             if message.remaining == 0:
                 _record_outcome(message)
         except DatabaseError:
@@ -282,8 +305,9 @@ class Dispatcher:
 def relay_once(*, stop: threading.Event | None = None) -> int:
     """Reserve one batch and deliver it completely. Returns how many
     messages were reserved (0: nothing is deliverable now)."""
-    reserved = outbox_reserve_batch(batch_size=settings.OUTBOX_BATCH_SIZE,
-                                    visibility_seconds=settings.OUTBOX_VISIBILITY_SECONDS)
+    reserved = outbox_reserve_batch(
+        batch_size=settings.OUTBOX_BATCH_SIZE, visibility_seconds=settings.OUTBOX_VISIBILITY_SECONDS
+    )
     if not reserved:
         return 0
     dispatcher = Dispatcher(stop=stop)
@@ -322,8 +346,10 @@ class RelayThread(threading.Thread):
                 if room > 0:
                     try:
                         reserved = outbox_reserve_batch(
-                            batch_size=room, visibility_seconds=visibility,
-                            exclude_workspaces=dispatcher.busy_workspaces())
+                            batch_size=room,
+                            visibility_seconds=visibility,
+                            exclude_workspaces=dispatcher.busy_workspaces(),
+                        )
                         for reservation in reserved:
                             dispatcher.submit(reservation)
                     except DatabaseError:

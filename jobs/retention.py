@@ -54,19 +54,25 @@ def _delete_rows(model: type[models.Model], pks: list) -> int:
         child, column = relation.related_model, relation.field.column
         if relation.on_delete is models.CASCADE:
             if any(r.one_to_many or r.one_to_one for r in child._meta.related_objects):
-                child_pks = list(child._base_manager.filter(
-                    **{f"{relation.field.name}__in": pks}).values_list("pk", flat=True))
+                child_pks = list(
+                    child._base_manager.filter(**{f"{relation.field.name}__in": pks}).values_list(
+                        "pk", flat=True
+                    )
+                )
                 _delete_rows(child, child_pks)
             else:
                 with connection.cursor() as cursor:
-                    cursor.execute(f"DELETE FROM {quote(child._meta.db_table)} "
-                                   f"WHERE {quote(column)} = ANY(%s)", [pks])
+                    cursor.execute(
+                        f"DELETE FROM {quote(child._meta.db_table)} WHERE {quote(column)} = ANY(%s)", [pks]
+                    )
         elif relation.on_delete is models.SET_NULL:
             child._base_manager.filter(**{f"{relation.field.name}__in": pks}).update(
-                **{relation.field.name: None})
+                **{relation.field.name: None}
+            )
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} "
-                       f"WHERE {quote(model._meta.pk.column)} = ANY(%s)", [pks])
+        cursor.execute(
+            f"DELETE FROM {quote(model._meta.db_table)} WHERE {quote(model._meta.pk.column)} = ANY(%s)", [pks]
+        )
         return cursor.rowcount
 
 
@@ -76,8 +82,9 @@ def _database_now() -> datetime:
         return cursor.fetchone()[0]
 
 
-def _prune_batch(*, state: str, cutoff: datetime, after: tuple[datetime, uuid.UUID] | None,
-                 batch_size: int, keep: Q) -> tuple[int, tuple[datetime, uuid.UUID] | None]:
+def _prune_batch(
+    *, state: str, cutoff: datetime, after: tuple[datetime, uuid.UUID] | None, batch_size: int, keep: Q
+) -> tuple[int, tuple[datetime, uuid.UUID] | None]:
     """Remove up to `batch_size` old jobs in `state`, past the keyset `after`.
 
     Returns (jobs removed, the keyset to continue from, or None when done).
@@ -87,9 +94,7 @@ def _prune_batch(*, state: str, cutoff: datetime, after: tuple[datetime, uuid.UU
         # Keyset on (finished_at, id): every batch starts where the last one
         # stopped, so kept and skipped rows are read once per run, not once
         # per batch.
-        candidates = candidates.filter(
-            Q(finished_at__gt=after[0]) | Q(finished_at=after[0], pk__gt=after[1])
-        )
+        candidates = candidates.filter(Q(finished_at__gt=after[0]) | Q(finished_at=after[0], pk__gt=after[1]))
     if keep:
         candidates = candidates.exclude(keep)
     with transaction.atomic():
@@ -161,12 +166,17 @@ def jobs_prune_finished(*, older_than: timedelta, batch_size: int) -> int:
     for state in FINISHED_STATES:
         after: tuple[datetime, uuid.UUID] | None = None
         while True:
-            count, after = _prune_batch(state=state, cutoff=cutoff, after=after,
-                                        batch_size=batch_size, keep=keep)
+            count, after = _prune_batch(
+                state=state, cutoff=cutoff, after=after, batch_size=batch_size, keep=keep
+            )
             removed += count
             if after is None:
                 break
     messages = _outbox_prune_orphans(batch_size=batch_size)
-    log.info("pruned %s finished job(s) and %s outbox message(s) older than %s",
-             removed, messages, cutoff.isoformat())
+    log.info(
+        "pruned %s finished job(s) and %s outbox message(s) older than %s",
+        removed,
+        messages,
+        cutoff.isoformat(),
+    )
     return removed

@@ -13,6 +13,7 @@ from jobs import registry
 from jobs.models import CANCELLABLE_STATES, CLAIMABLE_STATES, FINISHED_STATES, Attempt, Job, State
 from jobs.services import SecondsSince
 
+
 def jobs_with_live_phase(queryset: QuerySet | None = None, *, with_output: bool = False) -> QuerySet:
     """Jobs annotated with `phase_seconds`: the time spent so far in the
     current state, measured in database time like the stored totals.
@@ -62,13 +63,15 @@ def job_timings(job: Job) -> dict:
         running += live
     elif job.state == State.AWAITING_REVIEW:
         review += live
-    return {"waiting_seconds": round(waiting, 3), "running_seconds": round(running, 3),
-            "review_seconds": round(review, 3)}
+    return {
+        "waiting_seconds": round(waiting, 3),
+        "running_seconds": round(running, 3),
+        "review_seconds": round(review, 3),
+    }
 
 
 def job_links(job: Job) -> dict:
-    return {"self": reverse("api:job", args=[job.pk]),
-            "cancel": reverse("api:job-cancel", args=[job.pk])}
+    return {"self": reverse("api:job", args=[job.pk]), "cancel": reverse("api:job-cancel", args=[job.pk])}
 
 
 def job_review_link(job: Job) -> str | None:

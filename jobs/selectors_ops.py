@@ -116,14 +116,12 @@ def throughput_last_hour() -> list[Bucket]:
               AND finished_at <= now()
             GROUP BY bucket
             """,
-            [THROUGHPUT_BUCKET_SECONDS, State.COMPLETED,
-             THROUGHPUT_BUCKET_SECONDS * THROUGHPUT_BUCKETS],
+            [THROUGHPUT_BUCKET_SECONDS, State.COMPLETED, THROUGHPUT_BUCKET_SECONDS * THROUGHPUT_BUCKETS],
         )
         counts = dict(cursor.fetchall())
     minutes = THROUGHPUT_BUCKET_SECONDS // 60
     return [
-        Bucket(start_minutes_ago=(age + 1) * minutes, end_minutes_ago=age * minutes,
-               count=counts.get(age, 0))
+        Bucket(start_minutes_ago=(age + 1) * minutes, end_minutes_ago=age * minutes, count=counts.get(age, 0))
         for age in reversed(range(THROUGHPUT_BUCKETS))
     ]
 
@@ -153,24 +151,38 @@ def phase_times() -> PhaseTimes:
         p50, p95 = values if values else (None, None)
         return Percentiles(jobs=count, p50=p50, p95=p95)
 
-    return PhaseTimes(waiting=pair(row[0], row[1]), running=pair(row[2], row[3]),
-                      review=pair(row[4], row[5]))
+    return PhaseTimes(waiting=pair(row[0], row[1]), running=pair(row[2], row[3]), review=pair(row[4], row[5]))
 
 
 def lost_attempts_last_24h(*, limit: int = 50) -> tuple[dict[str, int], list[LostAttempt]]:
     """Attempts that ended stale (came back after losing the lease) or
     expired (the scanner took the job back) in the last 24 hours: counts per
     outcome, and the latest ones."""
-    recent = Attempt.objects.filter(outcome__in=LOST_ATTEMPT_OUTCOMES,
-                                    finished_at__gte=Now() - PERCENTILE_WINDOW)
+    recent = Attempt.objects.filter(
+        outcome__in=LOST_ATTEMPT_OUTCOMES, finished_at__gte=Now() - PERCENTILE_WINDOW
+    )
     counts = dict(recent.values_list("outcome").annotate(n=Count("id")).order_by())
-    rows = (recent.order_by("-finished_at")
-            .values("job_id", "job__kind", "job__workspace__slug", "number", "outcome",
-                    "worker_id", "finished_at", "error")[:limit])
+    rows = recent.order_by("-finished_at").values(
+        "job_id",
+        "job__kind",
+        "job__workspace__slug",
+        "number",
+        "outcome",
+        "worker_id",
+        "finished_at",
+        "error",
+    )[:limit]
     latest = [
-        LostAttempt(job_id=r["job_id"], kind=r["job__kind"], workspace=r["job__workspace__slug"],
-                    number=r["number"], outcome=r["outcome"], worker_id=r["worker_id"],
-                    finished_at=r["finished_at"], error=r["error"])
+        LostAttempt(
+            job_id=r["job_id"],
+            kind=r["job__kind"],
+            workspace=r["job__workspace__slug"],
+            number=r["number"],
+            outcome=r["outcome"],
+            worker_id=r["worker_id"],
+            finished_at=r["finished_at"],
+            error=r["error"],
+        )
         for r in rows
     ]
     return {outcome: counts.get(outcome, 0) for outcome in LOST_ATTEMPT_OUTCOMES}, latest
@@ -187,8 +199,11 @@ def outbox_figures() -> OutboxFigures:
         delivered_recent=Count("id", filter=Q(delivered_at__gte=Now() - timedelta(hours=1))),
     )
     return OutboxFigures(
-        pending=figures["pending"], due=figures["due"], oldest_pending_seconds=figures["oldest"],
-        failed=figures["failed"], failed_last_24h=figures["failed_recent"],
+        pending=figures["pending"],
+        due=figures["due"],
+        oldest_pending_seconds=figures["oldest"],
+        failed=figures["failed"],
+        failed_last_24h=figures["failed_recent"],
         delivered_last_hour=figures["delivered_recent"],
     )
 
@@ -198,16 +213,32 @@ def running_jobs(*, limit: int = 100) -> list[RunningJob]:
     (database time; negative: expired, waiting for the recovery scan)."""
     rows = (
         Job.objects.filter(state=State.RUNNING)
-        .annotate(running_for=SecondsSinceNow(F("state_changed_at")),
-                  lease_left=SecondsUntil(F("lease_until")))
+        .annotate(
+            running_for=SecondsSinceNow(F("state_changed_at")), lease_left=SecondsUntil(F("lease_until"))
+        )
         .order_by("lease_until")
-        .values("id", "kind", "workspace__slug", "attempt", "max_attempts", "worker_id",
-                "running_for", "lease_left")[:limit]
+        .values(
+            "id",
+            "kind",
+            "workspace__slug",
+            "attempt",
+            "max_attempts",
+            "worker_id",
+            "running_for",
+            "lease_left",
+        )[:limit]
     )
     return [
-        RunningJob(job_id=r["id"], kind=r["kind"], workspace=r["workspace__slug"],
-                   attempt=r["attempt"], max_attempts=r["max_attempts"], worker_id=r["worker_id"],
-                   running_seconds=r["running_for"], lease_seconds_left=r["lease_left"])
+        RunningJob(
+            job_id=r["id"],
+            kind=r["kind"],
+            workspace=r["workspace__slug"],
+            attempt=r["attempt"],
+            max_attempts=r["max_attempts"],
+            worker_id=r["worker_id"],
+            running_seconds=r["running_for"],
+            lease_seconds_left=r["lease_left"],
+        )
         for r in rows
     ]
 

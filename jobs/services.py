@@ -159,8 +159,9 @@ def _leave_state_sql(row: str = "") -> dict[str, str]:
     for column, states in PHASES.items():
         listed = ", ".join(f"'{state}'" for state in states)
         sets[column] = f"{row}{column} + CASE WHEN {row}state IN ({listed}) THEN {elapsed} ELSE 0 END"
-    sets.update(state_changed_at="clock_timestamp()", updated_at="clock_timestamp()",
-                version=f"{row}version + 1")
+    sets.update(
+        state_changed_at="clock_timestamp()", updated_at="clock_timestamp()", version=f"{row}version + 1"
+    )
     return sets
 
 
@@ -172,8 +173,10 @@ def _leave_state(**changes: Any) -> dict[str, Any]:
     """UPDATE assignments for a transition made with the ORM: those of
     `_leave_state_sql`, then the transition's own."""
     return {
-        **{column: RawSQL(sql, (), output_field=Job._meta.get_field(column))
-           for column, sql in _leave_state_sql().items()},
+        **{
+            column: RawSQL(sql, (), output_field=Job._meta.get_field(column))
+            for column, sql in _leave_state_sql().items()
+        },
         **changes,
     }
 
@@ -205,8 +208,9 @@ def _send_notify(kind: str) -> None:
     # One statement, one round trip: run after the commit (autocommit), it
     # is a transaction of its own, and the setting is local to it.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('synchronous_commit', 'off', true), pg_notify(%s, %s)",
-                       [NOTIFY_CHANNEL, kind])
+        cursor.execute(
+            "SELECT set_config('synchronous_commit', 'off', true), pg_notify(%s, %s)", [NOTIFY_CHANNEL, kind]
+        )
 
 
 def _state_of(job_id: uuid.UUID) -> str:
@@ -248,13 +252,13 @@ def _event_payload_sql(row: str, **extra: str) -> str:
 
 def _job_event(job_id: uuid.UUID, topic: str, **extra: Any) -> None:
     row = Job.objects.filter(pk=job_id).values("workspace_id", *_EVENT_MEMBERS.values()).get()
-    outbox_write(workspace_id=row["workspace_id"], topic=topic,
-                 payload=job_event_payload(row, **extra))
+    outbox_write(workspace_id=row["workspace_id"], topic=topic, payload=job_event_payload(row, **extra))
 
 
 def _job_backoff(attempt: int) -> float:
-    return backoff_seconds(attempt, base=settings.JOB_BACKOFF_BASE_SECONDS,
-                           cap=settings.JOB_BACKOFF_MAX_SECONDS)
+    return backoff_seconds(
+        attempt, base=settings.JOB_BACKOFF_BASE_SECONDS, cap=settings.JOB_BACKOFF_MAX_SECONDS
+    )
 
 
 # --- admit ----------------------------------------------------------------
@@ -287,14 +291,18 @@ def _admit_sql(with_job: tuple[type, ...]) -> tuple[str, list[str]]:
     job_fields, job_columns = _insert_fields(Job)
     returned = [f for f in Job._meta.concrete_fields if f.has_db_default()]
     quote = connection.ops.quote_name
-    sql = (f"WITH job AS (INSERT INTO {quote(Job._meta.db_table)} ({job_columns}) "
-           f"VALUES ({', '.join(['%s'] * len(job_fields))}) "
-           "ON CONFLICT (workspace_id, idempotency_key) DO NOTHING "
-           f"RETURNING {', '.join(quote(f.column) for f in returned)})")
+    sql = (
+        f"WITH job AS (INSERT INTO {quote(Job._meta.db_table)} ({job_columns}) "
+        f"VALUES ({', '.join(['%s'] * len(job_fields))}) "
+        "ON CONFLICT (workspace_id, idempotency_key) DO NOTHING "
+        f"RETURNING {', '.join(quote(f.column) for f in returned)})"
+    )
     for number, model in enumerate(with_job):
         fields, columns = _insert_fields(model)
-        sql += (f", row{number} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) "
-                f"SELECT {', '.join(['%s'] * len(fields))} FROM job)")
+        sql += (
+            f", row{number} AS (INSERT INTO {quote(model._meta.db_table)} ({columns}) "
+            f"SELECT {', '.join(['%s'] * len(fields))} FROM job)"
+        )
     return sql + " SELECT * FROM job", [f.attname for f in returned]
 
 
@@ -322,11 +330,18 @@ def job_admit(
     savepoint): admission runs on every upload, and its statements, not
     its work, were most of its time (bench/admission_latency.py).
     """
-    job = Job(workspace_id=workspace_id, kind=kind, payload=payload, idempotency_key=idempotency_key,
-              request_fingerprint=fingerprint, created_by_id=created_by_id,
-              max_attempts=settings.JOB_MAX_ATTEMPTS)
-    event = OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
-                          payload=job_event_payload(vars(job)))
+    job = Job(
+        workspace_id=workspace_id,
+        kind=kind,
+        payload=payload,
+        idempotency_key=idempotency_key,
+        request_fingerprint=fingerprint,
+        created_by_id=created_by_id,
+        max_attempts=settings.JOB_MAX_ATTEMPTS,
+    )
+    event = OutboxMessage(
+        workspace_id=workspace_id, topic="job.accepted", payload=job_event_payload(vars(job))
+    )
     rows = [event, *rows]
     sql, returned = _admit_sql(tuple(type(obj) for obj in rows))
     params = [value for obj in [job, *rows] for value in _insert_values(obj)]
@@ -353,13 +368,18 @@ def jobs_admit_many(*, workspace_id: int, kind: str, count: int, payload: dict |
     """Admit `count` jobs without idempotency keys (operators, benchmarks)."""
     with transaction.atomic():
         jobs = Job.objects.bulk_create(
-            Job(workspace_id=workspace_id, kind=kind, payload=payload or {},
-                max_attempts=settings.JOB_MAX_ATTEMPTS)
+            Job(
+                workspace_id=workspace_id,
+                kind=kind,
+                payload=payload or {},
+                max_attempts=settings.JOB_MAX_ATTEMPTS,
+            )
             for _ in range(count)
         )
         OutboxMessage.objects.bulk_create(
-            OutboxMessage(workspace_id=workspace_id, topic="job.accepted",
-                          payload=job_event_payload(vars(job)))
+            OutboxMessage(
+                workspace_id=workspace_id, topic="job.accepted", payload=job_event_payload(vars(job))
+            )
             for job in jobs
         )
         _notify(kind)
@@ -471,15 +491,20 @@ def _claim_sql(kinds: tuple[str, ...] | None, limit: int, fair: bool = True) -> 
     if kinds is not None:
         candidates = candidates.filter(kind__in=kinds)
     if not fair:
-        query = candidates.select_for_update(skip_locked=True).order_by("run_after").values("id", "run_after")[:limit]
+        query = (
+            candidates.select_for_update(skip_locked=True)
+            .order_by("run_after")
+            .values("id", "run_after")[:limit]
+        )
         # The ORM builds SELECT ... FOR UPDATE only inside a transaction.
         with transaction.atomic():
             candidate, params = query.query.sql_with_params()
         return _CLAIM_OLDEST_SQL.format(candidate=candidate, claim=claim), tuple(params)
     due, due_params = _where(Job.objects.claimable())
     due_kinds, kinds_params = _where(candidates)
-    sql = _CLAIM_SQL.format(due=due, due_kinds=due_kinds, window=int(limit) + CLAIM_LOOKAHEAD,
-                            limit=int(limit), claim=claim)
+    sql = _CLAIM_SQL.format(
+        due=due, due_kinds=due_kinds, window=int(limit) + CLAIM_LOOKAHEAD, limit=int(limit), claim=claim
+    )
     return sql, (*due_params, *due_params, *kinds_params, *kinds_params)
 
 
@@ -494,8 +519,7 @@ def job_claim_next(*, worker_id: str, kinds: Iterable[str] | None = None) -> Cla
     return claims[0] if claims else None
 
 
-def jobs_claim_batch(*, worker_id: str, limit: int,
-                     kinds: Iterable[str] | None = None) -> list[Claim]:
+def jobs_claim_batch(*, worker_id: str, limit: int, kinds: Iterable[str] | None = None) -> list[Claim]:
     """Claim up to `limit` claimable jobs, fairly between workspaces (see
     _CLAIM_SQL): each with its own token, attempt and lease, exactly as
     `job_claim_next` claims one."""
@@ -507,8 +531,17 @@ def jobs_claim_batch(*, worker_id: str, limit: int,
     for job_id, kind, number, workspace_id, payload, token in rows:
         if isinstance(payload, str):  # Django's connection loads jsonb as text
             payload = json.loads(payload)
-        claims.append(Claim(job_id=job_id, kind=kind, attempt=number, token=token,
-                            worker_id=worker_id, workspace_id=workspace_id, payload=payload))
+        claims.append(
+            Claim(
+                job_id=job_id,
+                kind=kind,
+                attempt=number,
+                token=token,
+                worker_id=worker_id,
+                workspace_id=workspace_id,
+                payload=payload,
+            )
+        )
     return claims
 
 
@@ -562,14 +595,13 @@ def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
     # One statement (update_or_create took a transaction, a locking read and
     # a savepoint around its INSERT).
     with connection.cursor() as cursor:
-        cursor.execute(_STAGE_SQL, {"job": claim.job_id, "name": staging, "attempt": claim.attempt,
-                                    "data": Jsonb(data)})
+        cursor.execute(
+            _STAGE_SQL, {"job": claim.job_id, "name": staging, "attempt": claim.attempt, "data": Jsonb(data)}
+        )
     with transaction.atomic():
         # The guarded UPDATE takes the job's row lock and proves the fence
         # for the rename that shares its transaction.
-        if not _fenced(claim).filter(lease_until__gt=ClockTimestamp()).update(
-            updated_at=ClockTimestamp()
-        ):
+        if not _fenced(claim).filter(lease_until__gt=ClockTimestamp()).update(updated_at=ClockTimestamp()):
             JobCheckpoint.objects.filter(job_id=claim.job_id, name=staging).delete()
             raise LeaseLost(f"job {claim.job_id} attempt {claim.attempt} lost its lease")
         JobCheckpoint.objects.filter(job_id=claim.job_id, name=name).delete()
@@ -629,8 +661,9 @@ def _accept_sql(with_events: bool) -> str:
     return _ACCEPT_SQL.format(leave_state=_leave_state_clause("j."), event=event)
 
 
-def jobs_accept_outputs(*, accepts: list[tuple[Claim, Any, bool]],
-                        publish: Publish | None = None) -> dict[uuid.UUID, str]:
+def jobs_accept_outputs(
+    *, accepts: list[tuple[Claim, Any, bool]], publish: Publish | None = None
+) -> dict[uuid.UUID, str]:
     """Accept claims' outputs: each to `awaiting_review` when it needs review
     (now or on any earlier attempt), else to `completed` and `publish(job)`.
     The one accept of the state machine; `job_accept_output` accepts one.
@@ -663,16 +696,25 @@ def jobs_accept_outputs(*, accepts: list[tuple[Claim, Any, bool]],
                 cursor.execute(_accept_sql(False), params)
                 rows = cursor.fetchall()
             for job_id, state, _, workspace_id, kind, attempt in rows:
-                _publish_accepted(job_id, state, outputs[job_id], publish, {
-                    "workspace_id": workspace_id, "id": job_id, "kind": kind, "state": state,
-                    "attempt": attempt})
+                _publish_accepted(
+                    job_id,
+                    state,
+                    outputs[job_id],
+                    publish,
+                    {
+                        "workspace_id": workspace_id,
+                        "id": job_id,
+                        "kind": kind,
+                        "state": state,
+                        "attempt": attempt,
+                    },
+                )
     for job_id, state, version, *_ in rows:
         _staged(job_id, state, version, outputs[job_id])
     return {job_id: state for job_id, state, *_ in rows}
 
 
-def _publish_accepted(job_id: uuid.UUID, state: str, output: Any, publish: Publish,
-                      row: dict) -> None:
+def _publish_accepted(job_id: uuid.UUID, state: str, output: Any, publish: Publish, row: dict) -> None:
     """Publish completed output and write the accept's event, in the accept's transaction."""
     result = None
     if state == State.COMPLETED:
@@ -681,8 +723,9 @@ def _publish_accepted(job_id: uuid.UUID, state: str, output: Any, publish: Publi
         job.output = output
         result = publish(job)
         Job.objects.filter(pk=job_id).update(result=result)
-    outbox_write(workspace_id=row["workspace_id"], topic=f"job.{state}",
-                 payload=job_event_payload(row, result=result))
+    outbox_write(
+        workspace_id=row["workspace_id"], topic=f"job.{state}", payload=job_event_payload(row, result=result)
+    )
 
 
 def job_accept_output(
@@ -702,10 +745,10 @@ def _staged(job_id: uuid.UUID, state: str, version: int, output: Any) -> None:
     if state != State.AWAITING_REVIEW:
         return
     for receiver, error in job_staged_for_review.send_robust(
-            sender=Job, job_id=job_id, version=version, output=output):
+        sender=Job, job_id=job_id, version=version, output=output
+    ):
         if isinstance(error, Exception):
-            log.error("job %s: %r failed after the accept: %s", job_id, receiver, error,
-                      exc_info=error)
+            log.error("job %s: %r failed after the accept: %s", job_id, receiver, error, exc_info=error)
 
 
 def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:
@@ -715,7 +758,8 @@ def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:
     scanner has not recorded yet) becomes `stale`; a cancelled or released
     attempt keeps the outcome that explains it."""
     Attempt.objects.filter(
-        job_id=claim.job_id, number=claim.attempt,
+        job_id=claim.job_id,
+        number=claim.attempt,
         outcome__in=[Attempt.Outcome.RUNNING, Attempt.Outcome.EXPIRED],
     ).update(outcome=Attempt.Outcome.STALE, diagnostic=diagnostic, finished_at=ClockTimestamp())
 
@@ -726,23 +770,25 @@ def attempt_record_provider_call(*, claim: Claim, request_id: str | None, usage:
     billed) the work whether or not this claim still owns the job."""
     with transaction.atomic():
         # The row lock serializes two calls of one attempt adding usage.
-        attempt = (Attempt.objects.select_for_update()
-                   .only("provider_request_ids", "token_usage")
-                   .get(job_id=claim.job_id, number=claim.attempt))
+        attempt = (
+            Attempt.objects.select_for_update()
+            .only("provider_request_ids", "token_usage")
+            .get(job_id=claim.job_id, number=claim.attempt)
+        )
         ids = [*attempt.provider_request_ids, request_id]
         total = dict(attempt.token_usage or {})
         for key, value in (usage or {}).items():
             if isinstance(value, int):
                 total[key] = total.get(key, 0) + value
-        Attempt.objects.filter(pk=attempt.pk).update(provider_request_ids=ids,
-                                                     token_usage=total or None)
+        Attempt.objects.filter(pk=attempt.pk).update(provider_request_ids=ids, token_usage=total or None)
 
 
 # --- fail -------------------------------------------------------------------
 
 
-def job_fail(*, claim: Claim, error: str, transient: bool, reason: str | None = None,
-             charged: bool = True) -> str:
+def job_fail(
+    *, claim: Claim, error: str, transient: bool, reason: str | None = None, charged: bool = True
+) -> str:
     """Record a failed attempt: transient failures retry after a jittered
     backoff while attempts remain; permanent ones, and the last attempt, go
     to `needs_attention` with the reason.
@@ -755,27 +801,38 @@ def job_fail(*, claim: Claim, error: str, transient: bool, reason: str | None = 
     moves up by one, as for a released attempt, until the job reaches
     JOB_MAX_TOTAL_ATTEMPTS; from there every failure counts."""
     delay = _job_backoff(claim.attempt)
-    extend: Q | bool = (Q(max_attempts__lt=settings.JOB_MAX_TOTAL_ATTEMPTS)
-                        if transient and not charged else False)
+    extend: Q | bool = (
+        Q(max_attempts__lt=settings.JOB_MAX_TOTAL_ATTEMPTS) if transient and not charged else False
+    )
     give_up: Q | bool = Q(attempt__gte=F("max_attempts")) if transient else True
     if extend is not False:
         give_up = Q(attempt__gte=F("max_attempts"), max_attempts__gte=settings.JOB_MAX_TOTAL_ATTEMPTS)
     shown = error if reason is None else reason
     final_reason = f"gave up after {claim.attempt} attempts: {shown}" if transient else shown
-    retrying = (f"attempt {claim.attempt} failed, retrying: {shown}" if charged
-                else f"attempt {claim.attempt} was interrupted, retrying (not counted): {shown}")
+    retrying = (
+        f"attempt {claim.attempt} failed, retrying: {shown}"
+        if charged
+        else f"attempt {claim.attempt} was interrupted, retrying (not counted): {shown}"
+    )
     with transaction.atomic():
         updated = _fenced(claim).update(
             **_leave_state(
                 state=_choose(give_up, Value(State.NEEDS_ATTENTION), Value(State.RETRYING)),
                 run_after=ClockTimestamp() + _interval(delay),
-                finished_at=_choose(give_up, ClockTimestamp(),
-                                    Value(None, output_field=DateTimeField()),
-                                    output_field=DateTimeField()),
+                finished_at=_choose(
+                    give_up,
+                    ClockTimestamp(),
+                    Value(None, output_field=DateTimeField()),
+                    output_field=DateTimeField(),
+                ),
                 lease_token=None,
                 lease_until=None,
-                max_attempts=_choose(extend, F("max_attempts") + 1, F("max_attempts"),
-                                     output_field=Job._meta.get_field("max_attempts")),
+                max_attempts=_choose(
+                    extend,
+                    F("max_attempts") + 1,
+                    F("max_attempts"),
+                    output_field=Job._meta.get_field("max_attempts"),
+                ),
                 reason=_choose(give_up, Value(final_reason), Value(retrying)),
             )
         )
@@ -842,34 +899,46 @@ def jobs_expire_leases(*, batch_size: int = 100, max_batches: int = 100) -> list
                 break
             ids = [job_id for job_id, _ in locked]
             # Each job its own delay (the row lock keeps its attempt as read).
-            run_after = Case(*[When(pk=job_id, then=ClockTimestamp() + _interval(_job_backoff(number)))
-                               for job_id, number in locked], output_field=DateTimeField())
+            run_after = Case(
+                *[
+                    When(pk=job_id, then=ClockTimestamp() + _interval(_job_backoff(number)))
+                    for job_id, number in locked
+                ],
+                output_field=DateTimeField(),
+            )
             last = Q(attempt__gte=F("max_attempts"))
-            Job.objects.filter(
-                id__in=ids, state=State.RUNNING, lease_until__lt=ClockTimestamp()
-            ).update(
+            Job.objects.filter(id__in=ids, state=State.RUNNING, lease_until__lt=ClockTimestamp()).update(
                 **_leave_state(
-                    state=Case(When(last, then=Value(State.NEEDS_ATTENTION)),
-                               default=Value(State.RETRYING)),
+                    state=Case(When(last, then=Value(State.NEEDS_ATTENTION)), default=Value(State.RETRYING)),
                     run_after=run_after,
-                    finished_at=_choose(last, ClockTimestamp(),
-                                        Value(None, output_field=DateTimeField()),
-                                        output_field=DateTimeField()),
+                    finished_at=_choose(
+                        last,
+                        ClockTimestamp(),
+                        Value(None, output_field=DateTimeField()),
+                        output_field=DateTimeField(),
+                    ),
                     lease_token=None,
                     lease_until=None,
                     reason=Case(
-                        When(last, then=Value("lease expired on the last allowed attempt: "
-                                              "the worker stopped renewing it")),
+                        When(
+                            last,
+                            then=Value(
+                                "lease expired on the last allowed attempt: the worker stopped renewing it"
+                            ),
+                        ),
                         default=Value("lease expired: the worker stopped renewing it; retrying"),
                     ),
                 )
             )
-            batch = list(Job.objects.filter(id__in=ids).exclude(state=State.RUNNING)
-                         .values_list("id", "state", "attempt"))
+            batch = list(
+                Job.objects.filter(id__in=ids)
+                .exclude(state=State.RUNNING)
+                .values_list("id", "state", "attempt")
+            )
             for job_id, state, number in batch:
-                Attempt.objects.filter(job_id=job_id, number=number,
-                                       outcome=Attempt.Outcome.RUNNING).update(
-                    outcome=Attempt.Outcome.EXPIRED, finished_at=ClockTimestamp(),
+                Attempt.objects.filter(job_id=job_id, number=number, outcome=Attempt.Outcome.RUNNING).update(
+                    outcome=Attempt.Outcome.EXPIRED,
+                    finished_at=ClockTimestamp(),
                     error="lease expired",
                 )
                 if state == State.NEEDS_ATTENTION:
@@ -915,8 +984,12 @@ def jobs_end_stalled_sessions(*, leases: float) -> list[tuple[uuid.UUID, int]]:
         cursor.execute(_STALLED_SQL, [leases * settings.JOB_LEASE_SECONDS])
         stalled = cursor.fetchall()
         for job_id, pid in stalled:
-            log.warning("job %s: lease expired long ago and its row is still held by backend %s; "
-                        "terminating that session", job_id, pid)
+            log.warning(
+                "job %s: lease expired long ago and its row is still held by backend %s; "
+                "terminating that session",
+                job_id,
+                pid,
+            )
             cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
     return stalled
 
@@ -924,8 +997,7 @@ def jobs_end_stalled_sessions(*, leases: float) -> list[tuple[uuid.UUID, int]]:
 # --- cancel and retry (staff and owners) ------------------------------------------
 
 
-def job_cancel(*, job_id: uuid.UUID, expected_version: int | None = None,
-               by_label: str = "") -> None:
+def job_cancel(*, job_id: uuid.UUID, expected_version: int | None = None, by_label: str = "") -> None:
     """Cancel a job that has not finished. Clears the token, so a running
     worker loses publication rights; the remote call it may be making is not
     stopped (it notices at its next heartbeat)."""
@@ -944,8 +1016,7 @@ def job_cancel(*, job_id: uuid.UUID, expected_version: int | None = None,
         ):
             raise _why_not(job_id, "cancel", expected_version)
         job = Job.objects.filter(pk=job_id).values("attempt").get()
-        Attempt.objects.filter(job_id=job_id, number=job["attempt"],
-                               outcome=Attempt.Outcome.RUNNING).update(
+        Attempt.objects.filter(job_id=job_id, number=job["attempt"], outcome=Attempt.Outcome.RUNNING).update(
             outcome=Attempt.Outcome.CANCELLED, finished_at=ClockTimestamp(), error="job cancelled"
         )
         _job_event(job_id, "job.cancelled")
@@ -971,8 +1042,9 @@ def job_retry(*, job_id: uuid.UUID, by_label: str = "") -> None:
         _notify(job["kind"])
 
 
-def job_requeue_with_input(*, job_id: uuid.UUID, expected_version: int, payload_changes: dict,
-                           by_label: str, reason: str) -> int:
+def job_requeue_with_input(
+    *, job_id: uuid.UUID, expected_version: int, payload_changes: dict, by_label: str, reason: str
+) -> int:
     """Send a job a person is looking at (awaiting review, or needing
     attention) back to the queue with new input merged into its payload;
     returns the new version.
@@ -983,20 +1055,23 @@ def job_requeue_with_input(*, job_id: uuid.UUID, expected_version: int, payload_
     as with a staff retry), but never past JOB_MAX_TOTAL_ATTEMPTS: beyond
     it, each requeue allows one attempt. It comes back to review whatever it
     produces (a person asked for it), and its staged output is cleared."""
-    merged = Func(F("payload"), Value(payload_changes, output_field=JSONField()),
-                  template="(%(expressions)s)", arg_joiner=" || ", output_field=JSONField())
+    merged = Func(
+        F("payload"),
+        Value(payload_changes, output_field=JSONField()),
+        template="(%(expressions)s)",
+        arg_joiner=" || ",
+        output_field=JSONField(),
+    )
     with transaction.atomic():
-        if not Job.objects.filter(
-            pk=job_id, state__in=REQUEUEABLE_STATES, version=expected_version
-        ).update(
+        if not Job.objects.filter(pk=job_id, state__in=REQUEUEABLE_STATES, version=expected_version).update(
             **_leave_state(
                 state=State.QUEUED,
                 payload=merged,
                 run_after=ClockTimestamp(),
                 max_attempts=Greatest(
-                    Least(F("attempt") + settings.JOB_MAX_ATTEMPTS,
-                          Value(settings.JOB_MAX_TOTAL_ATTEMPTS)),
-                    F("attempt") + 1),
+                    Least(F("attempt") + settings.JOB_MAX_ATTEMPTS, Value(settings.JOB_MAX_TOTAL_ATTEMPTS)),
+                    F("attempt") + 1,
+                ),
                 review_required=True,
                 output=None,
                 result=None,
@@ -1016,9 +1091,7 @@ def job_requeue_with_input(*, job_id: uuid.UUID, expected_version: int, payload_
 
 def job_review_edit(*, job_id: uuid.UUID, expected_version: int, output: Any) -> int:
     """Save a reviewer's edits to the staged output; returns the new version."""
-    updated = Job.objects.filter(
-        pk=job_id, state=State.AWAITING_REVIEW, version=expected_version
-    ).update(
+    updated = Job.objects.filter(pk=job_id, state=State.AWAITING_REVIEW, version=expected_version).update(
         output=Value(output, output_field=Job._meta.get_field("output")),
         version=F("version") + 1,
         updated_at=ClockTimestamp(),
@@ -1028,14 +1101,11 @@ def job_review_edit(*, job_id: uuid.UUID, expected_version: int, output: Any) ->
     return expected_version + 1
 
 
-def job_approve(*, job_id: uuid.UUID, expected_version: int, output: Any,
-                publish: Publish) -> dict | None:
+def job_approve(*, job_id: uuid.UUID, expected_version: int, output: Any, publish: Publish) -> dict | None:
     """Approve reviewed output and publish it, in one transaction: still
     `awaiting_review` at the version the reviewer saw, or nothing happens."""
     with transaction.atomic():
-        if not Job.objects.filter(
-            pk=job_id, state=State.AWAITING_REVIEW, version=expected_version
-        ).update(
+        if not Job.objects.filter(pk=job_id, state=State.AWAITING_REVIEW, version=expected_version).update(
             **_leave_state(
                 state=State.COMPLETED,
                 output=Value(output, output_field=Job._meta.get_field("output")),
@@ -1053,9 +1123,7 @@ def job_approve(*, job_id: uuid.UUID, expected_version: int, output: Any,
 def job_reject(*, job_id: uuid.UUID, expected_version: int, reason: str) -> None:
     """Reject reviewed output: the job needs attention, nothing is published."""
     with transaction.atomic():
-        if not Job.objects.filter(
-            pk=job_id, state=State.AWAITING_REVIEW, version=expected_version
-        ).update(
+        if not Job.objects.filter(pk=job_id, state=State.AWAITING_REVIEW, version=expected_version).update(
             **_leave_state(
                 state=State.NEEDS_ATTENTION,
                 finished_at=ClockTimestamp(),

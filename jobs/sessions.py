@@ -13,18 +13,17 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 
-_LIMIT = re.compile(
-    r"\s*-c\s*(?:statement_timeout|lock_timeout|idle_in_transaction_session_timeout)=\S+")
+_LIMIT = re.compile(r"\s*-c\s*(?:statement_timeout|lock_timeout|idle_in_transaction_session_timeout)=\S+")
 
 # TCP keepalives (libpq parameters): a peer that vanished (a partition, a
 # frozen VM) is noticed in about idle + interval x count seconds by both
 # sides, instead of the kernel's two hours.
-KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
-              "keepalives_count": 3}
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
 
 
-def session_options(*, existing: str, statement_timeout_ms: int, lock_timeout_ms: int,
-                    idle_in_transaction_ms: int = 0) -> str:
+def session_options(
+    *, existing: str, statement_timeout_ms: int, lock_timeout_ms: int, idle_in_transaction_ms: int = 0
+) -> str:
     """libpq `options` with the limits set (0 leaves a limit off), replacing
     any earlier setting of them."""
     existing = _LIMIT.sub("", existing).strip()

@@ -36,8 +36,10 @@ MSG_SCHEME_INSECURE = "Webhook URLs must use https or http."
 MSG_NO_HOST = "The webhook URL has no host name."
 MSG_USERINFO = "Put credentials in the receiver's check of the signature, not in the URL."
 MSG_UNRESOLVED = "The host name {host} does not resolve."
-MSG_PRIVATE = ("{host} resolves to an address that is not public (loopback, private, link-local, "
-               "multicast or reserved); webhooks are only sent to public addresses.")
+MSG_PRIVATE = (
+    "{host} resolves to an address that is not public (loopback, private, link-local, "
+    "multicast or reserved); webhooks are only sent to public addresses."
+)
 
 REFUSED = "refused"
 TIMEOUT = "timeout"
@@ -82,7 +84,7 @@ def secret_masked(secret: str) -> str:
     """What staff see after creation: enough to tell two secrets apart."""
     if not secret:
         return ""
-    return f"{secret[:len(SECRET_PREFIX)]}…{secret[-4:]}" if len(secret) > 12 else "…"
+    return f"{secret[: len(SECRET_PREFIX)]}…{secret[-4:]}" if len(secret) > 12 else "…"
 
 
 def webhook_signature(*, secret: str, message_id: str, timestamp: int, body: bytes) -> str:
@@ -91,12 +93,13 @@ def webhook_signature(*, secret: str, message_id: str, timestamp: int, body: byt
     return f"{SIGNATURE_VERSION}={digest}"
 
 
-def webhook_signatures(*, secrets_in_use: list[str], message_id: str, timestamp: int,
-                       body: bytes) -> str:
+def webhook_signatures(*, secrets_in_use: list[str], message_id: str, timestamp: int, body: bytes) -> str:
     """`v1=<current> v1=<previous>`: during a rotation's grace period a
     receiver that still holds the previous secret verifies too."""
-    return " ".join(webhook_signature(secret=secret, message_id=message_id, timestamp=timestamp,
-                                      body=body) for secret in secrets_in_use)
+    return " ".join(
+        webhook_signature(secret=secret, message_id=message_id, timestamp=timestamp, body=body)
+        for secret in secrets_in_use
+    )
 
 
 # --- the address policy -----------------------------------------------------------------
@@ -203,8 +206,7 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     (SNI and certificate), so pinning the address weakens nothing."""
 
     def __init__(self, target: Target, timeout: float):
-        super().__init__(target.host, target.port, timeout=timeout,
-                         context=ssl.create_default_context())
+        super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
         self._address = target.address
 
     def connect(self) -> None:
@@ -212,16 +214,24 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
 
 
-def webhook_post(*, url: str, secrets_in_use: list[str], message_id: str, body: bytes,
-                 timeout: float, timestamp: int | None = None) -> PostResult:
+def webhook_post(
+    *,
+    url: str,
+    secrets_in_use: list[str],
+    message_id: str,
+    body: bytes,
+    timeout: float,
+    timestamp: int | None = None,
+) -> PostResult:
     """POST one signed message. http.client follows no redirect: a 3xx is a
     failed delivery like any other non-2xx status. ``timestamp`` (Unix
     seconds, the relay passes database time) defaults to this clock's."""
     started = time.monotonic()
 
     def result(status: int | None, error: str) -> PostResult:
-        return PostResult(status_code=status, error=error,
-                          duration_ms=int((time.monotonic() - started) * 1000))
+        return PostResult(
+            status_code=status, error=error, duration_ms=int((time.monotonic() - started) * 1000)
+        )
 
     try:
         target = target_vet(url)
@@ -234,9 +244,9 @@ def webhook_post(*, url: str, secrets_in_use: list[str], message_id: str, body: 
         "User-Agent": USER_AGENT,
         "Webhook-Id": message_id,
         "Webhook-Timestamp": str(timestamp),
-        "Webhook-Signature": webhook_signatures(secrets_in_use=secrets_in_use,
-                                                message_id=message_id, timestamp=timestamp,
-                                                body=body),
+        "Webhook-Signature": webhook_signatures(
+            secrets_in_use=secrets_in_use, message_id=message_id, timestamp=timestamp, body=body
+        ),
     }
     cls = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
     conn = cls(target, timeout)

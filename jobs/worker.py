@@ -87,8 +87,7 @@ class RunTimes:
 
     def observe(self, kind: str, seconds: float) -> None:
         previous = self._mean.get(kind)
-        self._mean[kind] = seconds if previous is None else \
-            previous + self.WEIGHT * (seconds - previous)
+        self._mean[kind] = seconds if previous is None else previous + self.WEIGHT * (seconds - previous)
 
     def is_short(self, kind: str) -> bool:
         mean = self._mean.get(kind)
@@ -178,8 +177,9 @@ class JobContext:
         once, so a later failure (or a crash) loses no billing record."""
         attempt_record_provider_call(claim=self.claim, request_id=request_id, usage=usage)
 
-    def accept(self, output: Any, *, needs_review: bool = False,
-               publish: Publish | None = None) -> str | None:
+    def accept(
+        self, output: Any, *, needs_review: bool = False, publish: Publish | None = None
+    ) -> str | None:
         """Accept output (and publish it in the same transaction); returns
         the job's new state. On a lost fence the result is kept only as this
         attempt's stale diagnostic.
@@ -279,9 +279,12 @@ class Listener(threading.Thread):
         self._wake = wake
 
     def run(self) -> None:
-        params = {k: v for k, v in connection.get_connection_params().items()
-                  if k in ("dbname", "host", "port", "user", "password", "sslmode", "options")
-                  or k.startswith("keepalives")}
+        params = {
+            k: v
+            for k, v in connection.get_connection_params().items()
+            if k in ("dbname", "host", "port", "user", "password", "sslmode", "options")
+            or k.startswith("keepalives")
+        }
         while not self._stop_event.is_set():
             try:
                 with psycopg.connect(**params, autocommit=True) as conn:
@@ -296,9 +299,16 @@ class Listener(threading.Thread):
 
 
 class Worker:
-    def __init__(self, *, worker_id: str | None = None, concurrency: int = 1,
-                 burst: bool = False, relay: bool = False, prefetch: int | None = None,
-                 shutdown_timeout: float | None = None):
+    def __init__(
+        self,
+        *,
+        worker_id: str | None = None,
+        concurrency: int = 1,
+        burst: bool = False,
+        relay: bool = False,
+        prefetch: int | None = None,
+        shutdown_timeout: float | None = None,
+    ):
         self.worker_id = worker_id or default_worker_id()
         # How long a graceful stop may take before the jobs in hand are
         # released and the process exits (None: as long as they take).
@@ -382,8 +392,9 @@ class Worker:
         for ctx, output, _ in group:
             if ctx.job_id not in states:
                 log.warning("job %s attempt %s: lease lost, result discarded", ctx.job_id, ctx.attempt)
-                self._finish_quietly(attempt_record_stale, claim=ctx.claim,
-                                     diagnostic={"rejected": "accept", "output": output})
+                self._finish_quietly(
+                    attempt_record_stale, claim=ctx.claim, diagnostic={"rejected": "accept", "output": output}
+                )
 
     def _claim(self) -> list[Claim]:
         if self.prefetch is not None:
@@ -427,24 +438,39 @@ class Worker:
             # result; a refused heartbeat or checkpoint is recorded here.
             log.warning("job %s attempt %s: lease lost, result discarded", claim.job_id, claim.attempt)
             if not ctx.finished:
-                self._finish_quietly(attempt_record_stale, claim=claim,
-                                     diagnostic={"rejected": "heartbeat"})
+                self._finish_quietly(attempt_record_stale, claim=claim, diagnostic={"rejected": "heartbeat"})
         except WorkerStopping:
             self._finish_quietly(job_release, claim=claim)
             log.info("job %s attempt %s released", claim.job_id, claim.attempt)
         except PermanentError as exc:
-            self._finish_quietly(job_fail, claim=claim, error=str(exc), transient=False,
-                                 stale={"rejected": "fail", "error": str(exc)})
+            self._finish_quietly(
+                job_fail,
+                claim=claim,
+                error=str(exc),
+                transient=False,
+                stale={"rejected": "fail", "error": str(exc)},
+            )
         except TransientError as exc:
-            self._finish_quietly(job_fail, claim=claim, error=str(exc), transient=True,
-                                 stale={"rejected": "fail", "error": str(exc)})
+            self._finish_quietly(
+                job_fail,
+                claim=claim,
+                error=str(exc),
+                transient=True,
+                stale={"rejected": "fail", "error": str(exc)},
+            )
         except Exception as exc:  # noqa: BLE001  anything unexpected may succeed next time
             # Members read the job's reason: they get a reference, never the
             # exception (it may hold paths or SQL); staff see the detail on
             # the attempt and in the log under the same reference.
             reference = secrets.token_hex(4)
-            log.warning("job %s attempt %s failed (reference %s): %s",
-                        claim.job_id, claim.attempt, reference, exc, exc_info=True)
+            log.warning(
+                "job %s attempt %s failed (reference %s): %s",
+                claim.job_id,
+                claim.attempt,
+                reference,
+                exc,
+                exc_info=True,
+            )
             error = f"reference {reference}: {type(exc).__name__}: {exc}"
             if isinstance(exc, DatabaseError):
                 connection.close()
@@ -452,10 +478,15 @@ class Worker:
             # attempts (up to JOB_MAX_TOTAL_ATTEMPTS): the job did not fail.
             charged = not interrupted_by_infrastructure(exc)
             shown = MSG_INTERNAL_ERROR if charged else MSG_INTERRUPTED
-            self._finish_quietly(job_fail, claim=claim, error=error, transient=True, charged=charged,
-                                 reason=shown.format(reference=reference),
-                                 stale={"rejected": "fail", "error": error,
-                                        "traceback": traceback.format_exc(limit=5)})
+            self._finish_quietly(
+                job_fail,
+                claim=claim,
+                error=error,
+                transient=True,
+                charged=charged,
+                reason=shown.format(reference=reference),
+                stale={"rejected": "fail", "error": error, "traceback": traceback.format_exc(limit=5)},
+            )
         finally:
             self._keeper.untrack(ctx)
             self.run_times.observe(claim.kind, time.perf_counter() - started)
@@ -510,8 +541,10 @@ class Worker:
             relay.start()
             helpers.append(relay)
         log.info("worker %s started (concurrency %s)", self.worker_id, self.concurrency)
-        loops = [threading.Thread(target=self._loop, args=(i,), name=f"loop-{i}", daemon=True)
-                 for i in range(1, self.concurrency)]
+        loops = [
+            threading.Thread(target=self._loop, args=(i,), name=f"loop-{i}", daemon=True)
+            for i in range(1, self.concurrency)
+        ]
         for thread in loops:
             thread.start()
         try:
@@ -557,8 +590,10 @@ class Worker:
         if self._stop.is_set():
             log.warning("second signal: exiting now")
             os._exit(1)
-        log.info("signal %s: no more claims; finishing or releasing jobs in hand "
-                 "(a second signal exits at once)", signum)
+        log.info(
+            "signal %s: no more claims; finishing or releasing jobs in hand (a second signal exits at once)",
+            signum,
+        )
         self.stop()
         if self.shutdown_timeout is not None:
             timer = threading.Timer(self.shutdown_timeout, self._stop_now)
@@ -570,8 +605,11 @@ class Worker:
         hand (its fence makes any later write of the handler a no-op; the
         attempt is not counted) and exit."""
         contexts = self._keeper.in_hand()
-        log.warning("shutdown timeout (%ss): releasing %d job(s) in hand and exiting",
-                    self.shutdown_timeout, len(contexts))
+        log.warning(
+            "shutdown timeout (%ss): releasing %d job(s) in hand and exiting",
+            self.shutdown_timeout,
+            len(contexts),
+        )
         for ctx in contexts:
             self._finish_quietly(job_release, claim=ctx.claim)
         connection.close()

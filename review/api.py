@@ -57,11 +57,13 @@ from review.services import (
     review_snapshot_current,
 )
 
-register_titles({
-    "approval-blocked": "Flags still block approval",
-    "invalid-value": "A value is not valid for its field",
-    "source-missing": "The source table of this job was not kept",
-})
+register_titles(
+    {
+        "approval-blocked": "Flags still block approval",
+        "invalid-value": "A value is not valid for its field",
+        "source-missing": "The source table of this job was not kept",
+    }
+)
 
 MSG_METHOD = "Use {allowed}."
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of the job's workspace review it."
@@ -99,7 +101,8 @@ class ItemEdit(Schema):
     model_config = ConfigDict(extra="forbid")
 
     index: json_int(ge=0, le=ROW_MAX) = Field(
-        description="The item's position, from 0, in GET /api/jobs/<id>/items.")
+        description="The item's position, from 0, in GET /api/jobs/<id>/items."
+    )
     set: dict[EditableField, Value] | None = None
     omit: JsonBool | None = None
 
@@ -109,7 +112,8 @@ class ItemFilter(Schema):
 
     flag: Text | None = Field(None, description="A flag code (catalog/flags.py); any code when left out.")
     field: Literal[(*EDITABLE_FIELDS, "row")] | None = Field(  # type: ignore[valid-type]
-        None, description='The flag\'s field, or "row"; any when left out.')
+        None, description='The flag\'s field, or "row"; any when left out.'
+    )
     blocking: JsonBool = Field(False, description="Only flags that block approval.")
 
 
@@ -157,8 +161,9 @@ class RejectRequest(Schema):
     model_config = ConfigDict(extra="forbid")
 
     version: Version
-    reason: str = Field(min_length=1, max_length=REASON_MAX, pattern=r"\S",
-                        description="Why; shown on the job.")
+    reason: str = Field(
+        min_length=1, max_length=REASON_MAX, pattern=r"\S", description="Why; shown on the job."
+    )
 
 
 class Publication(Open):
@@ -175,8 +180,12 @@ REVIEW_PROBLEMS = {
 
 def _allow(request: HttpRequest, *methods: str) -> None:
     if request.method not in methods:
-        raise Problem(405, "method-not-allowed", MSG_METHOD.format(allowed=", ".join(methods)),
-                      headers={"Allow": ", ".join(methods)})
+        raise Problem(
+            405,
+            "method-not-allowed",
+            MSG_METHOD.format(allowed=", ".join(methods)),
+            headers={"Allow": ", ".join(methods)},
+        )
 
 
 def _grid_body(request: HttpRequest) -> dict:
@@ -243,12 +252,20 @@ def _int(request: HttpRequest, name: str, *, default: int, low: int = 0, high: i
 router = Router(tags=["review"])
 
 
-@router.post("/jobs/{uuid:id}/approve", response={200: Publication}, url_name="job-approve",
-             summary="Approve a job awaiting review (with edits)")
-@answers(descriptions={200: "Published."}, problems={
-    **REVIEW_PROBLEMS,
-    422: "Flags still block the approval (the edits are kept; `flags` and the new `version` are "
-         "in the answer), or an edit is not a valid value."})
+@router.post(
+    "/jobs/{uuid:id}/approve",
+    response={200: Publication},
+    url_name="job-approve",
+    summary="Approve a job awaiting review (with edits)",
+)
+@answers(
+    descriptions={200: "Published."},
+    problems={
+        **REVIEW_PROBLEMS,
+        422: "Flags still block the approval (the edits are kept; `flags` and the new `version` are "
+        "in the answer), or an edit is not a valid value.",
+    },
+)
 def job_approve_view(request: HttpRequest, id: uuid.UUID, payload: ApproveRequest):
     """200 {revision_id, item_count}; 422 with the flags that still block
     (the edits are saved, and the new version is in the answer)."""
@@ -261,8 +278,9 @@ def job_approve_view(request: HttpRequest, id: uuid.UUID, payload: ApproveReques
             saved = review_save_edits(user=user, job_id=id, expected_version=version, edits=edits)
         except ReviewStale as exc:
             raise _stale(exc) from None
-        raise Problem(422, "approval-blocked", blocked.message, version=saved,
-                      flags=blocked.problems) from None
+        raise Problem(
+            422, "approval-blocked", blocked.message, version=saved, flags=blocked.problems
+        ) from None
     except ReviewStale as exc:
         raise _stale(exc) from None
     except EditRejected as exc:
@@ -272,8 +290,12 @@ def job_approve_view(request: HttpRequest, id: uuid.UUID, payload: ApproveReques
     return JsonResponse(result)
 
 
-@router.post("/jobs/{uuid:id}/reject", response={200: JobVersion}, url_name="job-reject",
-             summary="Reject a job awaiting review")
+@router.post(
+    "/jobs/{uuid:id}/reject",
+    response={200: JobVersion},
+    url_name="job-reject",
+    summary="Reject a job awaiting review",
+)
 @answers(descriptions={200: "Rejected: the job needs attention."}, problems=REVIEW_PROBLEMS)
 def job_reject_view(request: HttpRequest, id: uuid.UUID, payload: RejectRequest):
     user, _ = _reviewer_job(request, id)
@@ -316,8 +338,7 @@ def grid_preview_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     user, _ = _reviewer_job(request, id)
     version, edits = _parsed(_grid_body(request))
     try:
-        return JsonResponse(review_preview(user=user, job_id=id, expected_version=version,
-                                           edits=edits))
+        return JsonResponse(review_preview(user=user, job_id=id, expected_version=version, edits=edits))
     except ReviewStale as exc:
         raise _stale(exc) from None
     except EditRejected as exc:
@@ -336,8 +357,9 @@ def grid_items_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     start = _int(request, "start", default=0)
     count = min(_int(request, "count", default=200, low=1), PAGE_MAX)
     snapshot = review_snapshot_current(job=job)
-    return HttpResponse(review_item_page_json(snapshot=snapshot, start=start, count=count),
-                        content_type="application/json")
+    return HttpResponse(
+        review_item_page_json(snapshot=snapshot, start=start, count=count), content_type="application/json"
+    )
 
 
 @csrf_exempt
@@ -348,8 +370,9 @@ def grid_source_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     _, job = _reviewer_job(request, id)
     row = _int(request, "row", default=1, low=1)
     around = min(_int(request, "around", default=15, low=0), SOURCE_AROUND_MAX)
-    return JsonResponse(review_source_rows(job=job, sheet=request.GET.get("sheet", ""),
-                                           row=row, around=around))
+    return JsonResponse(
+        review_source_rows(job=job, sheet=request.GET.get("sheet", ""), row=row, around=around)
+    )
 
 
 @csrf_exempt
@@ -360,15 +383,18 @@ def grid_matches_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     _allow(request, "GET", "HEAD")
     _, job = _reviewer_job(request, id)
     try:
-        where = filter_from_json({"flag": request.GET.get("flag", ""),
-                                  "field": request.GET.get("field", ""),
-                                  "blocking": request.GET.get("blocking") in ("1", "true")})
+        where = filter_from_json(
+            {
+                "flag": request.GET.get("flag", ""),
+                "field": request.GET.get("field", ""),
+                "blocking": request.GET.get("blocking") in ("1", "true"),
+            }
+        )
     except BadEdits as exc:
         raise Problem(400, "invalid-request", exc.message) from None
     snapshot = review_snapshot_current(job=job)
     indexes = review_matching_indexes(snapshot=snapshot, where=where)
-    return JsonResponse({"version": snapshot.version, "count": len(indexes),
-                         "ranges": index_ranges(indexes)})
+    return JsonResponse({"version": snapshot.version, "count": len(indexes), "ranges": index_ranges(indexes)})
 
 
 @csrf_exempt
@@ -379,9 +405,11 @@ def grid_check_view(request: HttpRequest, id: uuid.UUID) -> HttpResponse:
     _allow(request, "GET", "HEAD")
     _reviewer_job(request, id)
     try:
-        value, message = value_check(name=request.GET.get("field", ""),
-                                     value=request.GET.get("value", ""),
-                                     description=request.GET.get("description", ""))
+        value, message = value_check(
+            name=request.GET.get("field", ""),
+            value=request.GET.get("value", ""),
+            description=request.GET.get("description", ""),
+        )
     except EditRejected as exc:
         raise Problem(400, "invalid-request", exc.message) from None
     if message:

@@ -34,13 +34,17 @@ from review.selectors import job_history_sentence, review_job_get
 from review.snapshots import review_snapshot_store
 
 MSG_STALE = "Nothing was changed: {history} That happened after you opened this page."
-MSG_CHANGED = ("Nothing was changed: the job changed since you opened this page. {history} "
-              "Reload the page to see the current items.")
+MSG_CHANGED = (
+    "Nothing was changed: the job changed since you opened this page. {history} "
+    "Reload the page to see the current items."
+)
 MSG_GONE = "Nothing was changed: this job no longer exists."
 MSG_BLOCKED = "{count} problem(s) still block approval: {problems}"
 MSG_REASON_REQUIRED = "Say why the extraction is rejected: the uploader reads the reason."
-MSG_NO_TABLE = ("The source table of this job was not kept, so the edits cannot be checked "
-                "against it; reject the job and run it again.")
+MSG_NO_TABLE = (
+    "The source table of this job was not kept, so the edits cannot be checked "
+    "against it; reject the job and run it again."
+)
 BLOCKING_SHOWN = 10
 
 
@@ -92,8 +96,9 @@ def _stale(job_id: uuid.UUID, seen_version: int) -> ReviewStale:
     return ReviewStale(MSG_STALE.format(history=history), state=job.state)
 
 
-def _open_for_review(*, user: AbstractBaseUser, job_id: uuid.UUID,
-                     expected_version: int) -> tuple[Job, Table]:
+def _open_for_review(
+    *, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int
+) -> tuple[Job, Table]:
     """The job as the reviewer saw it, and its source table.
 
     This early check only gives a clear answer sooner; the guarded UPDATE
@@ -112,22 +117,41 @@ def _items(job: Job) -> list[dict]:
     return [i for i in output.get("items") or [] if isinstance(i, dict)]
 
 
-def _record(*, job_id: uuid.UUID, user: AbstractBaseUser, decision: str, version_seen: int,
-            changes: dict | None = None, reason: str = "") -> ReviewDecision:
+def _record(
+    *,
+    job_id: uuid.UUID,
+    user: AbstractBaseUser,
+    decision: str,
+    version_seen: int,
+    changes: dict | None = None,
+    reason: str = "",
+) -> ReviewDecision:
     return ReviewDecision.objects.create(
-        job_id=job_id, reviewer=user, reviewer_name=user.get_username(), decision=decision,
-        version_seen=version_seen, changes=changes or {}, reason=reason,
+        job_id=job_id,
+        reviewer=user,
+        reviewer_name=user.get_username(),
+        decision=decision,
+        version_seen=version_seen,
+        changes=changes or {},
+        reason=reason,
     )
 
 
-def _apply(*, user: AbstractBaseUser, job: Job, table: Table,
-           edits: ReviewEdits) -> tuple[list[dict], list[dict], dict]:
-    return edits_apply(items=_items(job), edits=edits, table=table, by=user.get_username(),
-                       at=timezone.now().isoformat(timespec="seconds"))
+def _apply(
+    *, user: AbstractBaseUser, job: Job, table: Table, edits: ReviewEdits
+) -> tuple[list[dict], list[dict], dict]:
+    return edits_apply(
+        items=_items(job),
+        edits=edits,
+        table=table,
+        by=user.get_username(),
+        at=timezone.now().isoformat(timespec="seconds"),
+    )
 
 
-def review_save_edits(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int,
-                      edits: ReviewEdits) -> int:
+def review_save_edits(
+    *, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int, edits: ReviewEdits
+) -> int:
     """Store the reviewer's edits on the staged output (re-validated, so the
     page shows what still blocks approval); returns the job's new version.
     Saving nothing changes nothing and returns the version unchanged."""
@@ -141,8 +165,13 @@ def review_save_edits(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_ver
         with transaction.atomic():
             # Guarded on (awaiting_review, version): a concurrent decision wins.
             version = job_review_edit(job_id=job_id, expected_version=expected_version, output=output)
-            _record(job_id=job_id, user=user, decision=ReviewDecision.Decision.EDIT,
-                    version_seen=expected_version, changes=changes)
+            _record(
+                job_id=job_id,
+                user=user,
+                decision=ReviewDecision.Decision.EDIT,
+                version_seen=expected_version,
+                changes=changes,
+            )
     except (VersionConflict, InvalidTransition, Job.DoesNotExist):
         raise _stale(job_id, expected_version) from None
     # The grid's pages of the new version, from the items already in hand.
@@ -150,8 +179,9 @@ def review_save_edits(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_ver
     return version
 
 
-def review_preview(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int,
-                   edits: ReviewEdits) -> dict:
+def review_preview(
+    *, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int, edits: ReviewEdits
+) -> dict:
     """What approving with `edits` would publish, without writing anything:
     items to publish, omitted, changed by hand, and what still blocks."""
     job, table = _open_for_review(user=user, job_id=job_id, expected_version=expected_version)
@@ -167,8 +197,9 @@ def review_preview(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_versio
     }
 
 
-def review_approve(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int,
-                   edits: ReviewEdits | None = None) -> dict | None:
+def review_approve(
+    *, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int, edits: ReviewEdits | None = None
+) -> dict | None:
     """Apply the edits, validate again, and publish: the guarded approve, the
     catalog revision and the decision share one transaction.
 
@@ -184,7 +215,9 @@ def review_approve(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_versio
     if problems:
         raise ApprovalBlocked(problems)
     changes["answered_doubts"] = [
-        {"index": n, **flag} for n, item in enumerate(checked) if not item.get("omitted")
+        {"index": n, **flag}
+        for n, item in enumerate(checked)
+        if not item.get("omitted")
         for flag in item.get("flags") or []
     ]
     # The omitted items stay in the decision's history, not in the publication.
@@ -196,18 +229,24 @@ def review_approve(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_versio
             # first (and this UPDATE matches zero rows) or waits for this
             # commit and then finds the job completed.
             result = job_approve(
-                job_id=job_id, expected_version=expected_version, output=output,
+                job_id=job_id,
+                expected_version=expected_version,
+                output=output,
                 publish=lambda locked: revision_publish(job=locked, approved_by=user),
             )
-            _record(job_id=job_id, user=user, decision=ReviewDecision.Decision.APPROVE,
-                    version_seen=expected_version, changes=changes)
+            _record(
+                job_id=job_id,
+                user=user,
+                decision=ReviewDecision.Decision.APPROVE,
+                version_seen=expected_version,
+                changes=changes,
+            )
     except (VersionConflict, InvalidTransition, Job.DoesNotExist):
         raise _stale(job_id, expected_version) from None
     return result
 
 
-def review_reject(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int,
-                  reason: str) -> None:
+def review_reject(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version: int, reason: str) -> None:
     """Reject the extraction: nothing is published, the job needs attention."""
     reason = (reason or "").strip()
     if not reason:
@@ -217,7 +256,12 @@ def review_reject(*, user: AbstractBaseUser, job_id: uuid.UUID, expected_version
         with transaction.atomic():
             # Guarded on (awaiting_review, version), like approve.
             job_reject(job_id=job_id, expected_version=expected_version, reason=reason)
-            _record(job_id=job_id, user=user, decision=ReviewDecision.Decision.REJECT,
-                    version_seen=expected_version, reason=reason)
+            _record(
+                job_id=job_id,
+                user=user,
+                decision=ReviewDecision.Decision.REJECT,
+                version_seen=expected_version,
+                reason=reason,
+            )
     except (VersionConflict, InvalidTransition, Job.DoesNotExist):
         raise _stale(job_id, expected_version) from None

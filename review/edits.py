@@ -108,8 +108,13 @@ class ReviewEdits:
             remove.update(items_matching(items, where))
         for where in self.restore_where:
             restore.update(items_matching(items, where))
-        return dataclass_replace(self, remove=frozenset(remove), restore=frozenset(restore - remove),
-                                 remove_where=(), restore_where=())
+        return dataclass_replace(
+            self,
+            remove=frozenset(remove),
+            restore=frozenset(restore - remove),
+            remove_where=(),
+            restore_where=(),
+        )
 
     def all_sets(self) -> list[SheetSet]:
         out = list(self.sets)
@@ -145,8 +150,11 @@ def _parse(name: str, value: Any, row: int | None, errors: list[str]) -> Any:
             return None
         error = currency_error(code)
         if error:
-            errors.append(MSG_BAD_SHEET_CURRENCY.format(error=error) if row is None
-                          else MSG_BAD_CURRENCY.format(row=where, error=error))
+            errors.append(
+                MSG_BAD_SHEET_CURRENCY.format(error=error)
+                if row is None
+                else MSG_BAD_CURRENCY.format(row=where, error=error)
+            )
             return None
         return code
     if name == "unit_price":
@@ -179,7 +187,8 @@ def value_check(*, name: str, value: Any, description: str = "") -> tuple[Any, s
     text = _text(value)
     if errors:
         return None, {"unit_price": MSG_CHECK_PRICE, "pack_size": MSG_CHECK_PACK}.get(
-            name, MSG_CHECK_CURRENCY).format(value=text)
+            name, MSG_CHECK_CURRENCY
+        ).format(value=text)
     if name == "unit":
         problem = unit_problem(text, description)
         if problem:
@@ -204,8 +213,7 @@ def _clearable_on(item: dict, name: str) -> bool:
     return any(f.get("field") == name and _cleared_by_edit(f) for f in item.get("flags") or [])
 
 
-def _in_scope(item: dict, baseline: dict, name: str, scope: str,
-              where: ItemFilter | None = None) -> bool:
+def _in_scope(item: dict, baseline: dict, name: str, scope: str, where: ItemFilter | None = None) -> bool:
     if where is not None and not where.matches(item):
         return False
     if scope == "all":
@@ -213,8 +221,13 @@ def _in_scope(item: dict, baseline: dict, name: str, scope: str,
     if scope == "flagged":
         return bool(item.get("flags"))
     # Empty, or flagged: by validation now, or by a flag it cannot check that blocks.
-    return item.get(name) in (None, "") or _field_flagged(baseline, name) or any(
-        f.get("field") == name and is_blocking(f) and _cleared_by_edit(f) for f in item.get("flags") or [])
+    return (
+        item.get(name) in (None, "")
+        or _field_flagged(baseline, name)
+        or any(
+            f.get("field") == name and is_blocking(f) and _cleared_by_edit(f) for f in item.get("flags") or []
+        )
+    )
 
 
 def _replaced(value: Any, rule: Replace) -> Any:
@@ -242,8 +255,11 @@ def _validate_fresh(items: list[dict], table: Table) -> list[dict]:
     out = [dict(item) for item in items]
     for n, new in zip(active, checked, strict=True):
         own = set(items[n].get("provenance") or {})
-        new["flags"] = [f for f in new["flags"]
-                        if not (f.get("code") == Code.UNSUPPORTED_SOURCE and f.get("field") in own)]
+        new["flags"] = [
+            f
+            for f in new["flags"]
+            if not (f.get("code") == Code.UNSUPPORTED_SOURCE and f.get("field") in own)
+        ]
         out[n] = new
     return out
 
@@ -271,13 +287,19 @@ def _kept(flag: dict, item: dict, old: dict, confirmed: Collection[str]) -> bool
     if kind is not None and kind.validated:
         return False
     name = flag.get("field")
-    edited = name in EDITABLE_FIELDS and (name in set(item.get("provenance") or {}) or name in confirmed
-                                          or item.get(name) != old.get(name))
+    edited = name in EDITABLE_FIELDS and (
+        name in set(item.get("provenance") or {}) or name in confirmed or item.get(name) != old.get(name)
+    )
     return not edited or not _cleared_by_edit(flag)
 
 
-def items_recheck(*, items: list[dict], before: list[dict], table: Table,
-                  confirmed: Mapping[int, Collection[str]] | None = None) -> list[dict]:
+def items_recheck(
+    *,
+    items: list[dict],
+    before: list[dict],
+    table: Table,
+    confirmed: Mapping[int, Collection[str]] | None = None,
+) -> list[dict]:
     """Validate edited items afresh (so a fixed field loses its flag), then
     keep the flags validation cannot check (the extractor's doubts, the
     model's values the sheet does not back) unless the reviewer set the
@@ -297,13 +319,18 @@ def blocking_problems(checked: list[dict]) -> list[dict]:
     """What stops publication: every flag on an item to publish (`checked`:
     from `items_recheck`) that the flag registry says blocks approval. A
     doubt that does not block is answered by approving."""
-    return [{"index": n, "sku": item.get("sku") or "", **flag}
-            for n, item in enumerate(checked) if not item.get("omitted")
-            for flag in item.get("flags") or [] if is_blocking(flag)]
+    return [
+        {"index": n, "sku": item.get("sku") or "", **flag}
+        for n, item in enumerate(checked)
+        if not item.get("omitted")
+        for flag in item.get("flags") or []
+        if is_blocking(flag)
+    ]
 
 
-def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str = "",
-                at: str = "") -> tuple[list[dict], list[dict], dict]:
+def edits_apply(
+    *, items: list[dict], edits: ReviewEdits, table: Table, by: str = "", at: str = ""
+) -> tuple[list[dict], list[dict], dict]:
     """Apply `edits` to `items` (pure).
 
     Returns (edited items, the originals they came from, changes): changes
@@ -314,7 +341,7 @@ def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str 
     edits = edits.resolved(items)
     sets = _checked_sets(edits, len(items), errors)
     needs_baseline = any(rule.scope == "missing" for rule, _ in sets)
-    baseline = (validate_items([_strip_flags(i) for i in items], table) if needs_baseline else items)
+    baseline = validate_items([_strip_flags(i) for i in items], table) if needs_baseline else items
 
     edited, rows = [], []
     marks: dict[str, list[dict]] = {"removed": [], "restored": [], "confirmed": []}
@@ -334,12 +361,22 @@ def edits_apply(*, items: list[dict], edits: ReviewEdits, table: Table, by: str 
         raise EditRejected(sorted(set(errors), key=errors.index))
     changes: dict[str, Any] = {"rows": rows, **marks, "overrides": {}}
     for rule, value in sets:
-        changes["overrides"][rule.field] = {"value": value, "scope": rule.scope,
-                                            "rows": applied.get(("set", rule.field), [])}
+        changes["overrides"][rule.field] = {
+            "value": value,
+            "scope": rule.scope,
+            "rows": applied.get(("set", rule.field), []),
+        }
     if edits.replace:
-        changes["replaced"] = [{"field": r.field, "find": r.find, "replace": r.replace,
-                                "whole": r.whole, "rows": applied.get(("replace", r.field), [])}
-                               for r in edits.replace]
+        changes["replaced"] = [
+            {
+                "field": r.field,
+                "find": r.find,
+                "replace": r.replace,
+                "whole": r.whole,
+                "rows": applied.get(("replace", r.field), []),
+            }
+            for r in edits.replace
+        ]
     return edited, list(items), changes
 
 
@@ -363,15 +400,26 @@ def _checked_sets(edits: ReviewEdits, count: int, errors: list[str]) -> list[tup
         if not 0 <= index < count:
             errors.append(MSG_BAD_ROW.format(row=index + 1))
     for values in edits.rows.values():
-        errors.extend(MSG_BAD_FIELD.format(field=name, fields=", ".join(EDITABLE_FIELDS))
-                      for name in values if name not in EDITABLE_FIELDS)
+        errors.extend(
+            MSG_BAD_FIELD.format(field=name, fields=", ".join(EDITABLE_FIELDS))
+            for name in values
+            if name not in EDITABLE_FIELDS
+        )
     if errors:
         raise EditRejected(sorted(set(errors), key=errors.index))
     return sets
 
 
-def _edited_item(index: int, item: dict, baseline: dict, sets, edits: ReviewEdits,
-                 applied: dict[tuple[str, str], list[int]], errors: list[str], confirmed: set[str]) -> dict:
+def _edited_item(
+    index: int,
+    item: dict,
+    baseline: dict,
+    sets,
+    edits: ReviewEdits,
+    applied: dict[tuple[str, str], list[int]],
+    errors: list[str],
+    confirmed: set[str],
+) -> dict:
     """One item with the sheet-wide values, the replacements and its own row's
     values. A value equal to the current one changes nothing, but confirms it
     (into `confirmed`) when a flag an edit clears is on that field."""
@@ -398,8 +446,9 @@ def _edited_item(index: int, item: dict, baseline: dict, sets, edits: ReviewEdit
     return new
 
 
-def _mark_omission(index: int, item: dict, new: dict, edits: ReviewEdits,
-                   marks: dict[str, list[dict]]) -> None:
+def _mark_omission(
+    index: int, item: dict, new: dict, edits: ReviewEdits, marks: dict[str, list[dict]]
+) -> None:
     row = {"index": index, "sku": item.get("sku"), "source": item.get("source")}
     if index in edits.remove and not item.get("omitted"):
         new["omitted"] = True
@@ -412,8 +461,11 @@ def _mark_omission(index: int, item: dict, new: dict, edits: ReviewEdits,
 def _record_provenance(item: dict, new: dict, *, by: str, at: str) -> dict:
     """The fields `new` changes from `item` (before/after); each set by the
     reviewer is recorded on `new` with who, when and what was extracted."""
-    changed = {name: {"before": item.get(name), "after": new.get(name)}
-               for name in EDITABLE_FIELDS if not _same(name, new.get(name), item.get(name))}
+    changed = {
+        name: {"before": item.get(name), "after": new.get(name)}
+        for name in EDITABLE_FIELDS
+        if not _same(name, new.get(name), item.get(name))
+    }
     if not changed:
         return changed
     provenance = {k: dict(v) for k, v in (item.get("provenance") or {}).items()}
@@ -439,14 +491,18 @@ def values_refused(*, checked: list[dict], changes: dict) -> list[str]:
         if item.get("omitted"):
             continue
         for flag in item.get("flags") or []:
-            if (flag.get("code") in VALUE_CODES and flag.get("field") in row["fields"]
-                    and row["fields"][flag["field"]]["after"] not in (None, "")):
+            if (
+                flag.get("code") in VALUE_CODES
+                and flag.get("field") in row["fields"]
+                and row["fields"][flag["field"]]["after"] not in (None, "")
+            ):
                 errors.append(MSG_BAD_VALUE.format(row=row["index"] + 1, message=flag["message"]))
     return errors
 
 
-def items_recheck_or_refuse(*, edited: list[dict], before: list[dict], changes: dict,
-                            table: Table) -> list[dict]:
+def items_recheck_or_refuse(
+    *, edited: list[dict], before: list[dict], changes: dict, table: Table
+) -> list[dict]:
     """`items_recheck` of the edited items; EditRejected when a value the
     reviewer set is not a value of its kind."""
     confirmed = {row["index"]: row["fields"] for row in changes.get("confirmed") or []}

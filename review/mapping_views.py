@@ -34,15 +34,18 @@ from catalog.currencies import currency_choices
 from review.selectors import NotAReviewer, job_history_sentence, review_job_get
 
 MSG_NOT_A_REVIEWER = "Only reviewers and admins of a workspace map the columns of its sheets."
-MSG_APPLIED = ("Column mapping applied (version {version}): the sheet is being read again with it "
-               "and comes back to review.")
+MSG_APPLIED = (
+    "Column mapping applied (version {version}): the sheet is being read again with it "
+    "and comes back to review."
+)
 MSG_STALE = "Nothing was changed: the job changed since you opened the mapping page. {history}"
 MSG_NOT_MAPPABLE = "Nothing was changed: the job is {state}, so its columns cannot be mapped now."
 MSG_BAD_VERSION = "The form did not say which version of the job it was made from; reload the page."
 MSG_ROLE_TWICE = "Sheet {name!r}: columns {first} and {second} are both marked {role}; choose one."
 MSG_BAD_ROW = "Sheet {name!r}: the header row {value!r} is not a row number."
-MSG_BAD_MATRIX_ROWS = ("Sheet {name!r}: the column header rows {value!r} are not row numbers "
-                       "(for example \"3\" or \"2, 3\").")
+MSG_BAD_MATRIX_ROWS = (
+    'Sheet {name!r}: the column header rows {value!r} are not row numbers (for example "3" or "2, 3").'
+)
 _LIST_SPLIT = re.compile(r"[\s,;+]+")
 
 # Rows shown under the header row (and at least this many from the top).
@@ -149,10 +152,13 @@ def _matrix_inputs(matrix: dict | None) -> dict:
     def joined(value) -> str:
         return ", ".join(map(str, value)) if isinstance(value, list) else str(value or "")
 
-    return {"row_labels": joined(matrix.get("row_labels")),
-            "column_header_rows": joined(matrix.get("column_header_rows")),
-            "body": str(matrix.get("body") or ""), "dimension_unit": str(matrix.get("dimension_unit") or ""),
-            "product": str(matrix.get("product") or "")}
+    return {
+        "row_labels": joined(matrix.get("row_labels")),
+        "column_header_rows": joined(matrix.get("column_header_rows")),
+        "body": str(matrix.get("body") or ""),
+        "dimension_unit": str(matrix.get("dimension_unit") or ""),
+        "product": str(matrix.get("product") or ""),
+    }
 
 
 def _posted_matrix(request: HttpRequest, prefix: str, name: str, errors: list[str]) -> dict:
@@ -166,10 +172,13 @@ def _posted_matrix(request: HttpRequest, prefix: str, name: str, errors: list[st
             errors.append(MSG_BAD_MATRIX_ROWS.format(name=name, value=raw_rows))
             break
         header_rows.append(int(text))
-    return {"row_labels": labels, "column_header_rows": header_rows,
-            "body": request.POST.get(field + "body", "").strip(),
-            "dimension_unit": request.POST.get(field + "dimension_unit", "").strip() or None,
-            "product": request.POST.get(field + "product", "").strip() or None}
+    return {
+        "row_labels": labels,
+        "column_header_rows": header_rows,
+        "body": request.POST.get(field + "body", "").strip(),
+        "dimension_unit": request.POST.get(field + "dimension_unit", "").strip() or None,
+        "product": request.POST.get(field + "product", "").strip() or None,
+    }
 
 
 def mapping_page(*, job: Job, posted: dict | None = None, errors: list[str] | None = None) -> MappingPage:
@@ -181,8 +190,7 @@ def mapping_page(*, job: Job, posted: dict | None = None, errors: list[str] | No
         currency = posted.get("currency") or ""
     sheets: list[MappedSheet] = []
     for index, sheet in enumerate(table.sheets if table else []):
-        known = by_sheet.get(sheet.name, {"read": False, "header_row": None, "columns": {},
-                                          "skipped": ""})
+        known = by_sheet.get(sheet.name, {"read": False, "header_row": None, "columns": {}, "skipped": ""})
         read, header_row = known["read"], known["header_row"]
         roles = {letter: c.get("role", OTHER) for letter, c in known["columns"].items()}
         mode, matrix = ("matrix" if known.get("as_matrix") else "columns"), known.get("matrix")
@@ -200,28 +208,54 @@ def mapping_page(*, job: Job, posted: dict | None = None, errors: list[str] | No
         for col in range(width):
             letter = column_letter(col)
             seen = known["columns"].get(letter, {})
-            columns.append(MappedColumn(
-                letter=letter, header=header_cells[col] if col < len(header_cells) else "",
-                role=roles.get(letter, OTHER) if roles.get(letter) in ROLES else OTHER,
-                evidence=str(seen.get("evidence") or ""),
-                confidence=seen.get("confidence") if isinstance(seen.get("confidence"), (int, float)) else None,
-            ))
+            columns.append(
+                MappedColumn(
+                    letter=letter,
+                    header=header_cells[col] if col < len(header_cells) else "",
+                    role=roles.get(letter, OTHER) if roles.get(letter) in ROLES else OTHER,
+                    evidence=str(seen.get("evidence") or ""),
+                    confidence=seen.get("confidence")
+                    if isinstance(seen.get("confidence"), (int, float))
+                    else None,
+                )
+            )
         last = min(len(sheet.rows), max(PREVIEW_ROWS, (header_row or 0) + PREVIEW_ROWS))
-        rows = [PreviewRow(number=n, cells=list(sheet.rows[n - 1]) + [""] * (width - len(sheet.rows[n - 1])),
-                           is_header=n == header_row)
-                for n in range(1, last + 1)]
+        rows = [
+            PreviewRow(
+                number=n,
+                cells=list(sheet.rows[n - 1]) + [""] * (width - len(sheet.rows[n - 1])),
+                is_header=n == header_row,
+            )
+            for n in range(1, last + 1)
+        ]
         cells = known.get("cells")
-        sheets.append(MappedSheet(index=index, name=sheet.name, read=read, header_row=header_row,
-                                  columns=columns, rows=rows, total_rows=len(sheet.rows),
-                                  skipped=known.get("skipped", ""), mode=mode,
-                                  matrix=_matrix_inputs(matrix),
-                                  matrix_summary=counts_sentence(cells) if cells else ""))
+        sheets.append(
+            MappedSheet(
+                index=index,
+                name=sheet.name,
+                read=read,
+                header_row=header_row,
+                columns=columns,
+                rows=rows,
+                total_rows=len(sheet.rows),
+                skipped=known.get("skipped", ""),
+                mode=mode,
+                matrix=_matrix_inputs(matrix),
+                matrix_summary=counts_sentence(cells) if cells else "",
+            )
+        )
     if sheets and not any(s.read for s in sheets):
         sheets[0].read = True  # a refused sheet: start from the first one
     return MappingPage(
-        job=job, mappable=job.state in REQUEUEABLE_STATES, sheets=sheets, currency=currency,
+        job=job,
+        mappable=job.state in REQUEUEABLE_STATES,
+        sheets=sheets,
+        currency=currency,
         currencies=currency_choices(),
-        layout=layout, notes=notes, history=job_history_sentence(job=job), has_table=table is not None,
+        layout=layout,
+        notes=notes,
+        history=job_history_sentence(job=job),
+        has_table=table is not None,
         errors=errors or [],
     )
 
@@ -238,8 +272,9 @@ def _posted_mapping(request: HttpRequest) -> tuple[dict, list[str]]:
             continue
         name = request.POST[prefix + "name"]
         if request.POST.get(prefix + "mode") == "matrix":
-            sheets.append({"sheet": name, "header_row": None,
-                           "matrix": _posted_matrix(request, prefix, name, errors)})
+            sheets.append(
+                {"sheet": name, "header_row": None, "matrix": _posted_matrix(request, prefix, name, errors)}
+            )
             continue
         raw_row = request.POST.get(prefix + "header_row", "").strip()
         header_row = None
@@ -251,12 +286,15 @@ def _posted_mapping(request: HttpRequest) -> tuple[dict, list[str]]:
         columns = {role: None for role in ROLES}
         for key, role in request.POST.items():
             if key.startswith(prefix + "col-") and role in ROLES:
-                letter = key[len(prefix + "col-"):]
+                letter = key[len(prefix + "col-") :]
                 if columns[role] is None:
                     columns[role] = letter
                 else:
-                    errors.append(MSG_ROLE_TWICE.format(name=name, first=columns[role],
-                                                        second=letter, role=ROLE_LABELS[role]))
+                    errors.append(
+                        MSG_ROLE_TWICE.format(
+                            name=name, first=columns[role], second=letter, role=ROLE_LABELS[role]
+                        )
+                    )
         sheets.append({"sheet": name, "header_row": header_row, "columns": columns})
     return {"sheets": sheets, "currency": request.POST.get("currency") or None}, errors
 
@@ -275,16 +313,18 @@ def mapping(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     posted, errors = _posted_mapping(request)
     if not errors:
         try:
-            new_version = pricesheet_mapping_apply(job_id=job_id, expected_version=version,
-                                                   data=posted, user=request.user)
+            new_version = pricesheet_mapping_apply(
+                job_id=job_id, expected_version=version, data=posted, user=request.user
+            )
         except MappingInvalid as exc:
             errors = exc.errors
         except SheetNotRead as exc:
             errors = [str(exc)]
         except VersionConflict:
             job.refresh_from_db()
-            messages.error(request, MSG_STALE.format(
-                history=job_history_sentence(job=job, since_version=version)))
+            messages.error(
+                request, MSG_STALE.format(history=job_history_sentence(job=job, since_version=version))
+            )
             return redirect("review:mapping", job_id=job_id)
         except InvalidTransition as exc:
             messages.error(request, MSG_NOT_MAPPABLE.format(state=exc.state.replace("_", " ")))
@@ -294,4 +334,3 @@ def mapping(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
             return redirect("jobs:detail", id=job_id)
     page = mapping_page(job=job, posted=posted, errors=errors)
     return render(request, "review/mapping.html", {"page": page}, status=422)
-

@@ -36,13 +36,15 @@ MSG_ITEMS = "`items` must be a list of objects with an `index`."
 MSG_INDEX = "`items[{n}].index` must be a whole number from 0."
 MSG_TWICE = "Item index {index} appears twice in `items`."
 MSG_OMIT = "`items[{n}].omit` must be true or false."
-MSG_REPLACE = ("`replace` must be a list of {{\"field\", \"find\", \"replace\", \"whole\"}} "
-               "objects with a field name and texts.")
+MSG_REPLACE = (
+    '`replace` must be a list of {{"field", "find", "replace", "whole"}} objects with a field name and texts.'
+)
 
-MSG_SETS = "`sets` must be a list of {{\"field\", \"value\", \"scope\"}} objects; scopes: {scopes}."
+MSG_SETS = '`sets` must be a list of {{"field", "value", "scope"}} objects; scopes: {scopes}.'
 
-MSG_FILTER = ("`{where}` must be a filter object {{\"flag\": code, \"field\": name or \"row\", "
-              "\"blocking\": true or false}}.")
+MSG_FILTER = (
+    '`{where}` must be a filter object {{"flag": code, "field": name or "row", "blocking": true or false}}.'
+)
 
 MSG_FILTER_CODE = "`{where}.flag` is {code!r}, which is not a flag code; codes are: {codes}."
 
@@ -85,8 +87,7 @@ def _values(raw: Any, where: str) -> dict[str, Any]:
 def _unknown(raw: dict, allowed: tuple[str, ...]) -> None:
     extra = sorted(set(raw) - set(allowed))
     if extra:
-        raise BadEdits(MSG_UNKNOWN_KEYS.format(keys=", ".join(map(repr, extra)),
-                                               allowed=", ".join(allowed)))
+        raise BadEdits(MSG_UNKNOWN_KEYS.format(keys=", ".join(map(repr, extra)), allowed=", ".join(allowed)))
 
 
 def filter_from_json(raw: Any, where: str = "filter") -> ItemFilter:
@@ -95,8 +96,12 @@ def filter_from_json(raw: Any, where: str = "filter") -> ItemFilter:
         raise BadEdits(MSG_FILTER.format(where=where))
     _unknown(raw, FILTER_KEYS)
     flag, name, blocking = raw.get("flag") or "", raw.get("field") or "", raw.get("blocking", False)
-    if (not isinstance(flag, str) or not isinstance(name, str) or not isinstance(blocking, bool)
-            or name not in ("", "row", *EDITABLE_FIELDS)):
+    if (
+        not isinstance(flag, str)
+        or not isinstance(name, str)
+        or not isinstance(blocking, bool)
+        or name not in ("", "row", *EDITABLE_FIELDS)
+    ):
         raise BadEdits(MSG_FILTER.format(where=where))
     if flag.strip() and flag.strip() not in CODES:
         raise BadEdits(MSG_FILTER_CODE.format(where=where, code=flag, codes=", ".join(CODES)))
@@ -123,8 +128,11 @@ def edits_from_json(data: Any) -> ReviewEdits:
     scope = data.get("scope") or "all"
     if scope not in SCOPES:
         raise BadEdits(MSG_SCOPE.format(scopes=", ".join(SCOPES)))
-    sets = tuple(SheetSet(name, value, scope)
-                 for name, value in _values(data.get("set"), "").items() if value is not None)
+    sets = tuple(
+        SheetSet(name, value, scope)
+        for name, value in _values(data.get("set"), "").items()
+        if value is not None
+    )
 
     sets += tuple(_sheet_sets(data.get("sets")))
 
@@ -154,14 +162,23 @@ def edits_from_json(data: Any) -> ReviewEdits:
 
     replace = []
     for rule in data.get("replace") or []:
-        if (not isinstance(rule, dict) or rule.get("field") not in EDITABLE_FIELDS
-                or not isinstance(rule.get("find"), str) or not isinstance(rule.get("replace"), str)):
+        if (
+            not isinstance(rule, dict)
+            or rule.get("field") not in EDITABLE_FIELDS
+            or not isinstance(rule.get("find"), str)
+            or not isinstance(rule.get("replace"), str)
+        ):
             raise BadEdits(MSG_REPLACE)
         replace.append(Replace(rule["field"], rule["find"], rule["replace"], bool(rule.get("whole"))))
-    return ReviewEdits(rows=rows, remove=frozenset(omit), restore=frozenset(restore), sets=sets,
-                       replace=tuple(replace),
-                       remove_where=_filters(data.get("omit"), "omit"),
-                       restore_where=_filters(data.get("restore"), "restore"))
+    return ReviewEdits(
+        rows=rows,
+        remove=frozenset(omit),
+        restore=frozenset(restore),
+        sets=sets,
+        replace=tuple(replace),
+        remove_where=_filters(data.get("omit"), "omit"),
+        restore_where=_filters(data.get("restore"), "restore"),
+    )
 
 
 def _filters(raw: Any, where: str) -> tuple[ItemFilter, ...]:

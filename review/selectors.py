@@ -36,13 +36,17 @@ EDITABLE_FIELDS = VALUE_FIELDS
 DECISIONS_SHOWN = 50
 NOTES_SHOWN = 20
 
-_ITEMS_SQL = ("CASE WHEN jsonb_typeof(\"jobs_job\".\"output\"->'items') = 'array' "
-              "THEN \"jobs_job\".\"output\"->'items' ELSE '[]'::jsonb END")
+_ITEMS_SQL = (
+    "CASE WHEN jsonb_typeof(\"jobs_job\".\"output\"->'items') = 'array' "
+    "THEN \"jobs_job\".\"output\"->'items' ELSE '[]'::jsonb END"
+)
 _FLAGS_SQL = "CASE WHEN jsonb_typeof(e->'flags') = 'array' THEN e->'flags' ELSE '[]'::jsonb END"
-FLAG_COUNT_SQL = (f"(SELECT COALESCE(SUM(jsonb_array_length({_FLAGS_SQL})), 0) "
-                  f"FROM jsonb_array_elements({_ITEMS_SQL}) e)")
-FLAGGED_ITEMS_SQL = (f"(SELECT COUNT(*) FROM jsonb_array_elements({_ITEMS_SQL}) e "
-                     f"WHERE jsonb_array_length({_FLAGS_SQL}) > 0)")
+FLAG_COUNT_SQL = (
+    f"(SELECT COALESCE(SUM(jsonb_array_length({_FLAGS_SQL})), 0) FROM jsonb_array_elements({_ITEMS_SQL}) e)"
+)
+FLAGGED_ITEMS_SQL = (
+    f"(SELECT COUNT(*) FROM jsonb_array_elements({_ITEMS_SQL}) e WHERE jsonb_array_length({_FLAGS_SQL}) > 0)"
+)
 ITEM_COUNT_SQL = f"(SELECT COUNT(*) FROM jsonb_array_elements({_ITEMS_SQL}) e)"
 
 
@@ -77,8 +81,11 @@ def job_sources(*, jobs: list[Job]) -> dict[uuid.UUID, dict[str, str]]:
     out = {}
     for job in jobs:
         sheet = sheets[job.pk]
-        supplier = ((sheet.supplier.name if sheet.supplier else sheet.supplier_name)
-                    if sheet else (job.payload or {}).get("supplier_name", ""))
+        supplier = (
+            (sheet.supplier.name if sheet.supplier else sheet.supplier_name)
+            if sheet
+            else (job.payload or {}).get("supplier_name", "")
+        )
         out[job.pk] = {"supplier": supplier, "file": sheet.original_name if sheet else ""}
     return out
 
@@ -87,13 +94,14 @@ def review_queue(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet:
     """Jobs awaiting review in the user's reviewer workspaces, oldest first,
     with their flag counts computed in the database (the outputs stay there)."""
     return (
-        Job.objects.filter(state=State.AWAITING_REVIEW,
-                           workspace_id__in=reviewer_workspace_ids(user=user))
+        Job.objects.filter(state=State.AWAITING_REVIEW, workspace_id__in=reviewer_workspace_ids(user=user))
         .select_related("workspace")
         .defer("output")
-        .annotate(flag_count=RawSQL(FLAG_COUNT_SQL, []),
-                  flagged_items=RawSQL(FLAGGED_ITEMS_SQL, []),
-                  item_count=RawSQL(ITEM_COUNT_SQL, []))
+        .annotate(
+            flag_count=RawSQL(FLAG_COUNT_SQL, []),
+            flagged_items=RawSQL(FLAGGED_ITEMS_SQL, []),
+            item_count=RawSQL(ITEM_COUNT_SQL, []),
+        )
         .order_by("created_at", "id")
     )
 
@@ -133,8 +141,7 @@ def job_history_sentence(*, job: Job, since_version: int | None = None) -> str:
         return f"This job was completed at {when}."
     if job.state == State.NEEDS_ATTENTION:
         if last is not None and last.decision == ReviewDecision.Decision.REJECT:
-            return (f"This job was rejected by {last.reviewer_name} at {_when(last.at)}: "
-                    f"{last.reason}")
+            return f"This job was rejected by {last.reviewer_name} at {_when(last.at)}: {last.reason}"
         return f"This job needs attention since {when}: {job.reason}"
     if job.state == State.CANCELLED:
         return f"This job was {job.reason or 'cancelled'} at {when}."
@@ -146,8 +153,14 @@ def job_history_sentence(*, job: Job, since_version: int | None = None) -> str:
     return f"This job was extracted again (attempt {job.attempt}) at {when}."
 
 
-FIELD_LABELS = {"sku": "SKU", "description": "Description", "unit": "Unit", "pack_size": "Pack",
-                "unit_price": "Unit price", "currency": "Currency"}
+FIELD_LABELS = {
+    "sku": "SKU",
+    "description": "Description",
+    "unit": "Unit",
+    "pack_size": "Pack",
+    "unit_price": "Unit price",
+    "currency": "Currency",
+}
 ITEM_KEYS = (*Item.model_fields, *REVIEW_KEYS)  # what the grid reads of an item
 
 _JOB_TABLE = Job._meta.db_table
@@ -262,9 +275,15 @@ def snapshot_summary(items: list[dict]) -> dict:
                 reason = reasons.setdefault(code, {"code": code, "count": 0, "first_index": index})
                 reason["count"] += 1
                 blocking += flag_blocks(code)
-    return {"flagged": flagged, "flag_count": flags, "blocking_count": blocking,
-            "advisory_count": flags - blocking, "omitted": omitted, "changed_by_hand": changed,
-            "reasons": sorted(reasons.values(), key=lambda r: (-r["count"], r["code"]))}
+    return {
+        "flagged": flagged,
+        "flag_count": flags,
+        "blocking_count": blocking,
+        "advisory_count": flags - blocking,
+        "omitted": omitted,
+        "changed_by_hand": changed,
+        "reasons": sorted(reasons.values(), key=lambda r: (-r["count"], r["code"])),
+    }
 
 
 def review_item_page_json(*, snapshot: ReviewSnapshot, start: int, count: int) -> str:
@@ -277,12 +296,15 @@ def review_item_page_json(*, snapshot: ReviewSnapshot, start: int, count: int) -
     if start >= end:
         return head + ', "items": []}'
     numbers = range(start // SNAPSHOT_CHUNK, (end - 1) // SNAPSHOT_CHUNK + 1)
-    chunks = list(ReviewChunk.objects.filter(snapshot=snapshot, number__in=numbers)
-                  .order_by("number").values_list("items_json", flat=True))
+    chunks = list(
+        ReviewChunk.objects.filter(snapshot=snapshot, number__in=numbers)
+        .order_by("number")
+        .values_list("items_json", flat=True)
+    )
     first = numbers[0] * SNAPSHOT_CHUNK
     if len(chunks) == 1 and start == first and end == min(first + SNAPSHOT_CHUNK, snapshot.total):
         return head + ', "items": ' + chunks[0] + "}"
-    items = [item for text in chunks for item in json.loads(text)][start - first:end - first]
+    items = [item for text in chunks for item in json.loads(text)][start - first : end - first]
     return head + ', "items": ' + json.dumps(items) + "}"
 
 
@@ -295,8 +317,13 @@ def review_source_rows(*, job: Job, sheet: str, row: int, around: int) -> dict:
     if found is None:
         return {"sheet": sheet, "found": False, "first": first, "total": 0, "rows": []}
     _, total, rows = found
-    return {"sheet": sheet, "found": True, "first": first, "total": total or 0,
-            "rows": [[str(c) for c in r] if isinstance(r, list) else [] for r in _loaded(rows) or []]}
+    return {
+        "sheet": sheet,
+        "found": True,
+        "first": first,
+        "total": total or 0,
+        "rows": [[str(c) for c in r] if isinstance(r, list) else [] for r in _loaded(rows) or []],
+    }
 
 
 @dataclass
@@ -354,8 +381,7 @@ def _blocking_counts(summary: dict) -> dict:
     """Blocking and advisory flags of a summary (older snapshots did not
     count them apart: counted from the reasons)."""
     if "blocking_count" in summary:
-        return {"blocking_count": summary["blocking_count"],
-                "advisory_count": summary["advisory_count"]}
+        return {"blocking_count": summary["blocking_count"], "advisory_count": summary["advisory_count"]}
     blocking = sum(r.count for r in summary["reasons"] if r.blocking)
     return {"blocking_count": blocking, "advisory_count": summary["flag_count"] - blocking}
 
@@ -363,8 +389,12 @@ def _blocking_counts(summary: dict) -> dict:
 def review_matching_indexes(*, snapshot: ReviewSnapshot, where: ItemFilter) -> list[int]:
     """The indexes of the snapshot's items `where` picks, read chunk by chunk."""
     out: list[int] = []
-    for text in (ReviewChunk.objects.filter(snapshot=snapshot).order_by("number")
-                 .values_list("items_json", flat=True).iterator()):
+    for text in (
+        ReviewChunk.objects.filter(snapshot=snapshot)
+        .order_by("number")
+        .values_list("items_json", flat=True)
+        .iterator()
+    ):
         out.extend(item["index"] for item in json.loads(text) if where.matches(item))
     return out
 
@@ -375,22 +405,28 @@ def review_page(*, job: Job, snapshot: ReviewSnapshot) -> ReviewPage:
     summary = review_flag_summary(snapshot=snapshot)
     total = snapshot.total
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT jobs_job.output->'notes' FROM {_JOB_TABLE} jobs_job WHERE id = %s",
-                       [job.pk])
+        cursor.execute(f"SELECT jobs_job.output->'notes' FROM {_JOB_TABLE} jobs_job WHERE id = %s", [job.pk])
         notes = cursor.fetchone()[0]
         cursor.execute(_SHEET_NAMES_SQL, [job.pk])
         names = _loaded(cursor.fetchone()[0]) or []
     revision = CatalogRevision.objects.filter(job_id=job.pk).select_related("supplier").first()
     return ReviewPage(
-        job=job, total=total, flagged=summary["flagged"], reasons=summary["reasons"],
-        flag_count=summary["flag_count"], omitted=summary["omitted"],
+        job=job,
+        total=total,
+        flagged=summary["flagged"],
+        reasons=summary["reasons"],
+        flag_count=summary["flag_count"],
+        omitted=summary["omitted"],
         **_blocking_counts(summary),
-        changed_by_hand=summary["changed_by_hand"], sheets=[str(n) for n in names],
-        currencies=currency_choices(), units=unit_choices(),
+        changed_by_hand=summary["changed_by_hand"],
+        sheets=[str(n) for n in names],
+        currencies=currency_choices(),
+        units=unit_choices(),
         decisions=list(ReviewDecision.objects.filter(job_id=job.pk).order_by("-pk")[:DECISIONS_SHOWN]),
         source=job_sources(jobs=[job])[job.pk],
         notes=[str(n) for n in (_loaded(notes) if isinstance(_loaded(notes), list) else [])][:NOTES_SHOWN],
-        revision=revision, history=job_history_sentence(job=job),
+        revision=revision,
+        history=job_history_sentence(job=job),
     )
 
 
@@ -399,6 +435,9 @@ def review_grid_state(*, snapshot: ReviewSnapshot) -> dict:
     version, the flagged runs and the flag summary (as the page renders it)."""
     summary = review_flag_summary(snapshot=snapshot)
     shown = {**summary, **_blocking_counts(summary), "total": snapshot.total}
-    return {"version": snapshot.version, "total": snapshot.total,
-            "flagged": index_ranges(summary["flagged"]),
-            "summary_html": render_to_string("review/_summary.html", {"s": shown})}
+    return {
+        "version": snapshot.version,
+        "total": snapshot.total,
+        "flagged": index_ranges(summary["flagged"]),
+        "summary_html": render_to_string("review/_summary.html", {"s": shown}),
+    }

@@ -20,12 +20,18 @@ def review_snapshot_store(*, job_id: uuid.UUID, version: int, items: list[dict])
             # Older versions' snapshots go; a newer one (a later save that won
             # the race) stays, and this one is not stored.
             ReviewSnapshot.objects.filter(job_id=job_id, version__lt=version).delete()
-            snapshot = ReviewSnapshot.objects.create(job_id=job_id, version=version, total=len(rows),
-                                                     summary=snapshot_summary(items))
+            snapshot = ReviewSnapshot.objects.create(
+                job_id=job_id, version=version, total=len(rows), summary=snapshot_summary(items)
+            )
             ReviewChunk.objects.bulk_create(
-                (ReviewChunk(snapshot=snapshot, number=n // SNAPSHOT_CHUNK,
-                             items_json=json.dumps(rows[n:n + SNAPSHOT_CHUNK], separators=(",", ":")))
-                 for n in range(0, len(rows), SNAPSHOT_CHUNK)),
+                (
+                    ReviewChunk(
+                        snapshot=snapshot,
+                        number=n // SNAPSHOT_CHUNK,
+                        items_json=json.dumps(rows[n : n + SNAPSHOT_CHUNK], separators=(",", ":")),
+                    )
+                    for n in range(0, len(rows), SNAPSHOT_CHUNK)
+                ),
                 batch_size=20,
             )
     except IntegrityError:
@@ -50,8 +56,9 @@ def review_snapshot_current(*, job: Job) -> ReviewSnapshot:
         return snapshot
     # The items and their version are read in one statement, so they agree.
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT (output->'items')::text, version FROM {Job._meta.db_table} WHERE id = %s",
-                       [job.pk])
+        cursor.execute(
+            f"SELECT (output->'items')::text, version FROM {Job._meta.db_table} WHERE id = %s", [job.pk]
+        )
         row = cursor.fetchone()
     if row is None:
         raise Job.DoesNotExist(f"job {job.pk} does not exist")

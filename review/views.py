@@ -73,8 +73,9 @@ def queue(request: HttpRequest) -> HttpResponse:
     page = Paginator(review_queue(user=request.user), QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     jobs = list(page)
     sources = job_sources(jobs=jobs)
-    return render(request, "review/queue.html",
-                  {"page": page, "rows": [(job, sources[job.pk]) for job in jobs]})
+    return render(
+        request, "review/queue.html", {"page": page, "rows": [(job, sources[job.pk]) for job in jobs]}
+    )
 
 
 @login_required
@@ -82,31 +83,44 @@ def queue(request: HttpRequest) -> HttpResponse:
 def detail(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     job = _job_or_deny(request, job_id)
     page = review_page(job=job, snapshot=review_snapshot_current(job=job))
-    return render(request, "review/detail.html", {
-        "page": page,
-        "job": job,
-        "awaiting": job.state == State.AWAITING_REVIEW,
-        "fields": [(name, FIELD_LABELS[name]) for name in EDITABLE_FIELDS],
-        "grid_config": {
-            "job": str(job.pk), "version": job.version, "total": page.total,
-            "flagged": index_ranges(page.flagged), "editable": job.state == State.AWAITING_REVIEW,
-            "fields": list(EDITABLE_FIELDS), "labels": FIELD_LABELS,
-            "flags": registry_json(),
-            "checked_fields": list(CHECKED_FIELDS),
-            "check_messages": {"unit_price": MSG_CHECK_PRICE, "pack_size": MSG_CHECK_PACK,
-                               "currency": MSG_CHECK_CURRENCY},
-            # The flags a value checked as its cell is committed answers at once.
-            "value_codes": sorted(VALUE_CODES | {Code.UNSUPPORTED_SOURCE}),
-            "urls": {"items": reverse("review:items", args=[job.pk]),
-                     "source": reverse("review:source", args=[job.pk]),
-                     "save": reverse("review:save", args=[job.pk]),
-                     "preview": reverse("review:preview", args=[job.pk]),
-                     "matches": reverse("review:matches", args=[job.pk]),
-                     "check": reverse("review:check", args=[job.pk]),
-                     "approve": reverse("api:job-approve", args=[job.pk]),
-                     "next": reverse("review:next", args=[job.pk])},
+    return render(
+        request,
+        "review/detail.html",
+        {
+            "page": page,
+            "job": job,
+            "awaiting": job.state == State.AWAITING_REVIEW,
+            "fields": [(name, FIELD_LABELS[name]) for name in EDITABLE_FIELDS],
+            "grid_config": {
+                "job": str(job.pk),
+                "version": job.version,
+                "total": page.total,
+                "flagged": index_ranges(page.flagged),
+                "editable": job.state == State.AWAITING_REVIEW,
+                "fields": list(EDITABLE_FIELDS),
+                "labels": FIELD_LABELS,
+                "flags": registry_json(),
+                "checked_fields": list(CHECKED_FIELDS),
+                "check_messages": {
+                    "unit_price": MSG_CHECK_PRICE,
+                    "pack_size": MSG_CHECK_PACK,
+                    "currency": MSG_CHECK_CURRENCY,
+                },
+                # The flags a value checked as its cell is committed answers at once.
+                "value_codes": sorted(VALUE_CODES | {Code.UNSUPPORTED_SOURCE}),
+                "urls": {
+                    "items": reverse("review:items", args=[job.pk]),
+                    "source": reverse("review:source", args=[job.pk]),
+                    "save": reverse("review:save", args=[job.pk]),
+                    "preview": reverse("review:preview", args=[job.pk]),
+                    "matches": reverse("review:matches", args=[job.pk]),
+                    "check": reverse("review:check", args=[job.pk]),
+                    "approve": reverse("api:job-approve", args=[job.pk]),
+                    "next": reverse("review:next", args=[job.pk]),
+                },
+            },
         },
-    })
+    )
 
 
 @login_required
@@ -117,8 +131,9 @@ def next_job(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     job = _job_or_deny(request, job_id)
     revision = CatalogRevision.objects.filter(job_id=job.pk).first()
     if revision is not None:
-        messages.success(request, MSG_APPROVED.format(revision=revision.number,
-                                                      item_count=revision.item_count))
+        messages.success(
+            request, MSG_APPROVED.format(revision=revision.number, item_count=revision.item_count)
+        )
     following = review_queue(user=request.user).exclude(pk=job.pk).first()
     if following is None:
         messages.info(request, MSG_QUEUE_EMPTY)
@@ -134,8 +149,9 @@ def reject(request: HttpRequest, job_id: uuid.UUID) -> HttpResponse:
     if version is None:
         return HttpResponseBadRequest(MSG_BAD_VERSION)
     try:
-        review_reject(user=request.user, job_id=job_id, expected_version=version,
-                      reason=request.POST.get("reason", ""))
+        review_reject(
+            user=request.user, job_id=job_id, expected_version=version, reason=request.POST.get("reason", "")
+        )
     except (ReviewStale, ReasonRequired) as exc:
         messages.error(request, exc.message)
         return _back(job_id)

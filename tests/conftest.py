@@ -26,8 +26,10 @@ def pytest_configure(config):
     # Pages rendered in the test process read the static files where they are
     # (no collectstatic, no manifest); tests/config/test_static_files.py checks
     # the hashed, compressed files the service serves.
-    settings.STORAGES = {**settings.STORAGES, "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -52,20 +54,23 @@ def other_workspace(db):
 
 @pytest.fixture
 def member(workspace):
-    return membership_add(workspace=workspace, username="mia", role=Membership.Role.MEMBER,
-                          password="mia-password-1").user
+    return membership_add(
+        workspace=workspace, username="mia", role=Membership.Role.MEMBER, password="mia-password-1"
+    ).user
 
 
 @pytest.fixture
 def reviewer(workspace):
-    return membership_add(workspace=workspace, username="rey", role=Membership.Role.REVIEWER,
-                          password="rey-password-1").user
+    return membership_add(
+        workspace=workspace, username="rey", role=Membership.Role.REVIEWER, password="rey-password-1"
+    ).user
 
 
 @pytest.fixture
 def outsider(other_workspace):
-    return membership_add(workspace=other_workspace, username="olaf", role=Membership.Role.ADMIN,
-                          password="olaf-password-1").user
+    return membership_add(
+        workspace=other_workspace, username="olaf", role=Membership.Role.ADMIN, password="olaf-password-1"
+    ).user
 
 
 @pytest.fixture

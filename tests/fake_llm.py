@@ -20,10 +20,21 @@ ROW = re.compile(r"^row (\d+): (.*)$")
 
 def completion(answer, refusal=None, request_number: int = 1) -> dict:
     return {
-        "id": f"chatcmpl-{request_number}", "object": "chat.completion", "created": int(time.time()),
+        "id": f"chatcmpl-{request_number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": "fake",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": None if refusal else json.dumps(answer), "refusal": refusal}}],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": None if refusal else json.dumps(answer),
+                    "refusal": refusal,
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
     }
 
@@ -56,9 +67,16 @@ def derive_answer(body: dict) -> dict:
         return {"items": []}
     keys = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
     # A model answers the item schema only: its source is {sheet, row}.
-    return {"items": [{**{key: item[key] for key in keys},
-                       "source": {"sheet": item["source"]["sheet"], "row": item["source"]["row"]}}
-                      for item in items if extract_from is None or item["source"]["row"] >= extract_from]}
+    return {
+        "items": [
+            {
+                **{key: item[key] for key in keys},
+                "source": {"sheet": item["source"]["sheet"], "row": item["source"]["row"]},
+            }
+            for item in items
+            if extract_from is None or item["source"]["row"] >= extract_from
+        ]
+    }
 
 
 class FakeProvider:

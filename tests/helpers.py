@@ -16,8 +16,9 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 20.0, interval: float = 0.02,
-             message: str = "condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], *, timeout: float = 20.0, interval: float = 0.02, message: str = "condition"
+) -> Any:
     """Poll `predicate` until it returns something truthy; fail at the deadline."""
     deadline = time.monotonic() + timeout
     while True:
@@ -79,7 +80,10 @@ class ProcessGroup:
         with open(self.tmp_path / f"proc-{len(self.procs)}.log", "wb") as log:  # the child keeps its own
             proc = subprocess.Popen(
                 [sys.executable, str(ROOT / "manage.py"), *args],
-                cwd=ROOT, env=subprocess_env(**env), stdout=log, stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                env=subprocess_env(**env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         proc.log_path = log.name  # type: ignore[attr-defined]
         self.procs.append(proc)
@@ -116,5 +120,4 @@ CLOCK_HEADERS = frozenset({"Date", "Expires"})
 
 def comparable_headers(response) -> list[tuple[str, str]]:
     """The response's headers, with the clock's value replaced by its name only."""
-    return sorted((name, "<clock>" if name in CLOCK_HEADERS else value)
-                  for name, value in response.items())
+    return sorted((name, "<clock>" if name in CLOCK_HEADERS else value) for name, value in response.items())

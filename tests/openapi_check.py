@@ -19,7 +19,6 @@ from openapi_core.deserializing.media_types.util import json_loads
 from openapi_core.templating.paths.exceptions import OperationNotFound, PathNotFound
 
 
-
 def is_catch_all(view) -> bool:
     return bool(getattr(view, "catch_all", False))
 
@@ -46,11 +45,13 @@ def _text(data: bytes | str, **parameters) -> str:
 def openapi() -> OpenAPI:
     # openapi-core reads only application/json as JSON (problem+json is JSON
     # too) and hands other bodies over as bytes (text ones are strings).
-    config = Config(extra_media_type_deserializers={
-        "application/problem+json": json_loads,
-        "text/csv": _text,
-        "text/html": _text,
-    })
+    config = Config(
+        extra_media_type_deserializers={
+            "application/problem+json": json_loads,
+            "text/csv": _text,
+            "text/html": _text,
+        }
+    )
     from config.api_urls import api
 
     return OpenAPI.from_dict(api.document, config=config)
@@ -86,11 +87,11 @@ class OpenApiCheck:
         response = self.get_response(request)
         # schemathesis checks its own answers against the same document.
         generated = "HTTP_X_SCHEMATHESIS_TESTCASEID" in request.META
-        if (request.path.startswith("/api/") and request.method not in ("HEAD", "OPTIONS")
-                and not generated):
+        if request.path.startswith("/api/") and request.method not in ("HEAD", "OPTIONS") and not generated:
             failure = check(request, response)
             if failure:
                 with _lock:
-                    FAILURES.append(f"{request.method} {request.get_full_path()} -> "
-                                    f"{response.status_code}: {failure}")
+                    FAILURES.append(
+                        f"{request.method} {request.get_full_path()} -> {response.status_code}: {failure}"
+                    )
         return response

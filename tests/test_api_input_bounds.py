@@ -76,15 +76,18 @@ def test_a_body_that_is_not_json_is_a_400_saying_so(reviewer, job):
 # --- reviewer bodies -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body, where", [
-    ({"sets": [{"field": {"name": "unit"}, "value": "pc"}]}, "sets[0].field"),
-    ({"sets": [{"field": "colour", "value": "red"}]}, "sets[0].field"),
-    ({"items": [{"index": 0, "set": {"description": "d" * 2001}}]}, "items[0].set.description"),
-    ({"replace": [{"field": "unit", "find": "x" * 2001, "replace": "y"}]}, "replace[0].find"),
-    ({"items": [{"index": 10_000_001}]}, "items[0].index"),
-    ({"items": [{"index": 0, "omit": "yes"}]}, "items[0].omit"),
-    ({"set": {"unit_price": True}}, "set.unit_price"),
-])
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        ({"sets": [{"field": {"name": "unit"}, "value": "pc"}]}, "sets[0].field"),
+        ({"sets": [{"field": "colour", "value": "red"}]}, "sets[0].field"),
+        ({"items": [{"index": 0, "set": {"description": "d" * 2001}}]}, "items[0].set.description"),
+        ({"replace": [{"field": "unit", "find": "x" * 2001, "replace": "y"}]}, "replace[0].find"),
+        ({"items": [{"index": 10_000_001}]}, "items[0].index"),
+        ({"items": [{"index": 0, "omit": "yes"}]}, "items[0].omit"),
+        ({"set": {"unit_price": True}}, "set.unit_price"),
+    ],
+)
 def test_an_approve_body_past_a_bound_is_a_400_naming_the_field(reviewer, job, body, where):
     response = post_json(bearer(reviewer), f"/api/jobs/{job.pk}/approve", {"version": job.version, **body})
     assert response.status_code == 400
@@ -94,28 +97,38 @@ def test_an_approve_body_past_a_bound_is_a_400_naming_the_field(reviewer, job, b
 
 @pytest.mark.parametrize("version", [1.5, "1", True, 2**31])
 def test_a_version_that_is_not_a_whole_number_in_range_is_a_400(reviewer, job, version):
-    response = post_json(bearer(reviewer), f"/api/jobs/{job.pk}/reject", {"version": version, "reason": "old"})
+    response = post_json(
+        bearer(reviewer), f"/api/jobs/{job.pk}/reject", {"version": version, "reason": "old"}
+    )
     assert response.status_code == 400
     assert "`version`" in detail_of(response)
 
 
 def test_a_version_written_as_a_whole_float_is_that_integer(reviewer, job):
-    response = post_json(bearer(reviewer), f"/api/jobs/{job.pk}/reject",
-                         {"version": float(job.version), "reason": "old prices"})
+    response = post_json(
+        bearer(reviewer),
+        f"/api/jobs/{job.pk}/reject",
+        {"version": float(job.version), "reason": "old prices"},
+    )
     assert response.status_code == 200
 
 
 @pytest.mark.parametrize("reason", ["", "   "])
 def test_an_empty_reason_is_a_400(reviewer, job, reason):
-    response = post_json(bearer(reviewer), f"/api/jobs/{job.pk}/reject", {"version": job.version, "reason": reason})
+    response = post_json(
+        bearer(reviewer), f"/api/jobs/{job.pk}/reject", {"version": job.version, "reason": reason}
+    )
     assert response.status_code == 400
     assert "`reason`" in detail_of(response)
 
 
 @pytest.mark.parametrize("currency", ["", "EURO"])
 def test_a_mapping_currency_that_is_not_three_letters_is_a_400(reviewer, job, currency):
-    body = {"version": job.version, "currency": currency,
-            "sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"unit_price": "D"}}]}
+    body = {
+        "version": job.version,
+        "currency": currency,
+        "sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"unit_price": "D"}}],
+    }
     response = post_json(bearer(reviewer), f"/api/jobs/{job.pk}/mapping", body)
     assert response.status_code == 400
     assert "`currency`" in detail_of(response)

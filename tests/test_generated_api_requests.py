@@ -28,19 +28,37 @@ def schemathesis_command() -> str:
 
 @pytest.mark.once
 @pytest.mark.django_db(transaction=True)
-def test_schemathesis_with_every_check_finds_nothing(live_server, reviewer, workspace, tmp_path,
-                                                      settings):
+def test_schemathesis_with_every_check_finds_nothing(live_server, reviewer, workspace, tmp_path, settings):
     assert live_server.url.startswith("http://127.0.0.1:")
     token = apitoken_create(user=reviewer)[1]
     settings.MEDIA_ROOT = tmp_path / "media"
     result = subprocess.run(
-        [schemathesis_command(), "--config-file", str(CONFIG), "run",
-         f"{live_server.url}/api/openapi.json",
-         "--checks", "all", "--seed", str(SEED),
-         "--max-examples", str(EXAMPLES_PER_OPERATION), "--workers", "2",
-         "--header", f"Authorization: Bearer {token}", "--no-color",
-         "--request-timeout", "20", "--generation-database", "none"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        [
+            schemathesis_command(),
+            "--config-file",
+            str(CONFIG),
+            "run",
+            f"{live_server.url}/api/openapi.json",
+            "--checks",
+            "all",
+            "--seed",
+            str(SEED),
+            "--max-examples",
+            str(EXAMPLES_PER_OPERATION),
+            "--workers",
+            "2",
+            "--header",
+            f"Authorization: Bearer {token}",
+            "--no-color",
+            "--request-timeout",
+            "20",
+            "--generation-database",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
         env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]

@@ -42,20 +42,26 @@ def test_a_huge_page_number_on_the_api_is_a_400_problem(member):
         assert response["Content-Type"] == "application/problem+json"
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("unit_price", "1" * 30, "Price '111"),
-    ("pack_size", "1" * 30, "Pack size"),
-    ("sku", "S" * 300, "at most 200"),
-])
-def test_approving_an_oversized_value_is_refused_not_a_500(client, reviewer, workspace, field, value,
-                                                          words):
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("unit_price", "1" * 30, "Price '111"),
+        ("pack_size", "1" * 30, "Pack size"),
+        ("sku", "S" * 300, "at most 200"),
+    ],
+)
+def test_approving_an_oversized_value_is_refused_not_a_500(client, reviewer, workspace, field, value, words):
     job = flagged_job(workspace)
     response = client.post(
         f"/api/jobs/{job.pk}/approve",
-        {"version": job.version, "set": {"currency": "EUR"},
-         "items": [{"index": 2, "set": {"unit": "piece", field: value}}]},
+        {
+            "version": job.version,
+            "set": {"currency": "EUR"},
+            "items": [{"index": 2, "set": {"unit": "piece", field: value}}],
+        },
         content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {apitoken_create(user=reviewer)[1]}")
+        HTTP_AUTHORIZATION=f"Bearer {apitoken_create(user=reviewer)[1]}",
+    )
     assert response.status_code == 422, response.content
     assert words in str(response.json()), response.json()
     assert not CatalogRevision.objects.exists()
@@ -69,8 +75,9 @@ def test_validation_limits_match_the_catalog_columns():
 
 
 def test_a_sheet_with_an_oversized_price_goes_to_review_not_to_a_retry(workspace):
-    job = admit_sheet(workspace, "big.csv", b"SKU,Description,Unit,Price,Currency\n"
-                                            b"A-1,Apples,kg,1234567890123456,EUR\n")
+    job = admit_sheet(
+        workspace, "big.csv", b"SKU,Description,Unit,Price,Currency\nA-1,Apples,kg,1234567890123456,EUR\n"
+    )
     Worker(worker_id="w").run_one()
     job.refresh_from_db()
     assert (job.state, job.attempt) == (State.AWAITING_REVIEW, 1)

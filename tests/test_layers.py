@@ -48,10 +48,12 @@ def _top(module: str) -> str:
 
 @pytest.mark.parametrize("app", APPS)
 def test_an_app_imports_no_app_above_it(app):
-    above = set(APPS[APPS.index(app) + 1:])
+    above = set(APPS[APPS.index(app) + 1 :])
     offending = sorted(
         f"{path.relative_to(ROOT)} imports {module}"
-        for path in _sources(app) for module in _imports(path) if _top(module) in above
+        for path in _sources(app)
+        for module in _imports(path)
+        if _top(module) in above
     )
     assert offending == []
 
@@ -79,7 +81,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         path.pop()
@@ -94,8 +96,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def _module_graph(app: str) -> dict[str, set[str]]:
     modules = {_module_name(path): path for path in _sources(app)}
-    return {name: {m for m in _imports(path) if m in modules and m != name}
-            for name, path in modules.items()}
+    return {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
 
 
 @pytest.mark.parametrize("app", APPS)

@@ -82,8 +82,13 @@ def test_the_answer_does_not_tell_whether_an_account_exists(member):
         client = browser(address)
         failures = [sign_in(client, username, "wrong") for _ in range(LIMIT)]
         locked = sign_in(client, username, "wrong")
-        answers.append(([r.status_code for r in failures], locked.status_code,
-                        locked.content.decode().replace(username, "<user>")))
+        answers.append(
+            (
+                [r.status_code for r in failures],
+                locked.status_code,
+                locked.content.decode().replace(username, "<user>"),
+            )
+        )
     assert answers[0] == answers[1]
     assert answers[0][1] == 429
 

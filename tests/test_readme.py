@@ -35,7 +35,7 @@ def readme_sh_blocks() -> list[str]:
 
 def readme_http_block() -> str:
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Over HTTP"):]
+    section = text[text.index("### Over HTTP") :]
     return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
 
 
@@ -43,21 +43,30 @@ def readme_sync_blocks() -> str:
     """The downstream sync guide's blocks, run one after the other in one
     terminal (the webhook example uses what the polling one set)."""
     text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Keeping a downstream system in sync"):]
-    section = section[:section.index("\n## ")]
+    section = text[text.index("### Keeping a downstream system in sync") :]
+    section = section[: section.index("\n## ")]
     return "\n".join(re.findall(r"```sh\n(.*?)```", section, re.S))
 
 
 def second_terminal(port: int) -> dict[str, str]:
     """None of the settings the test sets for its processes, not even the
     port: only where the (test) database is."""
-    return {k: v for k, v in subprocess_env().items()
-            if k not in ("SECRET_KEY", "HTTPS", "DJANGO_SETTINGS_MODULE", "PORT")}
+    return {
+        k: v
+        for k, v in subprocess_env().items()
+        if k not in ("SECRET_KEY", "HTTPS", "DJANGO_SETTINGS_MODULE", "PORT")
+    }
 
 
 def run_block(block: str, port: int) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=ROOT,
-                          env=second_terminal(port), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=ROOT,
+        env=second_terminal(port),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_every_readme_shell_block_is_run_or_said_not_to_be_a_command():
@@ -85,13 +94,22 @@ def make_run(tmp_path, port: int):
     """`make run` on the test database, in a session of its own (like a
     terminal's foreground group, so a SIGINT to the group is a Ctrl-C)."""
     with open(tmp_path / "make-run.log", "wb") as log:  # make keeps its own descriptor
-        proc = subprocess.Popen(["make", "--no-print-directory", "run"], cwd=ROOT,
-                                env=subprocess_env(PORT=port), stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            ["make", "--no-print-directory", "run"],
+            cwd=ROOT,
+            env=subprocess_env(PORT=port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     proc.log_path = log.name
     try:
-        wait_for(lambda: answers(port) or proc.poll() is not None, timeout=180,
-                 interval=0.2, message="make run to answer")
+        wait_for(
+            lambda: answers(port) or proc.poll() is not None,
+            timeout=180,
+            interval=0.2,
+            message="make run to answer",
+        )
         assert proc.poll() is None, (tmp_path / "make-run.log").read_text()
         yield proc
     finally:
@@ -117,8 +135,12 @@ def test_readme_http_examples_run_as_written(tmp_path):
         result = run_block(block, port)
         assert result.returncode == 0, result.stderr
         # The sync guide reads a published supplier: the demo's clean sheet.
-        wait_for(lambda: Supplier.objects.filter(current_revision__isnull=False).exists(),
-                 timeout=120, interval=0.2, message="a supplier with a published revision")
+        wait_for(
+            lambda: Supplier.objects.filter(current_revision__isnull=False).exists(),
+            timeout=120,
+            interval=0.2,
+            message="a supplier with a published revision",
+        )
         sync = run_block(readme_sync_blocks(), port)
 
     out = result.stdout

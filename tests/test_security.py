@@ -15,8 +15,10 @@ from tests.helpers import database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 STRONG_KEY = "k7Hq2Zp9Lm4Xv8Rt1Ws6Yb3Nc5Df0Gj-Ae2Kx7Uo9Pi4Vl1Qs8Tz3Mh6Rb5Wn0Cy"
-SHOW = ("from django.conf import settings as s; print(s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, "
-        "s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0)")
+SHOW = (
+    "from django.conf import settings as s; print(s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, "
+    "s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS > 0)"
+)
 
 
 def django_python(code: str, **env: str) -> subprocess.CompletedProcess:
@@ -24,7 +26,12 @@ def django_python(code: str, **env: str) -> subprocess.CompletedProcess:
     base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings"}
     return subprocess.run(
         [sys.executable, "-c", f"import django; django.setup(); {code}"],
-        cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=120)
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("key", [None, "django-insecure-development-key-not-for-production"])
@@ -42,8 +49,11 @@ def test_the_development_key_is_refused_whenever_debug_is_off(key, with_database
 
 
 def test_debug_may_use_the_development_key(db):
-    result = django_python("from django.conf import settings; print(settings.SECRET_KEY)",
-                           DEBUG="true", DATABASE_URL=database_url())
+    result = django_python(
+        "from django.conf import settings; print(settings.SECRET_KEY)",
+        DEBUG="true",
+        DATABASE_URL=database_url(),
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "django-insecure-development-key-not-for-production"
 
@@ -59,11 +69,20 @@ def test_https_hardening_is_on_by_default_and_one_switch_turns_it_off(db):
 
 def test_check_deploy_is_clean_with_only_the_required_settings(db):
     result = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "false",
-             "DATABASE_URL": database_url(), "SECRET_KEY": STRONG_KEY,
-             "ALLOWED_HOSTS": "prices.example.com"},
-        capture_output=True, text=True, timeout=120)
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DEBUG": "false",
+            "DATABASE_URL": database_url(),
+            "SECRET_KEY": STRONG_KEY,
+            "ALLOWED_HOSTS": "prices.example.com",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
 
@@ -107,10 +126,8 @@ def test_password_reset_is_not_offered(client):
 
 def test_a_short_secret_key_is_refused_whenever_debug_is_off(db):
     short = "k7Hq2Zp9Lm4Xv8Rt1Ws6Yb3Nc5Df0Gj7"  # random, but 32 characters
-    refused = django_python("print('started')", DEBUG="false", SECRET_KEY=short,
-                            DATABASE_URL=database_url())
+    refused = django_python("print('started')", DEBUG="false", SECRET_KEY=short, DATABASE_URL=database_url())
     assert refused.returncode != 0
     assert "SECRET_KEY is 32 characters long" in refused.stderr
-    allowed = django_python("print('started')", DEBUG="true", SECRET_KEY=short,
-                            DATABASE_URL=database_url())
+    allowed = django_python("print('started')", DEBUG="true", SECRET_KEY=short, DATABASE_URL=database_url())
     assert allowed.returncode == 0, allowed.stderr

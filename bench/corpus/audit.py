@@ -52,18 +52,32 @@ def audit_sheet(file: str, sheet: dict, rows: list[list[str]]) -> list[str]:
             out.append(f"{where}: item rows but no unit_price column")
         if name is None:
             out.append(f"{where}: item rows but neither description nor sku column")
-    no_price = [r for r in items if price and not _NUMBER.search(_cell(rows, r, col_index(price))) and r not in review]
+    no_price = [
+        r for r in items if price and not _NUMBER.search(_cell(rows, r, col_index(price))) and r not in review
+    ]
     if no_price:
-        out.append(f"{where}: {len(no_price)} item rows without a number in the price column and not for review, e.g. {no_price[:5]}")
+        out.append(
+            f"{where}: {len(no_price)} item rows without a number in the price column and not for review, e.g. {no_price[:5]}"
+        )
     no_name = [r for r in items if name and not _cell(rows, r, col_index(name))]
     if no_name:
-        out.append(f"{where}: {len(no_name)} item rows with an empty {'description' if roles.get('description') else 'sku'}, e.g. {no_name[:5]}")
+        out.append(
+            f"{where}: {len(no_name)} item rows with an empty {'description' if roles.get('description') else 'sku'}, e.g. {no_name[:5]}"
+        )
     if price and name and items:
         lo, hi = min(items), max(items)
-        missed = [r for r in range(lo, hi + 1) if r not in items and r not in groups
-                  and _NUMBER.search(_cell(rows, r, col_index(price))) and _cell(rows, r, col_index(name))]
+        missed = [
+            r
+            for r in range(lo, hi + 1)
+            if r not in items
+            and r not in groups
+            and _NUMBER.search(_cell(rows, r, col_index(price)))
+            and _cell(rows, r, col_index(name))
+        ]
         if missed:
-            out.append(f"{where}: {len(missed)} rows inside the item range with a name and a number in the price column but not items, e.g. {missed[:5]}")
+            out.append(
+                f"{where}: {len(missed)} rows inside the item range with a name and a number in the price column but not items, e.g. {missed[:5]}"
+            )
     used = set()
     for r in items[:2000]:
         used.update(c for c, v in enumerate(rows[r - 1] if r <= len(rows) else []) if v.strip())

@@ -17,13 +17,37 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "labels"
 # ../shared/corpus beside the checkout (a worktree one level deeper looks one level up).
-CORPUS = next((c for c in (HERE.parents[1].parent / "shared" / "corpus",
-                           HERE.parents[1].parent.parent / "shared" / "corpus") if c.is_dir()),
-              HERE.parents[1].parent / "shared" / "corpus")
+CORPUS = next(
+    (
+        c
+        for c in (
+            HERE.parents[1].parent / "shared" / "corpus",
+            HERE.parents[1].parent.parent / "shared" / "corpus",
+        )
+        if c.is_dir()
+    ),
+    HERE.parents[1].parent / "shared" / "corpus",
+)
 
 ITEM_ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
-OTHER_ROLES = ("alt_price", "total", "quantity", "row_index", "barcode", "category", "brand", "stock",
-               "date", "percent", "weight", "dimension", "url", "image", "note", "other")
+OTHER_ROLES = (
+    "alt_price",
+    "total",
+    "quantity",
+    "row_index",
+    "barcode",
+    "category",
+    "brand",
+    "stock",
+    "date",
+    "percent",
+    "weight",
+    "dimension",
+    "url",
+    "image",
+    "note",
+    "other",
+)
 ROLES = ITEM_ROLES + OTHER_ROLES
 KINDS = ("item_list", "matrix", "rate_card", "statistics", "order_form", "other")
 OUTCOMES = ("publish", "review", "refuse")
@@ -106,7 +130,9 @@ def _check_sheet(where: str, sheet: dict, problems: list[str]) -> None:
         problems.append(f"{where}: a header row is also an item row")
     matrix = sheet.get("matrix")
     if matrix is not None and not (isinstance(matrix, dict) and _CELL_RANGE.match(str(matrix.get("body")))):
-        problems.append(f"{where}: matrix needs row_label_columns, column_header_rows and a body like 'B4:Z40'")
+        problems.append(
+            f"{where}: matrix needs row_label_columns, column_header_rows and a body like 'B4:Z40'"
+        )
 
 
 def check(label: dict) -> list[str]:

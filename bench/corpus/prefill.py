@@ -43,10 +43,21 @@ def _sheet_label(position: int, report: dict, items: list[dict]) -> dict:
         role = c["role"] if c["role"] != "other" else c.get("kind", "other")
         columns[c["column"]] = role if role in ROLES else "other"
     rows = [i["source"]["row"] for i in items if i["source"]["sheet"] == report["sheet"]]
-    review = [i["source"]["row"] for i in items if i["source"]["sheet"] == report["sheet"]
-              and any(f["code"] in (Code.INVALID_PRICE, Code.PRICE_WITHOUT_ITEM) for f in i.get("flags") or [])]
-    return {"sheet": position, "header_rows": report.get("header_rows") or [], "columns": columns,
-            "item_rows": ranges(rows), "review_rows": ranges(review), "group_rows": "", "matrix": None}
+    review = [
+        i["source"]["row"]
+        for i in items
+        if i["source"]["sheet"] == report["sheet"]
+        and any(f["code"] in (Code.INVALID_PRICE, Code.PRICE_WITHOUT_ITEM) for f in i.get("flags") or [])
+    ]
+    return {
+        "sheet": position,
+        "header_rows": report.get("header_rows") or [],
+        "columns": columns,
+        "item_rows": ranges(rows),
+        "review_rows": ranges(review),
+        "group_rows": "",
+        "matrix": None,
+    }
 
 
 def prefill(file: str) -> dict:
@@ -55,12 +66,20 @@ def prefill(file: str) -> dict:
     sheets = [_sheet_label(names.index(r["sheet"]), r, items) for r in result.sheets if r["status"] == "read"]
     currencies = {i.get("currency") for i in items}
     currency = next(iter(currencies)) if len(currencies) == 1 else None
-    doubted = [f"{r['sheet']}!{c['column']}" for r in result.sheets for c in r.get("columns") or []
-               if c.get("needs_confirmation")]
+    doubted = [
+        f"{r['sheet']}!{c['column']}"
+        for r in result.sheets
+        for c in r.get("columns") or []
+        if c.get("needs_confirmation")
+    ]
     return {
-        "file": file, "kind": "item_list" if sheets else "other", "outcome": outcome,
+        "file": file,
+        "kind": "item_list" if sheets else "other",
+        "outcome": outcome,
         "outcome_why": "pre-filled by the extractor: check every field",
-        "currency": currency, "currency_basis": "cell" if currency else "none", "sheets": sheets,
+        "currency": currency,
+        "currency_basis": "cell" if currency else "none",
+        "sheets": sheets,
         "notes": ("columns in doubt: " + ", ".join(doubted))[:200] if doubted else "",
     }
 

@@ -86,8 +86,9 @@ def _row_currency(text: str) -> str | None:
     return detect_currency(text) or (text.upper() if text.upper() in ISO_CODES else None)
 
 
-def _compare_item(item: dict, row: list[str], roles: dict[str, str], label: dict,
-                  decimal: str | None) -> dict[str, bool]:
+def _compare_item(
+    item: dict, row: list[str], roles: dict[str, str], label: dict, decimal: str | None
+) -> dict[str, bool]:
     """field -> right?, for one matched item."""
     out = {
         "sku": _norm(item.get("sku")) == _norm(_truth(row, roles.get("sku"))),
@@ -95,8 +96,9 @@ def _compare_item(item: dict, row: list[str], roles: dict[str, str], label: dict
         "unit_price": _price_same(item.get("unit_price"), _truth(row, roles.get("unit_price")), decimal),
     }
     currency = item.get("currency")
-    out["currency"] = currency is None or currency == (_row_currency(_truth(row, roles.get("currency")))
-                                                      or label.get("currency"))
+    out["currency"] = currency is None or currency == (
+        _row_currency(_truth(row, roles.get("currency"))) or label.get("currency")
+    )
     return out
 
 
@@ -116,8 +118,9 @@ def run_file(path: Path, column_model: bool = False, model_doubt: bool | None = 
     return table, result, items, "review" if review else "publish"
 
 
-def score_file(label: dict, corpus: Path = CORPUS, column_model: bool = False,
-               model_doubt: bool | None = None) -> FileScore:
+def score_file(
+    label: dict, corpus: Path = CORPUS, column_model: bool = False, model_doubt: bool | None = None
+) -> FileScore:
     s = FileScore(label["file"], label["kind"], label["outcome"])
     try:
         table, result, items, s.outcome = run_file(corpus / label["file"], column_model, model_doubt)
@@ -142,7 +145,9 @@ def score_file(label: dict, corpus: Path = CORPUS, column_model: bool = False,
         s.truth += len(truth_rows)
         roles = {role: letter for letter, role in (lab.get("columns") or {}).items()}
         price_col = col_index(roles["unit_price"]) if roles.get("unit_price") else None
-        decimal = decimal_style(r[price_col] for r in sheet.rows[:2000] if price_col is not None and price_col < len(r))
+        decimal = decimal_style(
+            r[price_col] for r in sheet.rows[:2000] if price_col is not None and price_col < len(r)
+        )
         doubted = _column_doubts(reports.get(sheet.name, {}))
         mine = by_sheet.get(sheet.name, {})
         for r in truth_rows:
@@ -179,9 +184,15 @@ def summarize(scores: list[FileScore]) -> dict:
         right.update(s.right)
         unflagged.update(s.unflagged)
     return {
-        "files": len(scores), "read": len(read), "unreadable": len(scores) - len(read),
-        "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0,
-        "tp": t["tp"], "truth": t["truth"], "mine": t["mine"],
+        "files": len(scores),
+        "read": len(read),
+        "unreadable": len(scores) - len(read),
+        "precision": p,
+        "recall": r,
+        "f1": 2 * p * r / (p + r) if p + r else 0.0,
+        "tp": t["tp"],
+        "truth": t["truth"],
+        "mine": t["mine"],
         "accuracy": {f: right[f] / t["tp"] if t["tp"] else 0.0 for f in FIELDS},
         "outcome_right": sum(1 for s in read if s.expected == s.outcome),
         "confusion": confusion,
@@ -195,20 +206,30 @@ def summarize(scores: list[FileScore]) -> dict:
 
 def print_summary(name: str, scores: list[FileScore], verbose: bool = False) -> dict:
     m = summarize(scores)
-    print(f"\n== {name}: {m['files']} labeled files, {m['read']} read, {m['unreadable']} unreadable (format not read yet)")
+    print(
+        f"\n== {name}: {m['files']} labeled files, {m['read']} read, {m['unreadable']} unreadable (format not read yet)"
+    )
     if verbose:
         for s in scores:
             mark = "" if s.outcome == s.expected else "  <- outcome"
             wrong = sum(s.unflagged.values())
-            print(f"  {s.file[:58]:58s} {s.kind[:10]:>10s} {s.expected:>8s} {s.outcome:>10s} "
-                  f"rows {s.tp:>5d}/{s.truth:<5d} extracted {s.mine:>5d} unflagged wrong {wrong:>4d}{mark}")
-    print(f"  item rows: precision {m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}  "
-          f"({m['tp']} of {m['truth']} labeled rows, {m['mine']} extracted)")
+            print(
+                f"  {s.file[:58]:58s} {s.kind[:10]:>10s} {s.expected:>8s} {s.outcome:>10s} "
+                f"rows {s.tp:>5d}/{s.truth:<5d} extracted {s.mine:>5d} unflagged wrong {wrong:>4d}{mark}"
+            )
+    print(
+        f"  item rows: precision {m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}  "
+        f"({m['tp']} of {m['truth']} labeled rows, {m['mine']} extracted)"
+    )
     acc = m["accuracy"]
-    print(f"  on matched rows: price {acc['unit_price']:.3f}  description {acc['description']:.3f}  "
-          f"SKU {acc['sku']:.3f}  currency {acc['currency']:.3f}")
-    print(f"  right outcome: {m['outcome_right']}/{m['read']}"
-          + (f" ({m['outcome_right'] / m['read']:.0%})" if m["read"] else ""))
+    print(
+        f"  on matched rows: price {acc['unit_price']:.3f}  description {acc['description']:.3f}  "
+        f"SKU {acc['sku']:.3f}  currency {acc['currency']:.3f}"
+    )
+    print(
+        f"  right outcome: {m['outcome_right']}/{m['read']}"
+        + (f" ({m['outcome_right'] / m['read']:.0%})" if m["read"] else "")
+    )
     outcomes = ("publish", "review", "refuse")
     print("    expected \\ got " + " ".join(f"{o:>8s}" for o in outcomes))
     for e in outcomes:
@@ -238,10 +259,15 @@ def calibration(labels: dict[str, dict], files: list[str]) -> dict:
         probs.append([p[r] for r in model.roles])
     taken = [(p, right) for p, _m, right, _present, was in _choices(rows, probs, list(model.roles)) if was]
     agreed = agreements(rows, probs, list(model.roles), labels, files)
-    return {"columns": columns, "taken": taken, "threshold": model.threshold,
-            "column_threshold": getattr(model, "column_threshold", None),
-            "agreed": agreed, "agree_threshold": model.agree_threshold,
-            "agree_named_threshold": model.agree_named_threshold}
+    return {
+        "columns": columns,
+        "taken": taken,
+        "threshold": model.threshold,
+        "column_threshold": getattr(model, "column_threshold", None),
+        "agreed": agreed,
+        "agree_threshold": model.agree_threshold,
+        "agree_named_threshold": model.agree_named_threshold,
+    }
 
 
 def print_calibration(name: str, cal: dict) -> None:
@@ -253,15 +279,27 @@ def print_calibration(name: str, cal: dict) -> None:
     for lo, hi in pairwise(edges):
         a = [r for p, r in cal["columns"] if lo <= p < hi]
         b = [r for p, r in cal["taken"] if lo <= p < hi]
-        print(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {len(a):>8d} {(sum(a) / len(a) if a else 0):>7.3f} "
-              f"{len(b):>12d} {(sum(b) / len(b) if b else 0):>7.3f}")
+        print(
+            f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {len(a):>8d} {(sum(a) / len(a) if a else 0):>7.3f} "
+            f"{len(b):>12d} {(sum(b) / len(b) if b else 0):>7.3f}"
+        )
     t = cal["threshold"]
     b = [r for p, r in cal["taken"] if p >= t]
-    print(f"    roles taken with confidence >= the threshold {t}: {len(b)} of {len(cal['taken'])}, "
-          + (f"{sum(b) / len(b):.3f} right" if b else "none (every role taken needs confirmation)"))
+    print(
+        f"    roles taken with confidence >= the threshold {t}: {len(b)} of {len(cal['taken'])}, "
+        + (f"{sum(b) / len(b):.3f} right" if b else "none (every role taken needs confirmation)")
+    )
     print("  the rules' roles with the model's doubt (model_doubt): confident when the column model agrees")
     print("\n".join(agreement_rows(cal["agreed"], cal["agree_threshold"], cal["agree_named_threshold"])))
 
 
-__all__ = ["FileScore", "calibration", "col_letter", "print_calibration", "print_summary", "run_file",
-           "score_file", "summarize"]
+__all__ = [
+    "FileScore",
+    "calibration",
+    "col_letter",
+    "print_calibration",
+    "print_summary",
+    "run_file",
+    "score_file",
+    "summarize",
+]

@@ -23,19 +23,27 @@ def sheets_of(path: Path) -> list[tuple[str, list[list[str]]]]:
     """(name, rows) per sheet; rows[i] is spreadsheet row i + 1."""
     from catalog.reading import read_table
     from catalog.errors import UnreadableSheet
+
     try:
         table = read_table(path, filename=path.name)
         return [(s.name, s.rows) for s in table.sheets]
     except UnreadableSheet:
         pass
     import python_calamine
+
     try:
         book = python_calamine.CalamineWorkbook.from_path(str(path))
     except Exception:  # noqa: BLE001 - a raw BIFF2 stream or a damaged XLS: xlrd reads those
         import xlrd
+
         wb = xlrd.open_workbook(str(path), ignore_workbook_corruption=True)
-        return [(sh.name, [["" if v in (None, "") else str(v) for v in sh.row_values(r)] for r in range(sh.nrows)])
-                for sh in wb.sheets()]
+        return [
+            (
+                sh.name,
+                [["" if v in (None, "") else str(v) for v in sh.row_values(r)] for r in range(sh.nrows)],
+            )
+            for sh in wb.sheets()
+        ]
     out = []
     for name in book.sheet_names:
         rows = book.get_sheet_by_name(name).to_python(skip_empty_area=False)

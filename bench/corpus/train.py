@@ -46,8 +46,22 @@ MIN_ROLE_FILES = 3  # a role seen in fewer files is "other" to the model
 # The roles the model tells apart: what an item is made of, and what must not be
 # taken for it (another price, a total, a row number, a barcode, a percentage,
 # a date, a link, a quantity to order). Every other labeled role is "other".
-MODEL_ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "alt_price", "total",
-               "row_index", "barcode", "percent", "date", "url", "quantity")
+MODEL_ROLES = (
+    "sku",
+    "description",
+    "unit",
+    "pack_size",
+    "unit_price",
+    "currency",
+    "alt_price",
+    "total",
+    "row_index",
+    "barcode",
+    "percent",
+    "date",
+    "url",
+    "quantity",
+)
 TARGET = 0.995  # share right among roles given with confidence >= threshold
 FOLDS = 5
 C = 1.0
@@ -64,14 +78,17 @@ def labeled_columns(label: dict, corpus: Path = CORPUS):
             continue
         rows = table.sheets[lab["sheet"]].rows
         headers = lab.get("header_rows") or []
-        body = rows[max(headers):] if headers else rows
+        body = rows[max(headers) :] if headers else rows
         cols = [(col_index(letter), role) for letter, role in (lab.get("columns") or {}).items()]
         cols = sorted((c, r if r in MODEL_ROLES else "other") for c, r in cols if c is not None)
         width = max([len(r) for r in body[:2000]] + [c + 1 for c, _r in cols])
         feats = with_context([value_features(*column_values(body, c), c, width) for c, _r in cols])
         for (col, role), f in zip(cols, feats, strict=False):
-            header = " ".join(rows[h - 1][col] for h in headers if h <= len(rows) and col < len(rows[h - 1])
-                              and rows[h - 1][col])
+            header = " ".join(
+                rows[h - 1][col]
+                for h in headers
+                if h <= len(rows) and col < len(rows[h - 1]) and rows[h - 1][col]
+            )
             yield label["file"], role, f, header, (label["file"], lab["sheet"]), col
 
 
@@ -88,16 +105,22 @@ def rules_roles(label: dict, corpus: Path = CORPUS):
             continue
         rows = table.sheets[lab["sheet"]].rows
         headers = lab.get("header_rows") or []
-        body = rows[max(headers):] if headers else rows
+        body = rows[max(headers) :] if headers else rows
         width = max([len(r) for r in body] + [len(rows[h - 1]) for h in headers if h <= len(rows)] + [1])
-        labels = [" ".join(rows[h - 1][c] for h in headers if h <= len(rows) and c < len(rows[h - 1])
-                           and rows[h - 1][c]) for c in range(width)]
+        labels = [
+            " ".join(
+                rows[h - 1][c] for h in headers if h <= len(rows) and c < len(rows[h - 1]) and rows[h - 1][c]
+            )
+            for c in range(width)
+        ]
         got = rules_columns.assign_roles(rules_columns.profile_columns(body, width), labels)
         for role, col in got.roles.items():
             yield (label["file"], lab["sheet"]), role, col
 
 
-def agreements(rows, probs, roles, labels: dict[str, dict], files: list[str]) -> list[tuple[float, bool, bool]]:
+def agreements(
+    rows, probs, roles, labels: dict[str, dict], files: list[str]
+) -> list[tuple[float, bool, bool]]:
     """Per role the rules take on a labeled column: (the model's probability for it when the model
     agrees, else 0; right?; does the header name the role?). ``rows`` and ``probs`` are the labeled
     columns and their probabilities."""
@@ -111,8 +134,13 @@ def agreements(rows, probs, roles, labels: dict[str, dict], files: list[str]) ->
             if n is None or role not in ITEM_ROLES:
                 continue
             p = dict(zip(roles, probs[n], strict=True))
-            out.append((p[role] if role in p and agrees(p, role, 0.0) else 0.0, rows[n][1] == role,
-                        header_names(rows[n][3], role)))
+            out.append(
+                (
+                    p[role] if role in p and agrees(p, role, 0.0) else 0.0,
+                    rows[n][1] == role,
+                    header_names(rows[n][3], role),
+                )
+            )
     return out
 
 
@@ -137,7 +165,9 @@ def rules_absences(rows, probs, roles, labels: dict[str, dict], files: list[str]
         for role in ITEM_ROLES:
             if role in got or not free:
                 continue
-            out.append((max(p.get(role, 0.0) for _r, p in free), 0.0, role, any(r == role for r, _p in free), False))
+            out.append(
+                (max(p.get(role, 0.0) for _r, p in free), 0.0, role, any(r == role for r, _p in free), False)
+            )
     return out
 
 
@@ -163,8 +193,10 @@ def agreement_rows(pairs, threshold: float, named_threshold: float) -> list[str]
         name = "disagree" if hi <= 1e-9 else f"{lo:>5.2f}-{min(hi, 1):<6.2f}"
         out.append(f"    {name:>12s} " + " ".join(cells))
     sel = [r for p, r, named in pairs if p >= (named_threshold if named else threshold)]
-    out.append(f"    confident (>= {threshold:.4f} unnamed, >= {named_threshold:.4f} named): {len(sel)} of {len(pairs)} roles "
-               "the rules took, " + (f"{sum(sel) / len(sel):.3f} right" if sel else "none"))
+    out.append(
+        f"    confident (>= {threshold:.4f} unnamed, >= {named_threshold:.4f} named): {len(sel)} of {len(pairs)} roles "
+        "the rules took, " + (f"{sum(sel) / len(sel):.3f} right" if sel else "none")
+    )
     return out
 
 
@@ -296,7 +328,9 @@ def _choices(rows, probs, roles):
             if role in chosen:
                 c = chosen[role]
                 rival = max((p[k].get(role, 0.0) for k in range(len(members)) if k != c), default=0.0)
-                out.append((p[c].get(role, 0.0), p[c].get(role, 0.0) - rival, truth[c] == role, present, True))
+                out.append(
+                    (p[c].get(role, 0.0), p[c].get(role, 0.0) - rival, truth[c] == role, present, True)
+                )
             else:
                 free = [k for k in range(len(members)) if k not in chosen.values()]
                 best = max((p[k].get(role, 0.0) for k in free), default=0.0)
@@ -349,8 +383,11 @@ def choice_rows(choices, threshold: float) -> list[str]:
         if sel:
             out.append(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {len(sel):>8d} {sum(sel) / len(sel):>7.3f}")
     sel = [r for p, r in taken if p >= threshold]
-    out.append(f"    >= {threshold:<8.4f} {len(sel):>8d} " + (f"{sum(sel) / len(sel):>7.3f}" if sel else "    n/a")
-               + f"   (of {len(taken)} roles taken)")
+    out.append(
+        f"    >= {threshold:<8.4f} {len(sel):>8d} "
+        + (f"{sum(sel) / len(sel):>7.3f}" if sel else "    n/a")
+        + f"   (of {len(taken)} roles taken)"
+    )
     return out
 
 
@@ -364,9 +401,11 @@ def calibration_rows(probs, y, threshold: float) -> list[str]:
         if sel.sum():
             out.append(f"    {lo:>5.2f}-{min(hi, 1):<6.2f} {int(sel.sum()):>8d} {right[sel].mean():>7.3f}")
     sel = conf >= threshold
-    out.append(f"    >= {threshold:<8.3f} {int(sel.sum()):>8d} "
-               + (f"{right[sel].mean():>7.3f}" if sel.sum() else "    n/a")
-               + f"   (of {len(y)} columns)")
+    out.append(
+        f"    >= {threshold:<8.3f} {int(sel.sum()):>8d} "
+        + (f"{right[sel].mean():>7.3f}" if sel.sum() else "    n/a")
+        + f"   (of {len(y)} columns)"
+    )
     return out
 
 
@@ -386,25 +425,35 @@ def train(labels: dict[str, dict]) -> dict:
     choices = _choices(rows, probs, roles)
     threshold = _choice_threshold(choices)
     margin, absent_floor = _margin(choices, threshold), _absent_floor(choices)
-    print(f"{len(rows)} labeled columns of {len({f for f, *_ in rows})} development files; roles: {', '.join(roles)}")
-    print(f"temperature {temperature}; out-of-fold on the development part, every labeled column's most "
-          f"likely role (threshold {column_threshold}):")
+    print(
+        f"{len(rows)} labeled columns of {len({f for f, *_ in rows})} development files; roles: {', '.join(roles)}"
+    )
+    print(
+        f"temperature {temperature}; out-of-fold on the development part, every labeled column's most "
+        f"likely role (threshold {column_threshold}):"
+    )
     print("\n".join(calibration_rows(probs, y, column_threshold)))
-    print(f"the item roles the extractor takes: threshold {threshold}, margin {margin}, absent floor {absent_floor}")
+    print(
+        f"the item roles the extractor takes: threshold {threshold}, margin {margin}, absent floor {absent_floor}"
+    )
     print("\n".join(choice_rows(choices, threshold)))
     agreed = agreements(rows, probs, roles, labels, dev)
     agree_threshold = _agree_threshold([a for a in agreed if not a[2]])
     agree_named_threshold = _agree_threshold([a for a in agreed if a[2]])
-    print("the rules' roles, confident when the model agrees (its most likely role, at least the threshold "
-          "for a header that does not or does name the role):")
+    print(
+        "the rules' roles, confident when the model agrees (its most likely role, at least the threshold "
+        "for a header that does not or does name the role):"
+    )
     print("\n".join(agreement_rows(agreed, agree_threshold, agree_named_threshold)))
     absences = rules_absences(rows, probs, roles, labels, dev)
     rules_absent_floor = {role: _absent_floor([a for a in absences if a[2] == role]) for role in ITEM_ROLES}
     print("the item roles the rules take no column for, in doubt from a floor per role:")
     for role, floor in rules_absent_floor.items():
         got = [a for a in absences if a[2] == role]
-        print(f"    {role:>12s}: {len(got)} sheets, {sum(a[3] for a in got)} labeled on a free column; from {floor}: "
-              f"{sum(a[3] and a[0] >= floor for a in got)} of those, {sum(not a[3] and a[0] >= floor for a in got)} not labeled")
+        print(
+            f"    {role:>12s}: {len(got)} sheets, {sum(a[3] for a in got)} labeled on a free column; from {floor}: "
+            f"{sum(a[3] and a[0] >= floor for a in got)} of those, {sum(not a[3] and a[0] >= floor for a in got)} not labeled"
+        )
     vocabulary = _vocabulary(rows)
     x, means, scales = _matrix(rows, features, vocabulary)
     model = _fit(x, y)
@@ -412,23 +461,38 @@ def train(labels: dict[str, dict]) -> dict:
     intercepts = np.full(len(roles), -30.0)  # a role no development column had stays out of reach
     weights[model.classes_] = model.coef_
     intercepts[model.classes_] = model.intercept_
-    digest = hashlib.sha256(json.dumps([labels[f] for f in dev if f in labels], sort_keys=True).encode()).hexdigest()
+    digest = hashlib.sha256(
+        json.dumps([labels[f] for f in dev if f in labels], sort_keys=True).encode()
+    ).hexdigest()
     return {
-        "version": f"1+{digest[:12]}", "trained_on": f"{len({f for f, *_ in rows})} development files, "
-        f"{len(rows)} columns", "seed": SEED, "C": C, "roles": roles, "features": features,
-        "vocabulary": vocabulary, "means": [round(float(v), 6) for v in means],
+        "version": f"1+{digest[:12]}",
+        "trained_on": f"{len({f for f, *_ in rows})} development files, {len(rows)} columns",
+        "seed": SEED,
+        "C": C,
+        "roles": roles,
+        "features": features,
+        "vocabulary": vocabulary,
+        "means": [round(float(v), 6) for v in means],
         "scales": [round(float(v), 6) for v in scales],
         "weights": [[round(float(v), 5) for v in row] for row in weights],
         "intercepts": [round(float(v), 5) for v in intercepts],
-        "temperature": temperature, "column_threshold": column_threshold, "threshold": threshold, "margin": margin, "absent_floor": absent_floor,
-        "agree_threshold": agree_threshold, "agree_named_threshold": agree_named_threshold,
-        "rules_absent_floor": rules_absent_floor, "target": TARGET,
+        "temperature": temperature,
+        "column_threshold": column_threshold,
+        "threshold": threshold,
+        "margin": margin,
+        "absent_floor": absent_floor,
+        "agree_threshold": agree_threshold,
+        "agree_named_threshold": agree_named_threshold,
+        "rules_absent_floor": rules_absent_floor,
+        "target": TARGET,
     }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels")
+    parser.add_argument(
+        "--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels"
+    )
     parser.add_argument("--out", type=Path, default=MODEL_PATH)
     args = parser.parse_args(argv)
     model = train(load_all(*(args.labels or ())))

@@ -28,8 +28,12 @@ class Column:
             # The rules' score is a ranking, not a probability: two places say all it knows.
             out.update(confidence=round(self.confidence, 2), evidence="; ".join(self.evidence))
             return out
-        out.update(kind=self.kind, confidence=round(self.confidence, 3),
-                   needs_confirmation=self.needs_confirmation, evidence="; ".join(self.evidence))
+        out.update(
+            kind=self.kind,
+            confidence=round(self.confidence, 3),
+            needs_confirmation=self.needs_confirmation,
+            evidence="; ".join(self.evidence),
+        )
         return out
 
 

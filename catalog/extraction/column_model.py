@@ -73,8 +73,12 @@ def header_tokens(text: str) -> frozenset[str]:
 
 def _code_shaped(text: str) -> bool:
     """Letters and digits in one token ("AB-120", "X5"): how supplier codes look."""
-    return (2 <= len(text) <= 40 and not any(ch.isspace() for ch in text)
-            and any(ch.isdigit() for ch in text) and any(ch.isalpha() for ch in text))
+    return (
+        2 <= len(text) <= 40
+        and not any(ch.isspace() for ch in text)
+        and any(ch.isdigit() for ch in text)
+        and any(ch.isalpha() for ch in text)
+    )
 
 
 def _is_unit_text(text: str) -> bool:
@@ -103,9 +107,11 @@ def _number_features(texts: list[str], n: int) -> dict[str, float]:
         "decimals": (len(numbers) - len(ints)) / k,
         "integers": len(ints) / k,
         # Row numbers are written as plain digits: "100,00", "101,00" are prices that happen to run on.
-        "running_index": 1.0 if len(ints) == len(numbers) and all(t.isdigit() for t in texts if
-                                                                   parse_decimal(t) is not None)
-        and _is_sequential(ints) else 0.0,
+        "running_index": 1.0
+        if len(ints) == len(numbers)
+        and all(t.isdigit() for t in texts if parse_decimal(t) is not None)
+        and _is_sequential(ints)
+        else 0.0,
         "year_like": sum(1 for i in ints if 1900 <= i <= 2100) / k,
         "magnitude": min(1.0, math.log10(1 + float(median)) / 6) if numbers else 0.0,
         "long_digits": sum(1 for t in texts if t.isdigit() and len(t) >= 8) / n,
@@ -139,8 +145,12 @@ def _text_features(texts: list[str], n: int) -> dict[str, float]:
 def value_features(values: list[str], rows: int, col: int, width: int) -> dict[str, float]:
     """Features of one column from its non-empty ``values`` among ``rows`` sampled rows."""
     texts = [cap(v).strip() for v in values if v and v.strip()]
-    base = {"filled": len(texts) / max(1, rows), "position": col / max(1, width - 1),
-            "first_column": 1.0 if col == 0 else 0.0, "bias": 1.0}
+    base = {
+        "filled": len(texts) / max(1, rows),
+        "position": col / max(1, width - 1),
+        "first_column": 1.0 if col == 0 else 0.0,
+        "bias": 1.0,
+    }
     if not texts:
         return base
     n = len(texts)
@@ -179,8 +189,11 @@ def with_context(feats: list[dict[str, float]]) -> list[dict[str, float]]:
     """
     numeric = [i for i, f in enumerate(feats) if f.get("numeric", 0) >= 0.8]
     texts = [i for i, f in enumerate(feats) if f.get("alpha", 0) >= 0.8]
-    top_mag, longest, varied = (_ranked(numeric, feats, "magnitude"), _ranked(texts, feats, "mean_len"),
-                                _ranked(texts, feats, "distinct"))
+    top_mag, longest, varied = (
+        _ranked(numeric, feats, "magnitude"),
+        _ranked(texts, feats, "mean_len"),
+        _ranked(texts, feats, "distinct"),
+    )
     out = []
     for i, f in enumerate(feats):
         g = dict(f)
@@ -231,7 +244,10 @@ class ColumnModel:
         return {w: i for i, w in enumerate(self.vocabulary)}
 
     def vector(self, values: dict[str, float], header: str) -> list[float]:
-        x = [(values.get(f, 0.0) - m) / s for f, m, s in zip(self.features, self.means, self.scales, strict=True)]
+        x = [
+            (values.get(f, 0.0) - m) / s
+            for f, m, s in zip(self.features, self.means, self.scales, strict=True)
+        ]
         words = [0.0] * len(self.vocabulary)
         for token in header_tokens(header):
             i = self._word_index.get(token)
@@ -242,8 +258,10 @@ class ColumnModel:
     def probabilities(self, values: dict[str, float], header: str) -> dict[str, float]:
         """role -> calibrated probability, for one column."""
         x = self.vector(values, header)
-        logits = [(b + sum(w * v for w, v in zip(ws, x, strict=True) if v)) / self.temperature
-                  for ws, b in zip(self.weights, self.intercepts, strict=True)]
+        logits = [
+            (b + sum(w * v for w, v in zip(ws, x, strict=True) if v)) / self.temperature
+            for ws, b in zip(self.weights, self.intercepts, strict=True)
+        ]
         top = max(logits)
         exps = [math.exp(v - top) for v in logits]
         total = sum(exps)
@@ -251,17 +269,24 @@ class ColumnModel:
 
     def header_words(self, role: str) -> set[str]:
         """The vocabulary words whose weight for ``role`` is positive."""
-        ws = self.weights[self.roles.index(role)][len(self.features):]
+        ws = self.weights[self.roles.index(role)][len(self.features) :]
         return {w for w, v in zip(self.vocabulary, ws, strict=True) if v > 0}
 
 
 def model_from_json(data: dict) -> ColumnModel:
     return ColumnModel(
-        version=data["version"], roles=tuple(data["roles"]), features=tuple(data["features"]),
-        vocabulary=tuple(data["vocabulary"]), means=tuple(data["means"]), scales=tuple(data["scales"]),
-        weights=tuple(tuple(w) for w in data["weights"]), intercepts=tuple(data["intercepts"]),
-        temperature=float(data["temperature"]), threshold=float(data["threshold"]),
-        margin=float(data["margin"]), absent_floor=float(data["absent_floor"]),
+        version=data["version"],
+        roles=tuple(data["roles"]),
+        features=tuple(data["features"]),
+        vocabulary=tuple(data["vocabulary"]),
+        means=tuple(data["means"]),
+        scales=tuple(data["scales"]),
+        weights=tuple(tuple(w) for w in data["weights"]),
+        intercepts=tuple(data["intercepts"]),
+        temperature=float(data["temperature"]),
+        threshold=float(data["threshold"]),
+        margin=float(data["margin"]),
+        absent_floor=float(data["absent_floor"]),
         # A model file fitted before the agreement was calibrated: every role stays in doubt.
         agree_threshold=float(data.get("agree_threshold", 1.0)),
         agree_named_threshold=float(data.get("agree_named_threshold", 1.0)),

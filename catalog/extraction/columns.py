@@ -18,7 +18,14 @@ from such a column (the uncertain-column flag, its field the role).
 from __future__ import annotations
 
 from catalog.extraction.assignment import Assignment, Column
-from catalog.extraction.column_model import MAJORITY, column_values, load_model, value_features, value_vetoes, with_context
+from catalog.extraction.column_model import (
+    MAJORITY,
+    column_values,
+    load_model,
+    value_features,
+    value_vetoes,
+    with_context,
+)
 from catalog.extraction.headers import classify_header
 from catalog.extraction.text import col_letter
 
@@ -29,8 +36,6 @@ _MONEY_ROLES = ("unit_price", "alt_price", "total")
 _NAME_ROLES = ("description", "sku")
 
 
-
-
 def _renormalized(probs: dict[str, float], vetoed: dict[str, str]) -> dict[str, float]:
     """The vetoed roles' probability goes to "other": the values say the column is something else."""
     kept = {r: (0.0 if r in vetoed else p) for r, p in probs.items()}
@@ -38,7 +43,9 @@ def _renormalized(probs: dict[str, float], vetoed: dict[str, str]) -> dict[str, 
     return kept
 
 
-def column_probabilities(body: list[list[str]], width: int, labels: list[str]) -> list[tuple[dict, dict, dict]]:
+def column_probabilities(
+    body: list[list[str]], width: int, labels: list[str]
+) -> list[tuple[dict, dict, dict]]:
     """Per column: (role -> probability after the vetoes, the vetoes, the value features)."""
     model = load_model()
     feats = with_context([value_features(*column_values(body, c), c, width) for c in range(width)])
@@ -53,7 +60,9 @@ def column_probabilities(body: list[list[str]], width: int, labels: list[str]) -
 def _best_role_first(probs: list[dict], live: list[int]) -> dict[str, int]:
     """Item roles to columns: highest probability first, each column its most likely role."""
     roles: dict[str, int] = {}
-    ranked = sorted(((probs[c].get(r, 0.0), r, c) for c in live for r in ITEM_ROLES), key=lambda t: (-t[0], t[2]))
+    ranked = sorted(
+        ((probs[c].get(r, 0.0), r, c) for c in live for r in ITEM_ROLES), key=lambda t: (-t[0], t[2])
+    )
     for p, role, c in ranked:
         if role in roles or c in roles.values() or p <= 0:
             continue
@@ -69,8 +78,13 @@ def _fallback(probs: list[dict], feats: list[dict], live: list[int], roles: dict
         # Prices written as text ("$150/hr", "от 1 500") still hold digits; a column the model
         # gave a lesser role (unit, pack size) may be the price, one naming the items may not.
         names = {roles.get(r) for r in _NAME_ROLES}
-        money = [(sum(probs[c].get(r, 0.0) for r in _MONEY_ROLES) * feats[c].get("digits", 0.0), c) for c in live
-                 if c not in names and probs[c].get("unit_price", 0.0) > 0 and feats[c].get("digits", 0.0) > MAJORITY]
+        money = [
+            (sum(probs[c].get(r, 0.0) for r in _MONEY_ROLES) * feats[c].get("digits", 0.0), c)
+            for c in live
+            if c not in names
+            and probs[c].get("unit_price", 0.0) > 0
+            and feats[c].get("digits", 0.0) > MAJORITY
+        ]
         if money:
             col = max(money)[1]
             for role in [r for r, c in roles.items() if c == col]:
@@ -78,8 +92,11 @@ def _fallback(probs: list[dict], feats: list[dict], live: list[int], roles: dict
             roles["unit_price"] = col
             free = [c for c in live if c not in roles.values()]
     if "description" not in roles:
-        names = [(probs[c].get("description", 0.0), c) for c in free
-                 if feats[c].get("alpha", 0.0) > MAJORITY and probs[c].get("description", 0.0) > 0]
+        names = [
+            (probs[c].get("description", 0.0), c)
+            for c in free
+            if feats[c].get("alpha", 0.0) > MAJORITY and probs[c].get("description", 0.0) > 0
+        ]
         if names and (max(names)[0] >= load_model().absent_floor or "sku" not in roles):
             roles["description"] = max(names)[1]
 
@@ -91,8 +108,11 @@ def choose_columns(probs: list[dict], feats: list[dict], live: list[int]) -> dic
     if "currency" not in roles:
         # Too few development sheets have a currency column for the model to learn the role;
         # a column whose values are mostly ISO 4217 codes is one.
-        codes = [(feats[c].get("iso_code", 0.0), c) for c in live
-                 if c not in roles.values() and feats[c].get("iso_code", 0.0) > MAJORITY]
+        codes = [
+            (feats[c].get("iso_code", 0.0), c)
+            for c in live
+            if c not in roles.values() and feats[c].get("iso_code", 0.0) > MAJORITY
+        ]
         if codes:
             roles["currency"] = max(codes)[1]
     return roles
@@ -105,8 +125,10 @@ def _doubt(probs: list[dict], role: str, col: int, live: list[int]) -> str | Non
     if p < model.threshold:
         return f"column {col_letter(col)} was taken as the {role.replace('_', ' ')} with confidence {p:.2f}"
     if p - rival[0] < model.margin:
-        return (f"columns {col_letter(col)} and {col_letter(rival[1])} could both be the "
-                f"{role.replace('_', ' ')} ({p:.2f} and {rival[0]:.2f})")
+        return (
+            f"columns {col_letter(col)} and {col_letter(rival[1])} could both be the "
+            f"{role.replace('_', ' ')} ({p:.2f} and {rival[0]:.2f})"
+        )
     return None
 
 
@@ -120,7 +142,10 @@ def _absent_doubts(probs: list[dict], live: list[int], roles: dict[str, int]) ->
             continue
         p, c = max((probs[c].get(role, 0.0), c) for c in free)
         if p >= model.absent_floor:
-            out[role] = (c, f"column {col_letter(c)} may hold the {role.replace('_', ' ')} ({p:.2f}); none was taken")
+            out[role] = (
+                c,
+                f"column {col_letter(c)} may hold the {role.replace('_', ' ')} ({p:.2f}); none was taken",
+            )
     return out
 
 
@@ -136,14 +161,23 @@ def _evidence(f: dict, vetoed: dict[str, str], probs: dict[str, float]) -> list[
 def _fixed_assignment(fixed: dict[str, int | None], labels: list[str], width: int) -> Assignment:
     roles = {r: c for r, c in fixed.items() if c is not None}
     by_col = {c: r for r, c in roles.items()}
-    columns = [Column(c, labels[c] if c < len(labels) else "", by_col.get(c, "other"), 1.0,
-                      ["set by a reviewer"] if c in by_col else [], kind=by_col.get(c, "other"))
-               for c in range(width)]
+    columns = [
+        Column(
+            c,
+            labels[c] if c < len(labels) else "",
+            by_col.get(c, "other"),
+            1.0,
+            ["set by a reviewer"] if c in by_col else [],
+            kind=by_col.get(c, "other"),
+        )
+        for c in range(width)
+    ]
     return Assignment(roles=roles, columns=columns, doubts=[])
 
 
-def assign_roles(body: list[list[str]], width: int, labels: list[str],
-                 fixed: dict[str, int | None] | None = None) -> Assignment:
+def assign_roles(
+    body: list[list[str]], width: int, labels: list[str], fixed: dict[str, int | None] | None = None
+) -> Assignment:
     """The roles of the columns of ``body`` (``fixed``, a reviewer's mapping, is taken as given)."""
     if fixed:
         return _fixed_assignment(fixed, labels, width)
@@ -167,11 +201,25 @@ def assign_roles(body: list[list[str]], width: int, labels: list[str],
         p, vetoed, f = scored[c]
         kind = max(p, key=p.get) if p else "other"
         role = by_col.get(c, "other")
-        columns.append(Column(c, labels[c] if c < len(labels) else "", role, p.get(role, p.get(kind, 0.0)),
-                              _evidence(f, vetoed, p), kind=kind, needs_confirmation=c in flagged_cols))
+        columns.append(
+            Column(
+                c,
+                labels[c] if c < len(labels) else "",
+                role,
+                p.get(role, p.get(kind, 0.0)),
+                _evidence(f, vetoed, p),
+                kind=kind,
+                needs_confirmation=c in flagged_cols,
+            )
+        )
     other_prices = [c for c in live if c not in by_col and max(probs[c], key=probs[c].get) in _MONEY_ROLES]
-    return Assignment(roles=roles, columns=columns, doubts=[why for _c, why in doubted.values()], other_prices=other_prices,
-                      doubted=doubted)
+    return Assignment(
+        roles=roles,
+        columns=columns,
+        doubts=[why for _c, why in doubted.values()],
+        other_prices=other_prices,
+        doubted=doubted,
+    )
 
 
 def agrees(probs: dict[str, float], role: str, threshold: float) -> bool:
@@ -203,8 +251,10 @@ def _rules_absences(rules, probs: list[dict]) -> dict[str, tuple[int, str]]:
             continue
         p, col = max((probs[c].get(role, 0.0), c) for c in free)
         if p >= floors.get(role, 1.0) and p > 0:
-            out[role] = (col, f"column {col_letter(col)} may hold the {role.replace('_', ' ')} ({p:.2f}); "
-                              "none was taken")
+            out[role] = (
+                col,
+                f"column {col_letter(col)} may hold the {role.replace('_', ' ')} ({p:.2f}); none was taken",
+            )
     return out
 
 
@@ -227,9 +277,12 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
             continue
         if not agrees(p, role, agreement_threshold(labels[col] if col < len(labels) else "", role)):
             kind = max(p, key=p.get)
-            doubted[role] = (col, f"column {col_letter(col)} was taken as the {role.replace('_', ' ')}; the column "
-                                  f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
-                                  f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}")
+            doubted[role] = (
+                col,
+                f"column {col_letter(col)} was taken as the {role.replace('_', ' ')}; the column "
+                f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
+                f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}",
+            )
     doubted.update(_rules_absences(rules, [p for p, _v, _f in scored]))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
@@ -239,8 +292,21 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
     for c in rules.columns:
         p, vetoed, f = scored[c.col]
         role = by_col.get(c.col, "other")
-        columns.append(Column(c.col, c.header, role, p.get(role, 0.0) if role != "other" else c.confidence,
-                              c.evidence + _evidence(f, vetoed, p), kind=max(p, key=p.get),
-                              needs_confirmation=c.col in flagged))
-    return Assignment(roles=dict(rules.roles), columns=columns, doubts=rules.doubts + reasons,
-                      other_prices=rules.other_prices, doubted=doubted)
+        columns.append(
+            Column(
+                c.col,
+                c.header,
+                role,
+                p.get(role, 0.0) if role != "other" else c.confidence,
+                c.evidence + _evidence(f, vetoed, p),
+                kind=max(p, key=p.get),
+                needs_confirmation=c.col in flagged,
+            )
+        )
+    return Assignment(
+        roles=dict(rules.roles),
+        columns=columns,
+        doubts=rules.doubts + reasons,
+        other_prices=rules.other_prices,
+        doubted=doubted,
+    )

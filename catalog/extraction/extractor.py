@@ -54,21 +54,33 @@ if TYPE_CHECKING:  # the reader imports this package; only types flow back
     from catalog.reading import Sheet, Table
 
 MSG_EMPTY_TABLE = "the file holds no cells at all: there is no item list to read"
-MSG_NOT_LIST = ("sheet {sheet!r} looks like a {kind}, not an item list; "
-                "a reviewer can still map its columns")
-MSG_NO_PRICE = ("sheet {sheet!r}: no column holds prices, so this is not an item list; "
-                "a reviewer can still map its columns")
-MSG_NO_NAME = ("sheet {sheet!r}: no column names the items (no SKU or description); "
-               "a reviewer can still map its columns")
-MSG_NO_ITEMS = ("sheet {sheet!r}: no row below the header has a price; "
-                "a reviewer can still map its columns")
-MSG_MATRIX_PROPOSED = ("a price matrix was recognized: confirm its row labels, column labels, body and unit "
-                       "(one item per priced cell)")
-MSG_MATRIX_TOO_LARGE = ("sheet {sheet!r}: the price matrix has more than {limit:,} priced cells, more items "
-                        "than a sheet may hold; split it into several sheets")
+MSG_NOT_LIST = "sheet {sheet!r} looks like a {kind}, not an item list; a reviewer can still map its columns"
+MSG_NO_PRICE = (
+    "sheet {sheet!r}: no column holds prices, so this is not an item list; "
+    "a reviewer can still map its columns"
+)
+MSG_NO_NAME = (
+    "sheet {sheet!r}: no column names the items (no SKU or description); a reviewer can still map its columns"
+)
+MSG_NO_ITEMS = "sheet {sheet!r}: no row below the header has a price; a reviewer can still map its columns"
+MSG_MATRIX_PROPOSED = (
+    "a price matrix was recognized: confirm its row labels, column labels, body and unit "
+    "(one item per priced cell)"
+)
+MSG_MATRIX_TOO_LARGE = (
+    "sheet {sheet!r}: the price matrix has more than {limit:,} priced cells, more items "
+    "than a sheet may hold; split it into several sheets"
+)
 MSG_REFUSED = "no sheet holds an item list: {details}"
-_ROLE_WORDS = {"unit_price": "price", "sku": "SKU", "description": "description", "unit": "unit",
-               "pack_size": "pack size", "currency": "currency", "quantity": "quantity"}
+_ROLE_WORDS = {
+    "unit_price": "price",
+    "sku": "SKU",
+    "description": "description",
+    "unit": "unit",
+    "pack_size": "pack size",
+    "currency": "currency",
+    "quantity": "quantity",
+}
 MAX_LISTED_ROWS = 1000  # rows other than items listed per sheet in the report
 
 
@@ -97,9 +109,16 @@ class _SheetResult:
 
 
 def _report(sheet: Sheet, header: Header, status: str, **extra) -> dict:
-    return {"sheet": sheet.name, "header_row": header.rows[0] if header.rows else None,
-            "header_rows": list(header.rows), "status": status, "columns": [],
-            "needs_confirmation": False, "doubts": [], **extra}
+    return {
+        "sheet": sheet.name,
+        "header_row": header.rows[0] if header.rows else None,
+        "header_rows": list(header.rows),
+        "status": status,
+        "columns": [],
+        "needs_confirmation": False,
+        "doubts": [],
+        **extra,
+    }
 
 
 def _refused(sheet: Sheet, header: Header, reason: str, kind: str) -> _SheetResult:
@@ -118,7 +137,9 @@ def _currency_context(sheet: Sheet, header: Header, price: int) -> tuple[str | N
     symbol = ambiguous_currency_symbol(price_label)
     if symbol:
         doubts.append(f"the price header {price_label!r} shows {symbol!r}, which does not say which currency")
-    sibling = set().union(*[find_currencies(lb) for i, lb in enumerate(labels) if i != price and lb] or [set()])
+    sibling = set().union(
+        *[find_currencies(lb) for i, lb in enumerate(labels) if i != price and lb] or [set()]
+    )
     if len(sibling) == 1:
         return next(iter(sibling)), "a sibling header", doubts
     if len(sibling) > 1:
@@ -135,12 +156,18 @@ def _currency_context(sheet: Sheet, header: Header, price: int) -> tuple[str | N
 class _ItemBuilder:
     """Builds the items of one sheet's rows, once its columns are known."""
 
-    def __init__(self, sheet: Sheet, header: Header, cols: Columns, currency: str | None,
-                 uncertain: list[dict] | None = None):
+    def __init__(
+        self,
+        sheet: Sheet,
+        header: Header,
+        cols: Columns,
+        currency: str | None,
+        uncertain: list[dict] | None = None,
+    ):
         self.sheet = sheet
         self.cols = cols
         self.uncertain = uncertain or []  # one uncertain_column flag per role in doubt
-        self.decimal = decimal_style(cell(r, cols.price) for r in sheet.rows[header.body_start - 1:][:2000])
+        self.decimal = decimal_style(cell(r, cols.price) for r in sheet.rows[header.body_start - 1 :][:2000])
         self.sheet_code, self.basis, self.doubts = _currency_context(sheet, header, cols.price)
         if currency:
             self.sheet_code, self.basis = currency, "the reviewer's mapping"
@@ -158,8 +185,9 @@ class _ItemBuilder:
         if code is None:
             code = self.sheet_code
             if code is None and self.doubts:
-                return None, [flag(Code.MISSING_CURRENCY, "currency", variant="unclear",
-                                   doubts="; ".join(self.doubts))]
+                return None, [
+                    flag(Code.MISSING_CURRENCY, "currency", variant="unclear", doubts="; ".join(self.doubts))
+                ]
         return code, []
 
     def _split(self, text: str) -> tuple:
@@ -197,9 +225,13 @@ class _ItemBuilder:
         code, more = self._currency(r, row, price_text, value)
         unit, pack, pack_flags = self._unit_pack(row, desc)
         item = {
-            "sku": sku, "description": desc, "unit": unit, "pack_size": pack,
+            "sku": sku,
+            "description": desc,
+            "unit": unit,
+            "pack_size": pack,
             "unit_price": canonical_decimal(value) if value is not None else price_text,
-            "currency": code, "source": self._source(r),
+            "currency": code,
+            "source": self._source(r),
         }
         written = max(0, -value.as_tuple().exponent) if value is not None else 0
         if written and written > max(0, -value.normalize().as_tuple().exponent):
@@ -223,8 +255,11 @@ class _ItemBuilder:
 
     def _fallback_description(self, r: int, row: list[str]) -> tuple[str, list[dict]]:
         """The longest text of the row outside the price column, and the flag that says so."""
-        texts = [(len(c), i, c) for i, c in enumerate(row)
-                 if c and i != self.cols.price and parse_decimal(c) is None]
+        texts = [
+            (len(c), i, c)
+            for i, c in enumerate(row)
+            if c and i != self.cols.price and parse_decimal(c) is None
+        ]
         desc, taken = "", ""
         if texts:
             _n, i, desc = max(texts)
@@ -232,7 +267,9 @@ class _ItemBuilder:
         return desc, [flag(Code.PRICE_WITHOUT_ITEM, None, row=r, taken=taken)]
 
 
-def _classify_rows(sheet: Sheet, header: Header, builder: _ItemBuilder) -> tuple[list[dict], dict, list[dict]]:
+def _classify_rows(
+    sheet: Sheet, header: Header, builder: _ItemBuilder
+) -> tuple[list[dict], dict, list[dict]]:
     """(items, count per row class, non-item rows with reasons) for the whole sheet."""
     classifier = RowClassifier(builder.cols, builder.decimal)
     items, counts, listed = [], {}, []
@@ -253,28 +290,43 @@ def _classify_rows(sheet: Sheet, header: Header, builder: _ItemBuilder) -> tuple
 
 def _columns_of(assignment, labels: list[str]) -> Columns:
     roles = assignment.roles
-    return Columns(price=roles["unit_price"], sku=roles.get("sku"), desc=roles.get("description"),
-                   unit=roles.get("unit"), pack=roles.get("pack_size"), currency=roles.get("currency"),
-                   labels=tuple(labels))
+    return Columns(
+        price=roles["unit_price"],
+        sku=roles.get("sku"),
+        desc=roles.get("description"),
+        unit=roles.get("unit"),
+        pack=roles.get("pack_size"),
+        currency=roles.get("currency"),
+        labels=tuple(labels),
+    )
 
 
 def _summary(sheet: Sheet, header: Header, assignment, builder: _ItemBuilder) -> list[str]:
     where = "+".join(map(str, header.rows)) if header.rows else "none"
-    roles = "; ".join(f"{_ROLE_WORDS[c.role]} from column {col_letter(c.col)}" + (f" {c.header!r}" if c.header else "")
-                      for c in assignment.columns if c.role != "other")
-    notes = [f"sheet {sheet.name!r}: header row {where}; {roles}"
-             + (f"; decimal separator {builder.decimal!r}" if builder.decimal else "")]
+    roles = "; ".join(
+        f"{_ROLE_WORDS[c.role]} from column {col_letter(c.col)}" + (f" {c.header!r}" if c.header else "")
+        for c in assignment.columns
+        if c.role != "other"
+    )
+    notes = [
+        f"sheet {sheet.name!r}: header row {where}; {roles}"
+        + (f"; decimal separator {builder.decimal!r}" if builder.decimal else "")
+    ]
     if assignment.other_prices:
-        notes.append(f"sheet {sheet.name!r}: other price columns not used: "
-                     + ", ".join(col_letter(c) for c in assignment.other_prices))
+        notes.append(
+            f"sheet {sheet.name!r}: other price columns not used: "
+            + ", ".join(col_letter(c) for c in assignment.other_prices)
+        )
     if builder.sheet_code:
         notes.append(f"sheet {sheet.name!r}: currency {builder.sheet_code} from {builder.basis}")
     notes += [f"sheet {sheet.name!r}: {d}" for d in builder.doubts + assignment.doubts]
     return notes
 
 
-MSG_BANDS_TOO = ("the rows are also named by bands (column {column}): if this is a rate card rather than "
-                 "an item list, refuse it; else confirm the columns")
+MSG_BANDS_TOO = (
+    "the rows are also named by bands (column {column}): if this is a rate card rather than "
+    "an item list, refuse it; else confirm the columns"
+)
 KIND_BANDS = "rate card (prices by weight or size bands)"
 KIND_BOUNDS = "rate card (prices by bands whose bounds are kept in two columns)"
 KIND_PERIODS = "table of prices over time (its rows are dates or periods, not items)"
@@ -289,7 +341,9 @@ def _band_names(body: list[list[str]], col: int | None) -> bool:
 def _names_text(body: list[list[str]], col: int | None) -> bool:
     """The column names rows with text that is no band (a grade, a product name)."""
     names = [n for r in body[:_SAMPLE] if (n := cell(r, col))]
-    return len(names) >= 3 and sum(1 for n in names if not is_band(n) and parse_decimal(n) is None) >= 0.6 * len(names)
+    return len(names) >= 3 and sum(
+        1 for n in names if not is_band(n) and parse_decimal(n) is None
+    ) >= 0.6 * len(names)
 
 
 def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | None, str | None]:
@@ -317,7 +371,9 @@ def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | No
     return None, None
 
 
-def _price_relations(sheet: Sheet, body: list[list[str]], width: int, cols: Columns) -> tuple[list[dict], list[str]]:
+def _price_relations(
+    sheet: Sheet, body: list[list[str]], width: int, cols: Columns
+) -> tuple[list[dict], list[str]]:
     """(the flag every item carries when the price column is computed from
     another, notes on the sheet) from ``formulas.price_relations``."""
     decimal = decimal_style(cell(r, cols.price) for r in body[:2000])
@@ -326,15 +382,39 @@ def _price_relations(sheet: Sheet, body: list[list[str]], width: int, cols: Colu
     if got.derived and got.derived.kind == "ratio":
         other = col_letter(got.derived.columns[0])
         factor = format(got.derived.factor.normalize(), "f")
-        return ([flag(Code.DERIVED_PRICE, "unit_price", variant="ratio", column=column, other=other, factor=factor)],
-                [f"sheet {sheet.name!r}: the price column {column} is column {other} × {factor}"])
+        return (
+            [
+                flag(
+                    Code.DERIVED_PRICE,
+                    "unit_price",
+                    variant="ratio",
+                    column=column,
+                    other=other,
+                    factor=factor,
+                )
+            ],
+            [f"sheet {sheet.name!r}: the price column {column} is column {other} × {factor}"],
+        )
     if got.derived:
         first, second = (col_letter(c) for c in got.derived.columns)
-        return ([flag(Code.DERIVED_PRICE, "unit_price", variant="total", column=column, first=first, second=second)],
-                [f"sheet {sheet.name!r}: the price column {column} is column {first} × column {second}"])
+        return (
+            [
+                flag(
+                    Code.DERIVED_PRICE,
+                    "unit_price",
+                    variant="total",
+                    column=column,
+                    first=first,
+                    second=second,
+                )
+            ],
+            [f"sheet {sheet.name!r}: the price column {column} is column {first} × column {second}"],
+        )
     if got.total_of:
         total, other = (col_letter(c) for c in got.total_of)
-        return [], [f"sheet {sheet.name!r}: column {total} is a total, the price column {column} × column {other}"]
+        return [], [
+            f"sheet {sheet.name!r}: column {total} is a total, the price column {column} × column {other}"
+        ]
     return [], []
 
 
@@ -352,18 +432,34 @@ def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: st
     if source == "inferred":
         doubts.insert(0, MSG_MATRIX_PROPOSED)
     labels = ", ".join(col_letter(c) for c in matrix.row_labels)
-    notes = [f"sheet {name!r}: read as a price matrix (row labels {labels}, column labels from row "
-             f"{'+'.join(map(str, matrix.header_rows))}, body {matrix.body}): {counts_sentence(got.counts)}"]
+    notes = [
+        f"sheet {name!r}: read as a price matrix (row labels {labels}, column labels from row "
+        f"{'+'.join(map(str, matrix.header_rows))}, body {matrix.body}): {counts_sentence(got.counts)}"
+    ]
     if got.currency:
         notes.append(f"sheet {name!r}: currency {got.currency} from {got.basis}")
     notes += [f"sheet {name!r}: {d}" for d in got.doubts]
-    report = _report(sheet, Header(matrix.header_rows, []), "read", kind="matrix", matrix=matrix.to_json(),
-                     cells=got.counts, needs_confirmation=bool(doubts), doubts=doubts, source=source)
+    report = _report(
+        sheet,
+        Header(matrix.header_rows, []),
+        "read",
+        kind="matrix",
+        matrix=matrix.to_json(),
+        cells=got.counts,
+        needs_confirmation=bool(doubts),
+        doubts=doubts,
+        source=source,
+    )
     return _SheetResult(got.items, report, notes)
 
 
-def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_model: bool,
-                model_doubt: bool | None = False) -> _SheetResult:
+def _read_sheet(
+    sheet: Sheet,
+    mapped: dict | None,
+    currency: str | None,
+    column_model: bool,
+    model_doubt: bool | None = False,
+) -> _SheetResult:
     rows = sheet.rows
     if mapped and mapped.get("matrix"):
         return _matrix_sheet(sheet, Matrix.from_json(mapped["matrix"]), currency, "reviewer")
@@ -380,15 +476,20 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
             if proposal:
                 got.report["matrix"] = proposal.matrix.to_json()
             return got
-    body = rows[header.body_start - 1:]
+    body = rows[header.body_start - 1 :]
     width = max([len(header.labels)] + [len(r) for r in body])
     second = None
     if column_model:
         assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
     else:
-        assignment = rules_columns.assign_roles(rules_columns.profile_columns(body, width), header.labels,
-                                                mapped and mapped["columns"])
-        second = second_opinion(assignment, body, width, header.labels) if model_doubt is not False and not mapped else None
+        assignment = rules_columns.assign_roles(
+            rules_columns.profile_columns(body, width), header.labels, mapped and mapped["columns"]
+        )
+        second = (
+            second_opinion(assignment, body, width, header.labels)
+            if model_doubt is not False and not mapped
+            else None
+        )
         if model_doubt and second is not None:
             assignment = second
     if "unit_price" not in assignment.roles:
@@ -415,9 +516,17 @@ def _read_sheet(sheet: Sheet, mapped: dict | None, currency: str | None, column_
         confirm = any(c.needs_confirmation for c in assignment.columns) or bool(assignment.doubted)
     else:
         confirm = bool(doubts)
-    report = _report(sheet, header, "read", columns=[c.to_json() for c in assignment.columns],
-                     needs_confirmation=confirm and not mapped, doubts=doubts, rows=counts, skipped_rows=listed,
-                     source="reviewer" if mapped else "inferred")
+    report = _report(
+        sheet,
+        header,
+        "read",
+        columns=[c.to_json() for c in assignment.columns],
+        needs_confirmation=confirm and not mapped,
+        doubts=doubts,
+        rows=counts,
+        skipped_rows=listed,
+        source="reviewer" if mapped else "inferred",
+    )
     held = _held_doubt(second, assignment) if model_doubt is None else None
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder) + relation_notes, held)
 
@@ -426,28 +535,47 @@ def _held_doubt(second, rules) -> tuple[list[dict], list[str], list[dict]] | Non
     """The column model's doubt on the rules' roles, kept for ``_show_held_doubt``."""
     if second is None or not second.doubted:
         return None
-    return ([c.to_json() for c in second.columns], second.doubts[len(rules.doubts):],
-            _uncertain_flags(second.doubted, second.roles))
+    return (
+        [c.to_json() for c in second.columns],
+        second.doubts[len(rules.doubts) :],
+        _uncertain_flags(second.doubted, second.roles),
+    )
 
 
 def _uncertain_flags(doubted: dict[str, tuple[int, str]], taken: dict[str, int]) -> list[dict]:
     """One uncertain-column flag per item role in doubt (taken from its column, or taken from
     none while the column may hold it). A currency read for a price column in doubt (its
     header, its cells, their number format) is in doubt with it."""
-    flags = [flag(Code.UNCERTAIN_COLUMN, role, variant="" if role in taken else "absent",
-                  role=_ROLE_WORDS[role], column=col_letter(col))
-             for role, (col, _why) in doubted.items()]
+    flags = [
+        flag(
+            Code.UNCERTAIN_COLUMN,
+            role,
+            variant="" if role in taken else "absent",
+            role=_ROLE_WORDS[role],
+            column=col_letter(col),
+        )
+        for role, (col, _why) in doubted.items()
+    ]
     if "unit_price" in doubted and "currency" not in doubted:
-        flags.append(flag(Code.UNCERTAIN_COLUMN, "currency", role=_ROLE_WORDS["currency"],
-                          column=col_letter(doubted["unit_price"][0])))
+        flags.append(
+            flag(
+                Code.UNCERTAIN_COLUMN,
+                "currency",
+                role=_ROLE_WORDS["currency"],
+                column=col_letter(doubted["unit_price"][0]),
+            )
+        )
     return flags
 
 
 def _doubt_on(item: dict, flags: list[dict]) -> None:
     """``flags`` (uncertain columns) on ``item``; a currency flag only on an item with a currency."""
     have = {(f["code"], f["field"]) for f in item.get("flags") or []}
-    added = [dict(f) for f in flags if (f["field"] != "currency" or item.get("currency"))
-             and (f["code"], f["field"]) not in have]
+    added = [
+        dict(f)
+        for f in flags
+        if (f["field"] != "currency" or item.get("currency")) and (f["code"], f["field"]) not in have
+    ]
     if added:
         item["flags"] = list(item.get("flags") or []) + added
 
@@ -470,13 +598,17 @@ def show_held_doubt(held: list[dict], sheets: list[dict], items: list[dict], *, 
         return False
     reports = {r["sheet"]: r for r in sheets}
     for doubt in held:
-        _show_held_doubt(reports[doubt["sheet"]], [i for i in items if i["source"]["sheet"] == doubt["sheet"]],
-                         (doubt["columns"], doubt["reasons"], doubt["flags"]))
+        _show_held_doubt(
+            reports[doubt["sheet"]],
+            [i for i in items if i["source"]["sheet"] == doubt["sheet"]],
+            (doubt["columns"], doubt["reasons"], doubt["flags"]),
+        )
     return True
 
 
-def extract(table: Table, mapping: dict | None = None, *, column_model: bool = False,
-            model_doubt: bool | None = None) -> Extraction:
+def extract(
+    table: Table, mapping: dict | None = None, *, column_model: bool = False, model_doubt: bool | None = None
+) -> Extraction:
     """Items and the per-sheet ``columns`` report of ``table`` (pure, no ORM).
 
     ``mapping`` (a reviewer's, or a remembered layout) names, per sheet, the
@@ -521,8 +653,15 @@ def extract(table: Table, mapping: dict | None = None, *, column_model: bool = F
         for got in held:
             _show_held_doubt(got.report, got.items, got.held_doubt)
         held, confirm = [], True
-    kept = [{"sheet": got.report["sheet"], "columns": got.held_doubt[0], "reasons": got.held_doubt[1],
-             "flags": got.held_doubt[2]} for got in held]
+    kept = [
+        {
+            "sheet": got.report["sheet"],
+            "columns": got.held_doubt[0],
+            "reasons": got.held_doubt[1],
+            "flags": got.held_doubt[2],
+        }
+        for got in held
+    ]
     return Extraction(items, notes, reports, confirm, refusal, kept)
 
 

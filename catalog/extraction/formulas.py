@@ -72,8 +72,11 @@ def _close(t: float, a: float, b: float) -> bool:
 
 def _product(total: list, first: list, second: list) -> bool:
     """``total`` is ``first`` × ``second`` on most rows, neither factor a plain 1."""
-    rows = [(float(t), float(a), float(b)) for t, a, b in zip(total, first, second, strict=True)
-            if t and a is not None and b is not None]
+    rows = [
+        (float(t), float(a), float(b))
+        for t, a, b in zip(total, first, second, strict=True)
+        if t and a is not None and b is not None
+    ]
     if len(rows) < MIN_ROWS or sum(1 for r in rows[:MIN_ROWS] if _close(*r)) < MIN_ROWS - 1:
         return False  # the first rows already disagree: most pairs stop here
     if sum(1 for _t, a, b in rows if a != 1 and b != 1) < 0.5 * len(rows):
@@ -94,7 +97,7 @@ def price_relations(body: list[list[str]], width: int, price: int, decimal: str 
         return Relations(None, None)
     others = [c for c in numbers if c != price]
     for i, first in enumerate(others):
-        for second in others[i + 1:]:
+        for second in others[i + 1 :]:
             if _product(numbers[price], numbers[first], numbers[second]):
                 return Relations(Derived("total", (first, second)), None)
     for total in others:

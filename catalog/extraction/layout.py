@@ -31,7 +31,9 @@ _ZONE = re.compile(
     r"(?:zone|zona|zóna|zona|strefa|pasmo|pásmo|band|region|región|zon|зона|tier|tarif|pasmo)"
     r"(?![a-z])\s*+[\w.\-]{0,6}+"
 )
-_RATE_WORDS = re.compile(r"(?<![\w])(?:zone|zona|strefa|pasmo|band|weight|gewicht|vaha|waga|вес|kg|кг)(?![\w])")
+_RATE_WORDS = re.compile(
+    r"(?<![\w])(?:zone|zona|strefa|pasmo|band|weight|gewicht|vaha|waga|вес|kg|кг)(?![\w])"
+)
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,10 @@ def cell_at(row: list[str], i: int) -> str:
 
 
 def _price_under(labels: list[str], row: list[str]) -> bool:
-    return any((got := classify_header(label)) and got[0] == "unit_price" and _is_number(cell_at(row, i))
-               for i, label in enumerate(labels))
+    return any(
+        (got := classify_header(label)) and got[0] == "unit_price" and _is_number(cell_at(row, i))
+        for i, label in enumerate(labels)
+    )
 
 
 def _by_words(rows: list[list[str]]) -> Header | None:
@@ -195,7 +199,9 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
     if any(_ZONE.fullmatch(fold(t)) or _RATE_WORDS.search(fold(t)) for t in labels):
         return "rate card (prices by bands and zones)"
     firsts = [r[0] for r in body[:200] if r and r[0]]
-    if firsts and sum(1 for t in firsts if is_dimension(t) or _RATE_WORDS.search(fold(t))) >= 0.6 * len(firsts):
+    if firsts and sum(1 for t in firsts if is_dimension(t) or _RATE_WORDS.search(fold(t))) >= 0.6 * len(
+        firsts
+    ):
         return "price matrix (its rows and columns are both dimensions)"
     return None
 
@@ -208,7 +214,7 @@ def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
     or a text corner."""
     dims = [d for d in _dimension_rows(rows) if not _numbers_from_first_cell(d.labels)]
     for cand in [header] + dims:
-        kind = _shape_kind(cand, rows[cand.body_start - 1:])
+        kind = _shape_kind(cand, rows[cand.body_start - 1 :])
         if kind:
             return kind
     labels = [t for t in header.labels if t and len(t) <= HEADER_CELL_MAX]
@@ -287,7 +293,11 @@ def band_bounds(body: list[list[str]], width: int) -> int | None:
                 parsed[c] = _whole_numbers(sample, c)
         if parsed[col] is None or parsed[col + 1] is None:
             continue
-        pairs = [(a, b) for a, b in zip(parsed[col], parsed[col + 1], strict=True) if a is not None and b is not None]
+        pairs = [
+            (a, b)
+            for a, b in zip(parsed[col], parsed[col + 1], strict=True)
+            if a is not None and b is not None
+        ]
         whole = [(a, b) for a, b in pairs if a == a.to_integral_value() and b == b.to_integral_value()]
         banded = sum(1 for a, b in whole if a < b)
         chained = sum(1 for (_a, high), (low, _b) in pairwise(whole) if low in (high, high + 1))

@@ -49,7 +49,9 @@ def _sheet_errors(entry, table: Table) -> list[str]:
         return matrix_parse(entry["matrix"], sheet)[1]
     errors = []
     row = entry.get("header_row")
-    if row is not None and (isinstance(row, bool) or not isinstance(row, int) or not 1 <= row <= len(sheet.rows)):
+    if row is not None and (
+        isinstance(row, bool) or not isinstance(row, int) or not 1 <= row <= len(sheet.rows)
+    ):
         errors.append(f"sheet {name!r}: header row {row!r} is not a row of the sheet (1-{len(sheet.rows)})")
     columns = entry.get("columns")
     if not isinstance(columns, dict):
@@ -92,10 +94,10 @@ def sheet_mapping(mapping: dict, sheet: Sheet) -> dict | None:
             if isinstance(entry.get("matrix"), dict):
                 return {"header_row": entry.get("header_row"), "matrix": entry["matrix"]}
             columns = entry.get("columns") or {}
-            out = {role: (col_index(columns[role]) if columns.get(role) else None)
-                   for role in MAPPED_ROLES}
+            out = {role: (col_index(columns[role]) if columns.get(role) else None) for role in MAPPED_ROLES}
             if out["unit_price"] is None or (out["description"] is None and out["sku"] is None):
-                raise MappingError([f"sheet {sheet.name!r}: a mapping needs a price column "
-                                    "and a description or SKU column"])
+                raise MappingError(
+                    [f"sheet {sheet.name!r}: a mapping needs a price column and a description or SKU column"]
+                )
             return {"header_row": entry.get("header_row"), "columns": out}
     return None

@@ -50,23 +50,37 @@ if TYPE_CHECKING:  # the reader imports this package; only types flow back
 
 MATRIX_KEYS = ("row_labels", "column_header_rows", "body", "dimension_unit", "product")
 
-MSG_NOT_OBJECT = ("Sheet {name!r}: `matrix` must be an object with `row_labels`, `column_header_rows` "
-                  "and `body` (and optionally `dimension_unit`, `product`).")
+MSG_NOT_OBJECT = (
+    "Sheet {name!r}: `matrix` must be an object with `row_labels`, `column_header_rows` "
+    "and `body` (and optionally `dimension_unit`, `product`)."
+)
 MSG_UNKNOWN_KEY = "Sheet {name!r}: unknown matrix field {key!r}; the fields are {keys}."
-MSG_ROW_LABELS = "Sheet {name!r}: `row_labels` must list the column letters that hold the product (for example [\"A\"])."
-MSG_LABEL_COLUMN = "Sheet {name!r}: row label column {value!r} does not exist (the sheet's last column is {last})."
-MSG_HEADER_ROWS = ("Sheet {name!r}: `column_header_rows` must list the rows (1 to {rows}) whose cells name "
-                   "the body's columns (for example [3]).")
-MSG_BODY = ("Sheet {name!r}: `body` {value!r} is not a range such as \"B4:Z40\" (or \"B4:Z\", to the "
-            "sheet's last row), top left to bottom right.")
-MSG_BODY_OUTSIDE = ("Sheet {name!r}: the body {value} reaches outside the sheet (it has {rows} rows, "
-                    "its last column is {last}).")
-MSG_HEADER_IN_BODY = ("Sheet {name!r}: column header row {row} is inside the body {body}; the header rows "
-                      "are above it.")
+MSG_ROW_LABELS = (
+    'Sheet {name!r}: `row_labels` must list the column letters that hold the product (for example ["A"]).'
+)
+MSG_LABEL_COLUMN = (
+    "Sheet {name!r}: row label column {value!r} does not exist (the sheet's last column is {last})."
+)
+MSG_HEADER_ROWS = (
+    "Sheet {name!r}: `column_header_rows` must list the rows (1 to {rows}) whose cells name "
+    "the body's columns (for example [3])."
+)
+MSG_BODY = (
+    'Sheet {name!r}: `body` {value!r} is not a range such as "B4:Z40" (or "B4:Z", to the '
+    "sheet's last row), top left to bottom right."
+)
+MSG_BODY_OUTSIDE = (
+    "Sheet {name!r}: the body {value} reaches outside the sheet (it has {rows} rows, "
+    "its last column is {last})."
+)
+MSG_HEADER_IN_BODY = (
+    "Sheet {name!r}: column header row {row} is inside the body {body}; the header rows are above it."
+)
 MSG_HEADER_BELOW = "Sheet {name!r}: column header row {row} is below the body's first row ({top}); the header rows are above it."
-MSG_LABEL_IN_BODY = ("Sheet {name!r}: row label column {letter} is inside the body {body}; the row labels "
-                     "are beside it.")
-MSG_UNIT = "Sheet {name!r}: `dimension_unit` must be a short text (\"cm\", \"ml\") or null."
+MSG_LABEL_IN_BODY = (
+    "Sheet {name!r}: row label column {letter} is inside the body {body}; the row labels are beside it."
+)
+MSG_UNIT = 'Sheet {name!r}: `dimension_unit` must be a short text ("cm", "ml") or null.'
 MSG_PRODUCT = "Sheet {name!r}: `product` must be a text of at most {limit} characters, or null."
 MSG_NO_PRICE = "Sheet {name!r}: the body {body} holds no price under a column label."
 
@@ -105,17 +119,28 @@ class Matrix:
         return f"{col_letter(self.left)}{self.top}:{col_letter(self.right)}{end}"
 
     def to_json(self) -> dict:
-        return {"row_labels": [col_letter(c) for c in self.row_labels],
-                "column_header_rows": list(self.header_rows), "body": self.body,
-                "dimension_unit": self.unit, "product": self.product}
+        return {
+            "row_labels": [col_letter(c) for c in self.row_labels],
+            "column_header_rows": list(self.header_rows),
+            "body": self.body,
+            "dimension_unit": self.unit,
+            "product": self.product,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Matrix:
         """A matrix form already checked by ``matrix_parse``."""
         left, top, right, bottom = _range(data["body"])
-        return cls(row_labels=tuple(col_index(c) for c in data["row_labels"]),
-                   header_rows=tuple(data["column_header_rows"]), top=top, left=left, right=right,
-                   bottom=bottom, unit=data.get("dimension_unit") or None, product=data.get("product") or None)
+        return cls(
+            row_labels=tuple(col_index(c) for c in data["row_labels"]),
+            header_rows=tuple(data["column_header_rows"]),
+            top=top,
+            left=left,
+            right=right,
+            bottom=bottom,
+            unit=data.get("dimension_unit") or None,
+            product=data.get("product") or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -163,16 +188,22 @@ def _letters(value, name: str, width: int, errors: list[str]) -> list[int]:
     for letters in value:
         col = col_index(letters)
         if col is None or col >= width:
-            errors.append(MSG_LABEL_COLUMN.format(name=name, value=letters,
-                                                  last=col_letter(width - 1) if width else "none"))
+            errors.append(
+                MSG_LABEL_COLUMN.format(
+                    name=name, value=letters, last=col_letter(width - 1) if width else "none"
+                )
+            )
         elif col not in out:
             out.append(col)
     return out
 
 
 def _header_rows(value, name: str, count: int, errors: list[str]) -> list[int]:
-    ok = (isinstance(value, list) and value
-          and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= count for v in value))
+    ok = (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= count for v in value)
+    )
     if not ok:
         errors.append(MSG_HEADER_ROWS.format(name=name, rows=count))
         return []
@@ -197,8 +228,11 @@ def _body(value, name: str, rows: list[list[str]], width: int, errors: list[str]
         errors.append(MSG_BODY.format(name=name, value=value))
         return None
     if right >= width or top > len(rows) or (bottom or 0) > len(rows):
-        errors.append(MSG_BODY_OUTSIDE.format(name=name, value=text, rows=len(rows),
-                                              last=col_letter(width - 1) if width else "none"))
+        errors.append(
+            MSG_BODY_OUTSIDE.format(
+                name=name, value=text, rows=len(rows), last=col_letter(width - 1) if width else "none"
+            )
+        )
         return None
     return left, top, right, bottom
 
@@ -226,8 +260,11 @@ def matrix_parse(data, sheet: Sheet) -> tuple[dict | None, list[str]]:
     name, rows = sheet.name, sheet.rows
     if not isinstance(data, dict):
         return None, [MSG_NOT_OBJECT.format(name=name)]
-    errors = [MSG_UNKNOWN_KEY.format(name=name, key=k, keys=", ".join(MATRIX_KEYS))
-              for k in data if k not in MATRIX_KEYS]
+    errors = [
+        MSG_UNKNOWN_KEY.format(name=name, key=k, keys=", ".join(MATRIX_KEYS))
+        for k in data
+        if k not in MATRIX_KEYS
+    ]
     width = max((len(r) for r in rows), default=0)
     labels = _letters(data.get("row_labels"), name, width, errors)
     headers = _header_rows(data.get("column_header_rows"), name, len(rows), errors)
@@ -279,7 +316,7 @@ def _label(text: str, unit: str | None) -> str:
 
 
 def describe(product: str | None, row_labels: list[str], column_label: str, unit: str | None) -> str:
-    """"Roller blind, 60 × 140 cm": the product, the row's labels, the column's label.
+    """ "Roller blind, 60 × 140 cm": the product, the row's labels, the column's label.
 
     When the row's last label and the column's label are both bare numbers
     (a width by a height), they are written as one size, column first."""
@@ -319,8 +356,11 @@ class _CellReader:
         rows = sheet.rows
         self.bottom = min(m.bottom or len(rows), len(rows))
         self.labels = column_labels(rows, m)
-        self.decimal = decimal_style(cell(rows[r - 1], c) for r in range(m.top, min(self.bottom, m.top + 500) + 1)
-                                     for c in range(m.left, m.right + 1))
+        self.decimal = decimal_style(
+            cell(rows[r - 1], c)
+            for r in range(m.top, min(self.bottom, m.top + 500) + 1)
+            for c in range(m.left, m.right + 1)
+        )
         self.code, self.basis, self.doubts = _sheet_currency(rows, m)
         if currency:
             self.code, self.basis = currency, "the reviewer's mapping"
@@ -344,9 +384,15 @@ class _CellReader:
         return source
 
     def item(self, r: int, col: int, text: str, value, row_labels: list[str]) -> dict:
-        return {"sku": "", "description": describe(self.m.product, row_labels, self.labels[col], self.m.unit),
-                "unit": None, "pack_size": None, "unit_price": canonical_decimal(value),
-                "currency": self.currency(r, col, text), "source": self.source(r, col, value)}
+        return {
+            "sku": "",
+            "description": describe(self.m.product, row_labels, self.labels[col], self.m.unit),
+            "unit": None,
+            "pack_size": None,
+            "unit_price": canonical_decimal(value),
+            "currency": self.currency(r, col, text),
+            "source": self.source(r, col, value),
+        }
 
 
 def matrix_read(sheet: Sheet, m: Matrix, currency: str | None = None) -> MatrixRead:
@@ -388,8 +434,10 @@ def _holds_a_price(sheet: Sheet, m: Matrix) -> bool:
         row = sheet.rows[r - 1]
         if not any(cell(row, c).strip() for c in m.row_labels):
             continue
-        if any(labels[c] and isinstance(_price(cap(cell(row, c)), None), Decimal)
-               for c in range(m.left, m.right + 1)):
+        if any(
+            labels[c] and isinstance(_price(cap(cell(row, c)), None), Decimal)
+            for c in range(m.left, m.right + 1)
+        ):
             return True
     return False
 
@@ -400,7 +448,7 @@ def counts_sentence(counts: dict[str, int]) -> str:
     if counts["empty"]:
         parts.append(f"{counts['empty']} empty or not offered skipped")
     if counts["no_price"]:
-        parts.append(f"{counts['no_price']} without a price (such as \"on request\") skipped")
+        parts.append(f'{counts["no_price"]} without a price (such as "on request") skipped')
     if counts["unlabeled"]:
         parts.append(f"{counts['unlabeled']} prices outside a labeled row or column skipped")
     return "; ".join(parts)
@@ -426,7 +474,7 @@ def _zone(text: str) -> bool:
 
 
 def _kind(column_labels_: list[str], row_labels: list[str]) -> str:
-    """"rate_card" for weight bands or zones by weights; else "matrix"."""
+    """ "rate_card" for weight bands or zones by weights; else "matrix"."""
     if _share(column_labels_, layout.is_band) >= 0.6 or _share(row_labels, layout.is_band) >= 0.6:
         return "rate_card"
     if _share(column_labels_, _zone) >= 0.6 and _share(row_labels, _weight) >= 0.6:
@@ -499,8 +547,7 @@ def _labels_fit(labels: list[str], strict: bool) -> bool:
             return False
     if not strict:
         return True
-    return (all(_size(t) or _zone(t) for t in labels)
-            and not all(_BARE_NUMBER.fullmatch(t) for t in labels))
+    return all(_size(t) or _zone(t) for t in labels) and not all(_BARE_NUMBER.fullmatch(t) for t in labels)
 
 
 def _priced_rows(body: list[int], start: int, stop: int, number: _Numbers) -> list[int]:
@@ -517,8 +564,11 @@ def _candidate(rows: list[list[str]], header: int, strict: bool, number: _Number
     if not _labels_fit(labels, strict):
         return None
     priced = _priced_rows(body, header + 1, header + _SAMPLE_ROWS, number)
-    label_cols = [c for c in range(body[0])
-                  if sum(1 for r in priced if cell(rows[r - 1], c).strip()) >= 0.6 * len(priced)]
+    label_cols = [
+        c
+        for c in range(body[0])
+        if sum(1 for r in priced if cell(rows[r - 1], c).strip()) >= 0.6 * len(priced)
+    ]
     if len(priced) < 2 or not label_cols:
         return None
     row_texts = [cell(rows[r - 1], label_cols[-1]).strip() for r in priced]

@@ -18,42 +18,161 @@ from catalog.extraction.text import cap, fold
 
 # Symbols that name exactly one currency.
 SYMBOLS = {
-    "€": "EUR", "£": "GBP", "₽": "RUB", "₴": "UAH", "₹": "INR", "₸": "KZT",
-    "₺": "TRY", "₱": "PHP", "₫": "VND", "₩": "KRW", "₪": "ILS", "₦": "NGN",
-    "US$": "USD", "C$": "CAD", "CA$": "CAD", "A$": "AUD", "AU$": "AUD",
-    "NZ$": "NZD", "R$": "BRL", "HK$": "HKD", "S$": "SGD",
+    "€": "EUR",
+    "£": "GBP",
+    "₽": "RUB",
+    "₴": "UAH",
+    "₹": "INR",
+    "₸": "KZT",
+    "₺": "TRY",
+    "₱": "PHP",
+    "₫": "VND",
+    "₩": "KRW",
+    "₪": "ILS",
+    "₦": "NGN",
+    "US$": "USD",
+    "C$": "CAD",
+    "CA$": "CAD",
+    "A$": "AUD",
+    "AU$": "AUD",
+    "NZ$": "NZD",
+    "R$": "BRL",
+    "HK$": "HKD",
+    "S$": "SGD",
 }
 SYMBOL_RE = re.compile("|".join(re.escape(s) for s in sorted(SYMBOLS, key=len, reverse=True)))
 # Symbols that do not say which currency: noted, never resolved.
 AMBIGUOUS_SYMBOLS = ("$", "¥", "kr")
-ISO_CODES = ["USD", "EUR", "GBP", "CHF", "CAD", "AUD", "NZD", "JPY", "CNY", "RUB", "RUR", "UAH", "BYN", "KZT", "PLN", "CZK", "HUF", "RON", "BGN", "SEK", "NOK", "DKK", "ISK", "TRY", "INR", "PKR", "LKR", "BDT", "NPR", "IDR", "MYR", "SGD", "HKD", "THB", "VND", "PHP", "KRW", "ZAR", "BRL", "MXN", "ARS", "CLP", "COP", "AED", "SAR", "ILS", "EGP", "NGN", "KES", "UZS", "GEL", "AMD", "AZN", "MDL", "RSD"]
+ISO_CODES = [
+    "USD",
+    "EUR",
+    "GBP",
+    "CHF",
+    "CAD",
+    "AUD",
+    "NZD",
+    "JPY",
+    "CNY",
+    "RUB",
+    "RUR",
+    "UAH",
+    "BYN",
+    "KZT",
+    "PLN",
+    "CZK",
+    "HUF",
+    "RON",
+    "BGN",
+    "SEK",
+    "NOK",
+    "DKK",
+    "ISK",
+    "TRY",
+    "INR",
+    "PKR",
+    "LKR",
+    "BDT",
+    "NPR",
+    "IDR",
+    "MYR",
+    "SGD",
+    "HKD",
+    "THB",
+    "VND",
+    "PHP",
+    "KRW",
+    "ZAR",
+    "BRL",
+    "MXN",
+    "ARS",
+    "CLP",
+    "COP",
+    "AED",
+    "SAR",
+    "ILS",
+    "EGP",
+    "NGN",
+    "KES",
+    "UZS",
+    "GEL",
+    "AMD",
+    "AZN",
+    "MDL",
+    "RSD",
+]
 ISO_RE = re.compile(r"(?<![A-Za-z])(" + "|".join(ISO_CODES) + r"|RMB)(?![A-Za-z])")
 _ISO_ALIASES = {"RUR": "RUB", "RMB": "CNY"}
 # Words (matched on folded text, whole words) that name one currency.
 WORDS = {
-    "eur": "EUR", "euro": "EUR", "euros": "EUR", "евро": "EUR", "євро": "EUR",
-    "usd": "USD", "gbp": "GBP", "chf": "CHF", "pln": "PLN", "uah": "UAH", "kzt": "KZT",
-    "czk": "CZK", "inr": "INR", "zar": "ZAR",
-    "руб": "RUB", "руб.": "RUB", "рубли": "RUB", "рублей": "RUB", "рубль": "RUB",
-    "рублях": "RUB", "рубля": "RUB", "rub.": "RUB",
-    "грн": "UAH", "грн.": "UAH", "гривна": "UAH", "гривень": "UAH", "гривні": "UAH",
-    "гривен": "UAH", "гривнях": "UAH",
-    "тг": "KZT", "тенге": "KZT", "теңге": "KZT",
-    "zł": "PLN", "zl": "PLN", "złotych": "PLN", "zlotych": "PLN", "złoty": "PLN",
-    "долл": "USD", "долл.": "USD", "доллар": "USD", "долларов": "USD", "доларів": "USD",
-    "kč": "CZK", "lei": "RON", "лв": "BGN", "лв.": "BGN", "rupees": "INR",
-    "reais": "BRL", "real": "BRL", "人民币": "CNY", "元": "CNY", "円": "JPY",
+    "eur": "EUR",
+    "euro": "EUR",
+    "euros": "EUR",
+    "евро": "EUR",
+    "євро": "EUR",
+    "usd": "USD",
+    "gbp": "GBP",
+    "chf": "CHF",
+    "pln": "PLN",
+    "uah": "UAH",
+    "kzt": "KZT",
+    "czk": "CZK",
+    "inr": "INR",
+    "zar": "ZAR",
+    "руб": "RUB",
+    "руб.": "RUB",
+    "рубли": "RUB",
+    "рублей": "RUB",
+    "рубль": "RUB",
+    "рублях": "RUB",
+    "рубля": "RUB",
+    "rub.": "RUB",
+    "грн": "UAH",
+    "грн.": "UAH",
+    "гривна": "UAH",
+    "гривень": "UAH",
+    "гривні": "UAH",
+    "гривен": "UAH",
+    "гривнях": "UAH",
+    "тг": "KZT",
+    "тенге": "KZT",
+    "теңге": "KZT",
+    "zł": "PLN",
+    "zl": "PLN",
+    "złotych": "PLN",
+    "zlotych": "PLN",
+    "złoty": "PLN",
+    "долл": "USD",
+    "долл.": "USD",
+    "доллар": "USD",
+    "долларов": "USD",
+    "доларів": "USD",
+    "kč": "CZK",
+    "lei": "RON",
+    "лв": "BGN",
+    "лв.": "BGN",
+    "rupees": "INR",
+    "reais": "BRL",
+    "real": "BRL",
+    "人民币": "CNY",
+    "元": "CNY",
+    "円": "JPY",
 }
 WORD_RE = re.compile(
-    r"(?<![\w])("
-    + "|".join(re.escape(fold(w)) for w in sorted(WORDS, key=len, reverse=True))
-    + r")(?![\w])"
+    r"(?<![\w])(" + "|".join(re.escape(fold(w)) for w in sorted(WORDS, key=len, reverse=True)) + r")(?![\w])"
 )
 _FOLDED_WORDS = {fold(w): c for w, c in WORDS.items()}
 # Abbreviations that are currencies only right after an amount: "100р.", "6,31руб", "50 TL".
 _AFTER_AMOUNT_RE = re.compile(r"\d\s?(р\.?|руб|TL|Ft|Kč|zł|грн)(?![\w])")
-_AFTER_AMOUNT = {"р": "RUB", "р.": "RUB", "руб": "RUB", "TL": "TRY", "Ft": "HUF",
-                 "Kč": "CZK", "zł": "PLN", "грн": "UAH"}
+_AFTER_AMOUNT = {
+    "р": "RUB",
+    "р.": "RUB",
+    "руб": "RUB",
+    "TL": "TRY",
+    "Ft": "HUF",
+    "Kč": "CZK",
+    "zł": "PLN",
+    "грн": "UAH",
+}
 PLAIN_NUMBER_RE = re.compile(r"[\d\s.,'’\-+()%/]*+")
 AMBIGUOUS_RE = re.compile(r"(?<![A-Za-z])(\$|¥|kr)(?![A-Za-z])")
 
@@ -110,7 +229,7 @@ def _strip_affixes(s: str) -> tuple[str, bool]:
     for _ in range(2):
         m = _CURRENCY_AFFIX.match(s)
         if m and m.end() < len(s):
-            s = s[m.end():].strip()
+            s = s[m.end() :].strip()
         m = _CURRENCY_SUFFIX.search(s[-8:])
         if m:
             cut = len(s) - 8 + m.start() if len(s) > 8 else m.start()
@@ -124,7 +243,7 @@ def _strip_affixes(s: str) -> tuple[str, bool]:
 
 
 def _join_spaced_groups(s: str) -> str | None:
-    """"1 234,50" -> "1234,50"; None when spaces or apostrophes are not thousands."""
+    """ "1 234,50" -> "1234,50"; None when spaces or apostrophes are not thousands."""
     s = _SPACES_RE.sub(" ", s).replace("’", "'").replace("`", "'")
     for ch in (" ", "'"):
         if ch in s:
@@ -267,7 +386,7 @@ def _separator_vote(text: str) -> str | None:
     for sep in ".,":
         i = text.rfind(sep)
         if i >= 0:
-            tail = text[i + 1:]
+            tail = text[i + 1 :]
             digits = len(tail) - len(tail.lstrip("0123456789"))
             if digits and digits != 3:
                 return sep

@@ -25,12 +25,11 @@ _CONTAINERS = (
     r"box|boxes|case|cases|carton|ctn|pack|pk|bag|tray|crate|karton|kiste|schachtel|"
     r"colis|caja|scatola|doos|коробка|ящик|упаковка|уп\.?|упак\.?|blister"
 )
-_PACK_OF = re.compile(
-    r"(?P<unit>" + _CONTAINERS + r")\s++(?:of|à|a|de|da|van|по|zu)\s++(?P<n>\d++)", re.I
-)
+_PACK_OF = re.compile(r"(?P<unit>" + _CONTAINERS + r")\s++(?:of|à|a|de|da|van|по|zu)\s++(?P<n>\d++)", re.I)
 _N_PER = re.compile(
     r"(?<!\d)(?P<n>\d++)\s*+(?:pcs?\.?|pieces|шт\.?|st\.?|stk\.?|x)?+\s*+(?:/|per|pro|par|por|в|na)\s*+(?P<unit>"
-    + _CONTAINERS + r")\b",
+    + _CONTAINERS
+    + r")\b",
     re.I,
 )
 _VE = re.compile(r"(?:ve|vpe|pu|pe|pk|pack|уп\.?|упак\.?)\s*+[:.=]?+\s*+(?P<n>\d++)", re.I)
@@ -146,8 +145,12 @@ def pack_in_description(desc: str) -> tuple[str | None, int | None, str | None]:
     if cu and (normalize_unit(cu) in _CONTENT_UNITS or fold(cu) in ("gms", "grms")):
         return "case", n, None
     if not cu:
-        return "case", n, (
-            f"pack {m.group(0).strip()!r}: the content of one unit has no measure "
-            "(g? ml?), check the pack size"
+        return (
+            "case",
+            n,
+            (
+                f"pack {m.group(0).strip()!r}: the content of one unit has no measure "
+                "(g? ml?), check the pack size"
+            ),
         )
     return None, None, None

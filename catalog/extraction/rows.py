@@ -112,4 +112,3 @@ class RowClassifier:
             self.running = Decimal(0)
             return RowClass(r, "total", "a lone number equal to the sum of the prices above it")
         return RowClass(r, PRICE_WITHOUT_ITEM, "a price but no SKU or description")
-

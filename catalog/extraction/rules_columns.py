@@ -25,8 +25,15 @@ ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "q
 ITEM_ROLES = ROLES[:6]  # the roles an item is made of (a quantity column is not read into items)
 SAMPLE_ROWS = 2000
 # The least score a column needs to take a role.
-THRESHOLDS = {"sku": 0.45, "description": 0.3, "unit": 0.45, "pack_size": 0.5,
-              "unit_price": 0.35, "currency": 0.5, "quantity": 0.5}
+THRESHOLDS = {
+    "sku": 0.45,
+    "description": 0.3,
+    "unit": 0.45,
+    "pack_size": 0.5,
+    "unit_price": 0.35,
+    "currency": 0.5,
+    "quantity": 0.5,
+}
 HEADER_BONUS = {1: 0.3, 2: 0.45, 3: 0.55}
 CLOSE_CALL = 0.15  # two columns this close for one role: a reviewer decides
 WEAK_DESCRIPTION = 0.5
@@ -137,13 +144,19 @@ def content_scores(p: Profile) -> dict[str, tuple[float, str]]:
     fill = min(1.0, p.filled * 1.5)
     text_share = 1.0 - p.numeric
     scores = {
-        "unit_price": (0.0 if p.sequential else p.numeric * (0.5 + 0.3 * p.decimals + 0.2 * p.money),
-                       f"{p.numeric:.0%} numbers, {p.decimals:.0%} of them with decimals"),
-        "description": (p.alpha * text_share * min(1.0, p.mean_len / 15) * (0.4 + 0.6 * p.distinct)
-                        + 0.1 * min(1.0, p.words / 3) * text_share,
-                        f"text, {p.mean_len:.0f} characters on average, {p.distinct:.0%} distinct"),
-        "sku": (p.code * (0.4 + 0.6 * p.distinct) * (1.0 if p.mean_len <= 20 else 0.5),
-                f"{p.code:.0%} code-like values, {p.distinct:.0%} distinct"),
+        "unit_price": (
+            0.0 if p.sequential else p.numeric * (0.5 + 0.3 * p.decimals + 0.2 * p.money),
+            f"{p.numeric:.0%} numbers, {p.decimals:.0%} of them with decimals",
+        ),
+        "description": (
+            p.alpha * text_share * min(1.0, p.mean_len / 15) * (0.4 + 0.6 * p.distinct)
+            + 0.1 * min(1.0, p.words / 3) * text_share,
+            f"text, {p.mean_len:.0f} characters on average, {p.distinct:.0%} distinct",
+        ),
+        "sku": (
+            p.code * (0.4 + 0.6 * p.distinct) * (1.0 if p.mean_len <= 20 else 0.5),
+            f"{p.code:.0%} code-like values, {p.distinct:.0%} distinct",
+        ),
         "unit": (p.unit_words, f"{p.unit_words:.0%} unit words"),
         "currency": (p.currency_codes, f"{p.currency_codes:.0%} currency codes"),
         "quantity": (0.3 * p.numeric * p.integers, f"{p.integers:.0%} whole numbers"),
@@ -161,7 +174,9 @@ def _vetoes(p: Profile) -> dict[str, str]:
     return out
 
 
-def score_columns(profiles: list[Profile], labels: list[str]) -> dict[tuple[str, int], tuple[float, list[str]]]:
+def score_columns(
+    profiles: list[Profile], labels: list[str]
+) -> dict[tuple[str, int], tuple[float, list[str]]]:
     """(role, column) -> (score, evidence): content plus header words."""
     out: dict[tuple[str, int], tuple[float, list[str]]] = {}
     for p in profiles:
@@ -216,7 +231,9 @@ def _runner_up(scores: dict, role: str, chosen: int) -> tuple[float, int] | None
     return max(others, default=None)
 
 
-def _doubts(scores: dict, roles: dict[str, int], labels: list[str]) -> tuple[list[tuple[str, str]], list[int]]:
+def _doubts(
+    scores: dict, roles: dict[str, int], labels: list[str]
+) -> tuple[list[tuple[str, str]], list[int]]:
     """(the doubts, each as (the item role it puts in doubt, why), the other price columns)."""
     doubts: list[tuple[str, str]] = []
     other_prices: list[int] = []
@@ -227,11 +244,18 @@ def _doubts(scores: dict, roles: dict[str, int], labels: list[str]) -> tuple[lis
             if r == "unit_price" and c != price and s >= THRESHOLDS[r] and c not in roles.values():
                 other_prices.append(c)
                 if s >= best - CLOSE_CALL:
-                    doubts.append(("unit_price", f"two plausible price columns: {col_letter(price)} and {col_letter(c)}"))
+                    doubts.append(
+                        (
+                            "unit_price",
+                            f"two plausible price columns: {col_letter(price)} and {col_letter(c)}",
+                        )
+                    )
     doubts.extend(_close_calls(scores, roles))
     desc = roles.get("description")
     if desc is not None and scores[("description", desc)][0] < WEAK_DESCRIPTION:
-        doubts.append(("description", f"the description column {col_letter(desc)} is weak (short or repeated values)"))
+        doubts.append(
+            ("description", f"the description column {col_letter(desc)} is weak (short or repeated values)")
+        )
     for role in ("description", "unit_price", "sku"):
         doubts.extend(_header_disagrees(role, roles, labels))
     if any(labels):
@@ -247,11 +271,22 @@ def _close_calls(scores: dict, roles: dict[str, int]) -> list[tuple[str, str]]:
         if role == "unit_price" or role not in ITEM_ROLES:
             continue
         best = scores[(role, col)][0]
-        rival = max(((s, c) for (r, c), (s, _w) in scores.items() if r == role and c not in roles.values()
-                     and s >= THRESHOLDS[r]), default=None)
+        rival = max(
+            (
+                (s, c)
+                for (r, c), (s, _w) in scores.items()
+                if r == role and c not in roles.values() and s >= THRESHOLDS[r]
+            ),
+            default=None,
+        )
         if rival and rival[0] >= best - CLOSE_CALL:
-            doubts.append((role, f"two plausible {role.replace('_', ' ')} columns: {col_letter(col)} and "
-                                 f"{col_letter(rival[1])}"))
+            doubts.append(
+                (
+                    role,
+                    f"two plausible {role.replace('_', ' ')} columns: {col_letter(col)} and "
+                    f"{col_letter(rival[1])}",
+                )
+            )
     return doubts
 
 
@@ -265,21 +300,29 @@ def _header_silent(roles: dict[str, int], labels: list[str]) -> list[tuple[str, 
     doubts = []
     price = roles.get("unit_price")
     if price is not None and not _named(labels[price] if price < len(labels) else "", "unit_price"):
-        doubts.append(("unit_price", f"the header does not name the price column; column {col_letter(price)} "
-                                     "was taken by its values"))
+        doubts.append(
+            (
+                "unit_price",
+                f"the header does not name the price column; column {col_letter(price)} "
+                "was taken by its values",
+            )
+        )
     names = [(r, roles[r]) for r in ("sku", "description") if r in roles]
     if names and not any(_named(labels[c] if c < len(labels) else "", r) for r, c in names):
-        why = ("the header names no SKU or description column; "
-               + " and ".join(f"the {r} from column {col_letter(c)}" for r, c in names)
-               + " were taken by their values")
+        why = (
+            "the header names no SKU or description column; "
+            + " and ".join(f"the {r} from column {col_letter(c)}" for r, c in names)
+            + " were taken by their values"
+        )
         doubts += [(r, why) for r, _c in names]
     return doubts
 
 
 def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> list[tuple[str, str]]:
     """The column whose header names ``role`` best is not the one the values chose."""
-    named = [(said[1], c) for c, label in enumerate(labels)
-             if (said := classify_header(label)) and said[0] == role]
+    named = [
+        (said[1], c) for c, label in enumerate(labels) if (said := classify_header(label)) and said[0] == role
+    ]
     if not named or role not in roles:
         return []
     top = max(s for s, _c in named)
@@ -287,8 +330,13 @@ def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> li
     chosen = roles[role]
     if chosen in best_named:
         return []
-    return [(role, f"the {role.replace('_', ' ')} was taken from column {col_letter(chosen)} by its values, "
-                   f"although the header of column {col_letter(best_named[0])} ({labels[best_named[0]]!r}) names it")]
+    return [
+        (
+            role,
+            f"the {role.replace('_', ' ')} was taken from column {col_letter(chosen)} by its values, "
+            f"although the header of column {col_letter(best_named[0])} ({labels[best_named[0]]!r}) names it",
+        )
+    ]
 
 
 def _confidence(scores: dict, role: str, col: int) -> float:
@@ -298,8 +346,9 @@ def _confidence(scores: dict, role: str, col: int) -> float:
     return max(0.05, min(1.0, score) * min(1.0, 0.5 + margin))
 
 
-def assign_roles(profiles: list[Profile], labels: list[str],
-                 fixed: dict[str, int | None] | None = None) -> Assignment:
+def assign_roles(
+    profiles: list[Profile], labels: list[str], fixed: dict[str, int | None] | None = None
+) -> Assignment:
     """The best consistent assignment of roles to columns (``fixed`` ones kept as given)."""
     scores = score_columns(profiles, labels)
     roles = _greedy(scores, fixed or {})
@@ -323,6 +372,13 @@ def assign_roles(profiles: list[Profile], labels: list[str],
         elif fixed and fixed.get(role) == p.col:
             columns.append(Column(p.col, label, role, 1.0, ["set by a reviewer"]))
         else:
-            columns.append(Column(p.col, label, role, _confidence(scores, role, p.col),
-                                  scores.get((role, p.col), (0, ["no values"]))[1]))
+            columns.append(
+                Column(
+                    p.col,
+                    label,
+                    role,
+                    _confidence(scores, role, p.col),
+                    scores.get((role, p.col), (0, ["no values"]))[1],
+                )
+            )
     return Assignment(roles=roles, columns=columns, doubts=doubts, other_prices=other_prices, doubted=doubted)

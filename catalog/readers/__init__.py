@@ -52,15 +52,25 @@ class Format:
 
 
 FORMATS: dict[str, Format] = {
-    "csv": Format("CSV/TSV", "catalog.readers.delimited", (".csv", ".tsv", ".txt", ".tab"),
-                  ("text/csv", "text/tab-separated-values")),
-    "xlsx": Format("XLSX", "catalog.readers.xlsx", (".xlsx", ".xlsm", ".xltx", ".xltm"),
-                   ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",)),
+    "csv": Format(
+        "CSV/TSV",
+        "catalog.readers.delimited",
+        (".csv", ".tsv", ".txt", ".tab"),
+        ("text/csv", "text/tab-separated-values"),
+    ),
+    "xlsx": Format(
+        "XLSX",
+        "catalog.readers.xlsx",
+        (".xlsx", ".xlsm", ".xltx", ".xltm"),
+        ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",),
+    ),
     "xls": Format("XLS", "catalog.readers.xls", (".xls", ".xlt"), ("application/vnd.ms-excel",)),
-    "xlsb": Format("XLSB", "catalog.readers.xlsb", (".xlsb",),
-                   ("application/vnd.ms-excel.sheet.binary.macroEnabled.12",)),
-    "ods": Format("ODS", "catalog.readers.ods", (".ods",),
-                  ("application/vnd.oasis.opendocument.spreadsheet",)),
+    "xlsb": Format(
+        "XLSB", "catalog.readers.xlsb", (".xlsb",), ("application/vnd.ms-excel.sheet.binary.macroEnabled.12",)
+    ),
+    "ods": Format(
+        "ODS", "catalog.readers.ods", (".ods",), ("application/vnd.oasis.opendocument.spreadsheet",)
+    ),
     "pdf": Format("PDF (with a text layer)", "catalog.readers.pdf", (".pdf",), ("application/pdf",)),
 }
 
@@ -134,8 +144,8 @@ def _zip_kind(data: bytes) -> str:
                 if mimetype.startswith(b"application/vnd.oasis.opendocument."):
                     kind = mimetype.rsplit(b".", 1)[-1].decode("ascii", "replace")
                     raise UnreadableSheet(
-                        f"the file is an OpenDocument {kind}, not a spreadsheet; "
-                        "save it as ODS, XLSX or CSV")
+                        f"the file is an OpenDocument {kind}, not a spreadsheet; save it as ODS, XLSX or CSV"
+                    )
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
         return "xlsx"
     if "xl/workbook.bin" in names:

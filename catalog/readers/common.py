@@ -22,22 +22,16 @@ CSV_SHEET_NAME = "Sheet1"
 # Error messages (operators read these as the job's reason).
 MSG_EMPTY = "the file is empty (0 bytes)"
 MSG_TOO_MANY_ROWS = "sheet {sheet!r} has more than {limit} rows (limit {limit})"
-MSG_TOO_MANY_COLUMNS = (
-    "sheet {sheet!r} row {row} has a value in column {col} (limit {limit} columns)"
-)
+MSG_TOO_MANY_COLUMNS = "sheet {sheet!r} row {row} has a value in column {col} (limit {limit} columns)"
 MSG_ZIP_MEMBERS = "{kind} rejected: {count} zip members (limit {limit})"
 MSG_ZIP_SIZE = "{kind} rejected: {size} bytes uncompressed (limit {limit})"
 MSG_ZIP_RATIO = (
-    "{kind} rejected: member {name!r} expands {ratio:.0f}x (limit {limit:.0f}x); "
-    "this looks like a zip bomb"
+    "{kind} rejected: member {name!r} expands {ratio:.0f}x (limit {limit:.0f}x); this looks like a zip bomb"
 )
 MSG_ZIP_TOTAL_RATIO = (
-    "{kind} rejected: its parts expand {ratio:.0f}x in all (limit {limit:.0f}x); "
-    "this looks like a zip bomb"
+    "{kind} rejected: its parts expand {ratio:.0f}x in all (limit {limit:.0f}x); this looks like a zip bomb"
 )
-MSG_TOO_MANY_SHEETS = (
-    "the workbook has {count} sheets (limit {limit}); split it or remove empty sheets"
-)
+MSG_TOO_MANY_SHEETS = "the workbook has {count} sheets (limit {limit}); split it or remove empty sheets"
 MSG_WORKBOOK_ROWS = (
     "the workbook spans more than {limit} rows over all its sheets (sheet {sheet!r} "
     "reaches row {row}); split it or remove empty sheets"
@@ -47,13 +41,13 @@ MSG_CELL_TOO_LONG = (
     "at most 32,767: check that the file is really a CSV"
 )
 MSG_MERGED_CELLS = (
-    "sheet {sheet!r} merges more than {limit} cells in all; unmerge the ranges "
-    "or split the sheet"
+    "sheet {sheet!r} merges more than {limit} cells in all; unmerge the ranges or split the sheet"
 )
 MSG_DTD = (
     "{kind} rejected: {name!r} declares a DTD/entities; spreadsheets never need "
     "one and entity expansion is refused"
 )
+
 
 @dataclass(frozen=True)
 class ReadLimits:
@@ -130,8 +124,7 @@ class Table:
                     "name": s.name,
                     "rows": s.rows,
                     "currency_formats": {
-                        str(col): [list(run) for run in runs]
-                        for col, runs in s.currency_formats.items()
+                        str(col): [list(run) for run in runs] for col, runs in s.currency_formats.items()
                     },
                     **({"raw": s.raw} if s.raw else {}),
                 }
@@ -172,22 +165,29 @@ def check_zip(data: bytes, limits: ReadLimits, *, kind: str) -> set[str]:
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise UnreadableSheet(f"the file starts like a ZIP/{kind} but is damaged "
-                              "(its table of contents cannot be read)") from exc
+        raise UnreadableSheet(
+            f"the file starts like a ZIP/{kind} but is damaged (its table of contents cannot be read)"
+        ) from exc
     with zf:
         infos = zf.infolist()
         if len(infos) > limits.max_zip_members:
-            raise UnreadableSheet(MSG_ZIP_MEMBERS.format(kind=kind, count=len(infos), limit=limits.max_zip_members))
+            raise UnreadableSheet(
+                MSG_ZIP_MEMBERS.format(kind=kind, count=len(infos), limit=limits.max_zip_members)
+            )
         total = sum(i.file_size for i in infos)
         if total > limits.max_uncompressed_bytes:
-            raise UnreadableSheet(MSG_ZIP_SIZE.format(kind=kind, size=total, limit=limits.max_uncompressed_bytes))
+            raise UnreadableSheet(
+                MSG_ZIP_SIZE.format(kind=kind, size=total, limit=limits.max_uncompressed_bytes)
+            )
         for info in infos:
             # A tiny part may legitimately compress very well (a few hundred
             # bytes of boilerplate); any part big enough to matter is judged.
             ratio = info.file_size / max(1, info.compress_size)
             if info.file_size > limits.ratio_min_part_bytes and ratio > limits.max_compression_ratio:
                 raise UnreadableSheet(
-                    MSG_ZIP_RATIO.format(kind=kind, name=info.filename, ratio=ratio, limit=limits.max_compression_ratio)
+                    MSG_ZIP_RATIO.format(
+                        kind=kind, name=info.filename, ratio=ratio, limit=limits.max_compression_ratio
+                    )
                 )
         # Small parts are judged together, so many of them cannot add up to a
         # bomb one part at a time.
@@ -195,7 +195,8 @@ def check_zip(data: bytes, limits: ReadLimits, *, kind: str) -> set[str]:
         total_ratio = total / max(1, compressed)
         if total > limits.ratio_min_part_bytes and total_ratio > limits.max_compression_ratio:
             raise UnreadableSheet(
-                MSG_ZIP_TOTAL_RATIO.format(kind=kind, ratio=total_ratio, limit=limits.max_compression_ratio))
+                MSG_ZIP_TOTAL_RATIO.format(kind=kind, ratio=total_ratio, limit=limits.max_compression_ratio)
+            )
         names = {i.filename for i in infos}
         # zipfile stops each member at its declared size (and checks the CRC),
         # so the sizes above bound what a reader can inflate. A DTD can still
@@ -251,9 +252,18 @@ _FMT_BRACKET = re.compile(r"\[\$([^\[\]\-]*)(?:-([0-9A-Fa-f]+))?\]")
 _FMT_QUOTED = re.compile(r'"([^"]*)"')
 # "$" means a currency only with a locale that says which dollar.
 _DOLLAR_LCID = {
-    "409": "USD", "1009": "CAD", "c09": "AUD", "1409": "NZD", "80a": "MXN",
-    "2c0a": "ARS", "340a": "CLP", "240a": "COP", "3409": "USD", "4809": "SGD",
-    "3c09": "HKD", "410": "USD",
+    "409": "USD",
+    "1009": "CAD",
+    "c09": "AUD",
+    "1409": "NZD",
+    "80a": "MXN",
+    "2c0a": "ARS",
+    "340a": "CLP",
+    "240a": "COP",
+    "3409": "USD",
+    "4809": "SGD",
+    "3c09": "HKD",
+    "410": "USD",
 }
 _format_cache: dict[str, str | None] = {}
 
@@ -270,10 +280,7 @@ def currency_from_number_format(fmt: str | None) -> str | None:
 
     found: set[str] = set()
     for symbol, lcid in _FMT_BRACKET.findall(fmt):
-        if symbol == "$":
-            code = _DOLLAR_LCID.get((lcid or "").lower())
-        else:
-            code = detect_currency(symbol)
+        code = _DOLLAR_LCID.get((lcid or "").lower()) if symbol == "$" else detect_currency(symbol)
         if code:
             found.add(code)
     rest = _FMT_BRACKET.sub("", fmt)
@@ -333,7 +340,7 @@ def error_text(exc: Exception) -> str:
     never a path; the type's name when it says nothing else."""
     text = plain_error(exc)
     name = type(exc).__name__
-    return text[len(name) + 2:] if text.startswith(name + ": ") else "damaged data"
+    return text[len(name) + 2 :] if text.startswith(name + ": ") else "damaged data"
 
 
 def plain_error(exc: Exception) -> str:
@@ -344,8 +351,9 @@ def plain_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def sheet_from_cells(title: str, cell_rows, styles: tuple[list, list], limits: ReadLimits,
-                     held: list[int]) -> Sheet:
+def sheet_from_cells(
+    title: str, cell_rows, styles: tuple[list, list], limits: ReadLimits, held: list[int]
+) -> Sheet:
     """A sheet from its rows of cells, as a workbook reader yields them:
     ``(1-based row, [(0-based column, value, style id, computed by a formula)])``.
     ``styles``: per style id, the currency and the decimals its number format
@@ -365,19 +373,28 @@ def sheet_from_cells(title: str, cell_rows, styles: tuple[list, list], limits: R
             # workbook before the gap is filled.
             held[0] += idx - len(rows)
             if held[0] > limits.max_workbook_rows:
-                raise UnreadableSheet(MSG_WORKBOOK_ROWS.format(
-                    limit=limits.max_workbook_rows, sheet=title, row=idx))
+                raise UnreadableSheet(
+                    MSG_WORKBOOK_ROWS.format(limit=limits.max_workbook_rows, sheet=title, row=idx)
+                )
             rows.extend([] for _ in range(idx - 1 - len(rows)))
             rows.append(row)
         else:  # a repeated <row r=..>: later wins
             rows[idx - 1] = row
-    return Sheet(name=title, rows=rows,
-                 currency_formats={c: [tuple(r) for r in rs] for c, rs in runs.items()}, raw=raw)
+    return Sheet(
+        name=title, rows=rows, currency_formats={c: [tuple(r) for r in rs] for c, rs in runs.items()}, raw=raw
+    )
 
 
-def _row_texts(cells, idx: int, title: str, styles: tuple[list, list],
-               runs: dict[int, list[list]], last_valued: dict[int, int],
-               limits: ReadLimits, raw: dict[str, dict]) -> list[str]:
+def _row_texts(
+    cells,
+    idx: int,
+    title: str,
+    styles: tuple[list, list],
+    runs: dict[int, list[list]],
+    last_valued: dict[int, int],
+    limits: ReadLimits,
+    raw: dict[str, dict],
+) -> list[str]:
     """One row's display texts (a number as its format shows it, the stored
     value kept in ``raw``); notes the runs of currency number formats."""
     style_currency, style_places = styles
@@ -395,12 +412,13 @@ def _row_texts(cells, idx: int, title: str, styles: tuple[list, list],
         else:
             text = value.strip() if type(value) is str else _cell_text(value)
         if len(text) > limits.max_cell_chars:
-            text = text[:limits.max_cell_chars]  # stripped already; a cut text keeps its full length
+            text = text[: limits.max_cell_chars]  # stripped already; a cut text keeps its full length
         if not text:
             continue
         if col >= limits.max_columns:
             raise UnreadableSheet(
-                MSG_TOO_MANY_COLUMNS.format(sheet=title, row=idx, col=col + 1, limit=limits.max_columns))
+                MSG_TOO_MANY_COLUMNS.format(sheet=title, row=idx, col=col + 1, limit=limits.max_columns)
+            )
         if col >= len(row):
             row.extend([""] * (col - len(row)))
             row.append(text)
@@ -409,8 +427,9 @@ def _row_texts(cells, idx: int, title: str, styles: tuple[list, list],
     return row
 
 
-def _extend_run(runs: dict[int, list[list]], last_valued: dict[int, int], col: int, idx: int,
-                code: str) -> None:
+def _extend_run(
+    runs: dict[int, list[list]], last_valued: dict[int, int], col: int, idx: int, code: str
+) -> None:
     col_runs = runs.setdefault(col, [])
     last = col_runs[-1] if col_runs else None
     # Extend the run only over rows whose cell in this column had no value:

@@ -24,10 +24,14 @@ from catalog.readers.common import (
 DELIMITERS = (",", ";", "\t", "|")
 
 
-MSG_CUT_UTF16 = ("the file is UTF-16 text that ends in the middle of a character (an odd "
-                 "number of bytes): it was cut short; save or export it again")
-MSG_NUL = ("line {line} holds a NUL character, which no text cell can: the file is not a "
-           "plain text CSV; save it again as CSV or XLSX")
+MSG_CUT_UTF16 = (
+    "the file is UTF-16 text that ends in the middle of a character (an odd "
+    "number of bytes): it was cut short; save or export it again"
+)
+MSG_NUL = (
+    "line {line} holds a NUL character, which no text cell can: the file is not a "
+    "plain text CSV; save it again as CSV or XLSX"
+)
 
 
 def _decode(data: bytes) -> str:
@@ -50,8 +54,7 @@ def _decode_bytes(data: bytes) -> str:
             raise UnreadableSheet(MSG_CUT_UTF16) from None
     if b"\x00" in data[:4096]:
         raise UnreadableSheet(
-            "the bytes are not text (NUL bytes found) and not an XLSX workbook: "
-            "not a CSV file"
+            "the bytes are not text (NUL bytes found) and not an XLSX workbook: not a CSV file"
         )
     try:
         return data.decode("utf-8")

@@ -55,8 +55,9 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
     reader = _ContentReader(limits)
     from catalog.xlsx import XlsxError, safe_parser
 
-    parser = safe_parser(StartElementHandler=reader.start, EndElementHandler=reader.end,
-                         CharacterDataHandler=reader.text)
+    parser = safe_parser(
+        StartElementHandler=reader.start, EndElementHandler=reader.end, CharacterDataHandler=reader.text
+    )
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf, zf.open("content.xml") as part:
             while chunk := part.read(CHUNK):
@@ -67,8 +68,11 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
     except XlsxError as exc:
         raise UnreadableSheet(MSG_UNREADABLE.format(detail=str(exc))) from exc
     except expat.ExpatError as exc:
-        raise UnreadableSheet(MSG_UNREADABLE.format(
-            detail=f"content.xml is not well-formed XML ({expat.errors.messages[exc.code]})")) from exc
+        raise UnreadableSheet(
+            MSG_UNREADABLE.format(
+                detail=f"content.xml is not well-formed XML ({expat.errors.messages[exc.code]})"
+            )
+        ) from exc
     except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, EOFError) as exc:
         raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     if not reader.sheets:
@@ -96,8 +100,9 @@ def shown_number(stored: str, shown: str) -> str | None:
 class _ContentReader:
     """expat callbacks over content.xml: one ``Sheet`` per top-level table."""
 
-    T_TABLE, T_ROW, T_CELL, T_COVERED = (TABLE + SEP + n for n in
-                                         ("table", "table-row", "table-cell", "covered-table-cell"))
+    T_TABLE, T_ROW, T_CELL, T_COVERED = (
+        TABLE + SEP + n for n in ("table", "table-row", "table-cell", "covered-table-cell")
+    )
     P, S, TAB, BREAK = (TEXT + SEP + n for n in ("p", "s", "tab", "line-break"))
     ANNOTATION = OFFICE + SEP + "annotation"
 
@@ -161,8 +166,11 @@ class _ContentReader:
 
     def _begin_table(self, attrs):
         if len(self.sheets) >= self.limits.max_sheets:
-            raise UnreadableSheet(MSG_TOO_MANY_SHEETS.format(count=f"more than {len(self.sheets)}",
-                                                             limit=self.limits.max_sheets))
+            raise UnreadableSheet(
+                MSG_TOO_MANY_SHEETS.format(
+                    count=f"more than {len(self.sheets)}", limit=self.limits.max_sheets
+                )
+            )
         self.title = attrs.get(TABLE + SEP + "name", f"Sheet{len(self.sheets) + 1}")
         self.rows: list[list[str]] = []
         self.raw: dict[str, dict] = {}
@@ -192,8 +200,9 @@ class _ContentReader:
             raise UnreadableSheet(MSG_TOO_MANY_ROWS.format(sheet=self.title, limit=limits.max_rows))
         self.held += self.row_index - len(self.rows)
         if self.held > limits.max_workbook_rows:
-            raise UnreadableSheet(MSG_WORKBOOK_ROWS.format(limit=limits.max_workbook_rows,
-                                                           sheet=self.title, row=self.row_index))
+            raise UnreadableSheet(
+                MSG_WORKBOOK_ROWS.format(limit=limits.max_workbook_rows, sheet=self.title, row=self.row_index)
+            )
         row: list[str] = [""] * (self.row_cells[-1][0] + 1)
         for col, text in self.row_cells:
             row[col] = text
@@ -230,13 +239,20 @@ class _ContentReader:
             return
         limits = self.limits
         if self.col > limits.max_columns:
-            raise UnreadableSheet(MSG_TOO_MANY_COLUMNS.format(
-                sheet=self.title, row=self.row_index + 1, col=self.col, limit=limits.max_columns))
+            raise UnreadableSheet(
+                MSG_TOO_MANY_COLUMNS.format(
+                    sheet=self.title, row=self.row_index + 1, col=self.col, limit=limits.max_columns
+                )
+            )
         span_rows, span_cols = _count(attrs, "number-rows-spanned"), _count(attrs, "number-columns-spanned")
         if span_rows > 1 or span_cols > 1:
             r0 = self.row_index
             self.merges.append((r0, r0 + span_rows - 1, first, first + span_cols - 1))
-        code = attrs.get(OFFICE + SEP + "currency") if attrs.get(OFFICE + SEP + "value-type") == "currency" else None
+        code = (
+            attrs.get(OFFICE + SEP + "currency")
+            if attrs.get(OFFICE + SEP + "value-type") == "currency"
+            else None
+        )
         for col in range(first, self.col):
             self.row_cells.append((col, text))
             if raw is not None:
@@ -259,12 +275,12 @@ class _ContentReader:
         elif kind == "boolean":
             stored = _cell_text(attrs.get(OFFICE + SEP + "boolean-value", "").lower() == "true")
         if stored is None:
-            return shown[:self.limits.max_cell_chars], None
+            return shown[: self.limits.max_cell_chars], None
         if kind in _NUMERIC:
             try:
                 number = float(stored)
             except ValueError:
-                return shown[:self.limits.max_cell_chars], None
+                return shown[: self.limits.max_cell_chars], None
             stored = _cell_text(number)
             text = (shown_number(stored, shown) if kind != "percentage" else None) or stored
         else:

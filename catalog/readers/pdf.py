@@ -25,13 +25,19 @@ import zlib
 from catalog.errors import UnreadableSheet
 from catalog.readers.common import MSG_TOO_MANY_COLUMNS, ReadLimits, Sheet, Table, error_text
 
-MSG_SCAN = ("the PDF has no text layer (it is a scanned image): upload the spreadsheet it was made "
-            "from, or have it read by the model-backed extractor")
-MSG_NO_TEXT = ("the PDF holds no text on any page (no text layer): upload the spreadsheet it was made "
-               "from, or have it read by the model-backed extractor")
+MSG_SCAN = (
+    "the PDF has no text layer (it is a scanned image): upload the spreadsheet it was made "
+    "from, or have it read by the model-backed extractor"
+)
+MSG_NO_TEXT = (
+    "the PDF holds no text on any page (no text layer): upload the spreadsheet it was made "
+    "from, or have it read by the model-backed extractor"
+)
 MSG_PAGES = "the PDF has {count} pages (limit {limit}); split it or upload the spreadsheet it was made from"
-MSG_STREAM = ("the PDF holds a stream that inflates to more than {mb} MB (a compressed bomb, "
-              "or far more than a price list needs)")
+MSG_STREAM = (
+    "the PDF holds a stream that inflates to more than {mb} MB (a compressed bomb, "
+    "or far more than a price list needs)"
+)
 MSG_UNREADABLE = "the PDF cannot be read: {detail}"
 MSG_ENCRYPTED = "the PDF is password-protected: remove the password and upload it again"
 MSG_NESTED = "the PDF cannot be read: its objects are nested too deeply"
@@ -73,8 +79,20 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
         raise UnreadableSheet(MSG_NESTED) from exc
     except MemoryError:
         raise
-    except (PDFSyntaxError, PSException, ValueError, KeyError, TypeError, IndexError, AttributeError,
-            AssertionError, OSError, EOFError, ZeroDivisionError, OverflowError) as exc:
+    except (
+        PDFSyntaxError,
+        PSException,
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        AttributeError,
+        AssertionError,
+        OSError,
+        EOFError,
+        ZeroDivisionError,
+        OverflowError,
+    ) as exc:
         raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     except Exception as exc:  # pdfplumber's own errors (e.g. PdfminerException) wrap the above
         if isinstance(exc.__cause__ or exc.__context__, RecursionError):
@@ -94,7 +112,7 @@ def check_streams(data: bytes, limit: int = MAX_STREAM_BYTES) -> None:
     without holding the output (streams that are not zlib data are skipped)."""
     for match in _STREAM.finditer(data):
         end = data.find(b"endstream", match.end())
-        body = memoryview(data)[match.end():end if end >= 0 else len(data)]
+        body = memoryview(data)[match.end() : end if end >= 0 else len(data)]
         inflater, size, step = zlib.decompressobj(), 0, 1 << 20
         try:
             chunk = inflater.decompress(body, step)
@@ -118,8 +136,11 @@ def page_rows(words: list[dict], limits: ReadLimits, number: int) -> list[list[s
     cells = [_cells(line) for line in lines]
     columns = _columns(cells)
     if len(columns) > limits.max_columns:
-        raise UnreadableSheet(MSG_TOO_MANY_COLUMNS.format(sheet=f"page {number}", row=1, col=len(columns),
-                                                          limit=limits.max_columns))
+        raise UnreadableSheet(
+            MSG_TOO_MANY_COLUMNS.format(
+                sheet=f"page {number}", row=1, col=len(columns), limit=limits.max_columns
+            )
+        )
     placed = [[_column_of(columns, x0, x1) for x0, x1, _ in line_cells] for line_cells in cells]
     group = _complementary_groups(placed, len(columns))
     rows = []
@@ -127,7 +148,7 @@ def page_rows(words: list[dict], limits: ReadLimits, number: int) -> list[list[s
         row = [""] * (max(group, default=-1) + 1)
         for (_x0, _x1, text), col in zip(line_cells, cols, strict=True):
             col = group[col]
-            row[col] = (row[col] + " " + text).strip() if row[col] else text[:limits.max_cell_chars]
+            row[col] = (row[col] + " " + text).strip() if row[col] else text[: limits.max_cell_chars]
         while row and not row[-1]:
             row.pop()
         rows.append(row)

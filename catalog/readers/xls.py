@@ -36,8 +36,10 @@ from catalog.xlsx import EPOCH_1900, EPOCH_1904
 
 MSG_UNREADABLE = "the XLS workbook cannot be read: {detail}"
 MSG_ENCRYPTED = "the XLS workbook is password-protected: remove the password and upload it again"
-MSG_NO_WORKBOOK = ("the file is an OLE2 document (the container of XLS) without an Excel workbook "
-                   "inside; a password-protected XLSX looks like this: remove the password")
+MSG_NO_WORKBOOK = (
+    "the file is an OLE2 document (the container of XLS) without an Excel workbook "
+    "inside; a password-protected XLSX looks like this: remove the password"
+)
 
 
 def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
@@ -47,7 +49,10 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
             raise UnreadableSheet(MSG_TOO_MANY_SHEETS.format(count=book.nsheets, limit=limits.max_sheets))
         formats = [book.format_map.get(xf.format_key) for xf in book.xf_list]
         texts = [f.format_str if f is not None else "General" for f in formats]
-        styles = ([currency_from_number_format(t) for t in texts], [decimal_places_of_format(t) for t in texts])
+        styles = (
+            [currency_from_number_format(t) for t in texts],
+            [decimal_places_of_format(t) for t in texts],
+        )
         held = [0]
         sheets = []
         for index in range(book.nsheets):
@@ -56,10 +61,19 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
             merges = [(r0, r1 - 1, c0, c1 - 1) for r0, r1, c0, c1 in ws.merged_cells]
             sheets.append(fill_merged(sheet, merges, limits))
             book.unload_sheet(index)
-    except (xlrd.XLRDError, CompDocError, struct.error, IndexError, KeyError, AssertionError,
-            ValueError, UnicodeDecodeError) as exc:
-        raise UnreadableSheet(MSG_UNREADABLE.format(
-            detail="its records are damaged (" + error_text(exc) + ")")) from exc
+    except (
+        xlrd.XLRDError,
+        CompDocError,
+        struct.error,
+        IndexError,
+        KeyError,
+        AssertionError,
+        ValueError,
+        UnicodeDecodeError,
+    ) as exc:
+        raise UnreadableSheet(
+            MSG_UNREADABLE.format(detail="its records are damaged (" + error_text(exc) + ")")
+        ) from exc
     finally:
         book.release_resources()
     if not sheets:
@@ -70,10 +84,14 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
 def _open(data: bytes):
     try:
         return xlrd.open_workbook(
-            file_contents=data, formatting_info=True, on_demand=True,
+            file_contents=data,
+            formatting_info=True,
+            on_demand=True,
             # Some writers leave a stream listed twice in the OLE2 directory;
             # Excel opens such files, and so does xlrd when told to.
-            ignore_workbook_corruption=True, logfile=io.StringIO())
+            ignore_workbook_corruption=True,
+            logfile=io.StringIO(),
+        )
     except xlrd.XLRDError as exc:
         text = str(exc)
         if "encrypted" in text.lower():
@@ -81,10 +99,19 @@ def _open(data: bytes):
         if "Can't find workbook" in text:
             raise UnreadableSheet(MSG_NO_WORKBOOK) from exc
         raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
-    except (CompDocError, struct.error, IndexError, KeyError, AssertionError, ValueError,
-            UnicodeDecodeError, EOFError) as exc:
-        raise UnreadableSheet(MSG_UNREADABLE.format(
-            detail="its OLE2 container or BIFF records are damaged")) from exc
+    except (
+        CompDocError,
+        struct.error,
+        IndexError,
+        KeyError,
+        AssertionError,
+        ValueError,
+        UnicodeDecodeError,
+        EOFError,
+    ) as exc:
+        raise UnreadableSheet(
+            MSG_UNREADABLE.format(detail="its OLE2 container or BIFF records are damaged")
+        ) from exc
 
 
 def _cells(book, ws):

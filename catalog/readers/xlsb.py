@@ -33,8 +33,10 @@ from catalog.readers.common import (
 )
 
 MSG_UNREADABLE = "the XLSB workbook cannot be read: {detail}"
-MSG_DENSE = ("sheet {sheet!r} spans {rows} rows by {cols} columns ({cells} cells, limit {limit}); "
-             "remove the far-away cells or split the sheet")
+MSG_DENSE = (
+    "sheet {sheet!r} spans {rows} rows by {cols} columns ({cells} cells, limit {limit}); "
+    "remove the far-away cells or split the sheet"
+)
 
 BRT_ROW_HDR = 0
 # BrtCellBlank .. BrtFmlaError carry their column; the short forms (12-18)
@@ -64,8 +66,16 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
             if len(parts) > limits.max_sheets:
                 raise UnreadableSheet(MSG_TOO_MANY_SHEETS.format(count=len(parts), limit=limits.max_sheets))
             extents = {name: _scan(name, zf.read(path), limits) for name, path in parts}
-    except (zipfile.BadZipFile, struct.error, IndexError, ValueError, KeyError, EOFError,
-            expat.ExpatError, UnicodeDecodeError) as exc:
+    except (
+        zipfile.BadZipFile,
+        struct.error,
+        IndexError,
+        ValueError,
+        KeyError,
+        EOFError,
+        expat.ExpatError,
+        UnicodeDecodeError,
+    ) as exc:
         raise UnreadableSheet(MSG_UNREADABLE.format(detail=error_text(exc))) from exc
     return _read_values(data, extents, limits)
 
@@ -128,7 +138,7 @@ def _wide_string(buf: bytes, at: int) -> tuple[str, int]:
     if count > 32_767:
         raise ValueError("a sheet name is longer than any workbook allows")
     end = at + 4 + 2 * count
-    return buf[at + 4:end].decode("utf-16-le"), end
+    return buf[at + 4 : end].decode("utf-16-le"), end
 
 
 def _sheet_parts(zf: zipfile.ZipFile) -> list[tuple[str, str]]:
@@ -177,9 +187,13 @@ def _scan(name: str, buf: bytes, limits: ReadLimits) -> Extent:
     if rows > limits.max_rows:
         raise UnreadableSheet(MSG_TOO_MANY_ROWS.format(sheet=name, limit=limits.max_rows))
     if cols > limits.max_columns:
-        raise UnreadableSheet(MSG_TOO_MANY_COLUMNS.format(sheet=name, row=rows, col=cols,
-                                                          limit=limits.max_columns))
+        raise UnreadableSheet(
+            MSG_TOO_MANY_COLUMNS.format(sheet=name, row=rows, col=cols, limit=limits.max_columns)
+        )
     if rows * cols > limits.max_dense_cells:
-        raise UnreadableSheet(MSG_DENSE.format(sheet=name, rows=rows, cols=cols, cells=rows * cols,
-                                               limit=limits.max_dense_cells))
+        raise UnreadableSheet(
+            MSG_DENSE.format(
+                sheet=name, rows=rows, cols=cols, cells=rows * cols, limit=limits.max_dense_cells
+            )
+        )
     return extent

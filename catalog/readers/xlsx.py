@@ -37,8 +37,10 @@ def read(data: bytes, *, limits: ReadLimits, filename: str = "") -> Table:
     except RecursionError as exc:
         raise UnreadableSheet("the XLSX workbook cannot be read: its XML is nested too deeply") from exc
     except (IndexError, KeyError) as exc:
-        raise UnreadableSheet("the XLSX workbook cannot be read: a cell refers to a shared "
-                              "string or style the workbook does not contain") from exc
+        raise UnreadableSheet(
+            "the XLSX workbook cannot be read: a cell refers to a shared "
+            "string or style the workbook does not contain"
+        ) from exc
     except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, EOFError) as exc:
         raise UnreadableSheet(f"the XLSX workbook cannot be read: {plain_error(exc)}") from exc
 
@@ -53,7 +55,9 @@ def _read_workbook(book, limits: ReadLimits) -> Table:
     sheets = []
     for ws in book.worksheets:
         merges: list[tuple[int, int, int, int]] = []  # filled as the sheet's XML is read
-        sheet = sheet_from_cells(ws.title, book.rows(ws, merges), (style_currency, style_places), limits, held)
+        sheet = sheet_from_cells(
+            ws.title, book.rows(ws, merges), (style_currency, style_places), limits, held
+        )
         sheets.append(fill_merged(sheet, merges, limits))
     if not sheets:
         raise UnreadableSheet("the XLSX workbook has no worksheets")

@@ -18,8 +18,11 @@ def can_review(user) -> bool:
 
 @register.filter
 def can_review_job(user, job) -> bool:
-    return bool(user) and user.is_authenticated and Membership.objects.reviewers().filter(
-        user=user, workspace_id=job.workspace_id).exists()
+    return (
+        bool(user)
+        and user.is_authenticated
+        and Membership.objects.reviewers().filter(user=user, workspace_id=job.workspace_id).exists()
+    )
 
 
 @register.simple_tag

@@ -65,8 +65,9 @@ def _schema() -> list[list[str]]:
 
 
 def _run(env: dict, *args: str) -> str:
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -109,7 +110,8 @@ def test_migrations_go_only_from_a_lower_layer_to_a_higher_one(db):
     graph = MigrationLoader(None, ignore_no_migrations=True).graph
     upward = sorted(
         f"{key[0]}.{key[1]} depends on {parent[0]}.{parent[1]}"
-        for key in graph.nodes if key[0] in LAYERS
+        for key in graph.nodes
+        if key[0] in LAYERS
         for parent in graph.node_map[key].parents
         if parent[0] in LAYERS and LAYERS.index(parent[0]) > LAYERS.index(key[0])
     )

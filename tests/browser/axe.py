@@ -12,6 +12,9 @@ def blocking_violations(page) -> list[str]:
         # Evaluated through the DevTools protocol, so a strict CSP on the page does not block it.
         page.evaluate(AXE_SOURCE.read_text())
     result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
-    return [f"{v['id']} ({v['impact']}): {v['help']} at "
-            + ", ".join(" ".join(n["target"]) for n in v["nodes"][:3])
-            for v in result["violations"] if v["impact"] in BLOCKING_IMPACTS]
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at "
+        + ", ".join(" ".join(n["target"]) for n in v["nodes"][:3])
+        for v in result["violations"]
+        if v["impact"] in BLOCKING_IMPACTS
+    ]

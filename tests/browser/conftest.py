@@ -8,9 +8,15 @@ import shutil
 
 import pytest
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 # Playwright's sync API runs an event loop in this thread; Django's async
 # safety check would otherwise refuse the ORM calls the tests make.
@@ -27,8 +33,10 @@ def chromium_path() -> str | None:
 def browser():
     path = chromium_path()
     if path is None:
-        message = ("Chromium not found: install Debian's `chromium` package "
-                   "(apt-get install chromium) or set CHROMIUM=/path/to/chromium")
+        message = (
+            "Chromium not found: install Debian's `chromium` package "
+            "(apt-get install chromium) or set CHROMIUM=/path/to/chromium"
+        )
         if os.environ.get("REQUIRE_BROWSER") == "1":
             pytest.fail(message)
         pytest.skip(message)

@@ -16,6 +16,7 @@ def test_api_reference_renders_every_path_under_its_csp(live_server, new_context
     shown = set(page.locator(".opblock-summary-path").all_inner_texts())
     page.screenshot(path=screenshot_path("api-docs.png"))
     assert {"/api/jobs", "/api/suppliers/{id}/changes", "/api/revisions/{id}/items"} <= {
-        text.replace("\u200b", "") for text in shown}
+        text.replace("\u200b", "") for text in shown
+    }
     assert refused == []
     assert [url for url in outside if not url.startswith("data:")] == []

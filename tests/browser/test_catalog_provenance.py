@@ -11,8 +11,9 @@ from tests.review import reviewed_revision
 @pytest.mark.django_db(transaction=True)
 def test_the_revision_page_shows_who_set_each_value(live_server, new_context, workspace, reviewer):
     revision = reviewed_revision(workspace, reviewer)
-    page = sign_in(new_context(), live_server, "rey", "rey-password-1",
-                   f"/catalog/revisions/{revision.public_id}/")
+    page = sign_in(
+        new_context(), live_server, "rey", "rey-password-1", f"/catalog/revisions/{revision.public_id}/"
+    )
     row = page.locator("#items tbody tr", has_text="A-3")
     unit = row.locator("td").nth(2)
     assert unit.inner_text().startswith("piece")

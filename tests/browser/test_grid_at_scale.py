@@ -18,9 +18,17 @@ def big_job(workspace):
     for n in range(COUNT):
         sku, unit, price = f"S-{n:04d}", "u" if n % EVERY == 0 else "pcs", f"{n + 1}.25"
         rows.append([sku, f"Item {n}", unit, price, "EUR"])
-        items.append({"sku": sku, "description": f"Item {n}", "unit": unit, "pack_size": None,
-                      "unit_price": price, "currency": "EUR",
-                      "source": {"sheet": "Prices", "row": n + 2}})
+        items.append(
+            {
+                "sku": sku,
+                "description": f"Item {n}",
+                "unit": unit,
+                "pack_size": None,
+                "unit_price": price,
+                "currency": "EUR",
+                "source": {"sheet": "Prices", "row": n + 2},
+            }
+        )
     return flagged_job(workspace, items=items, table={"sheets": [{"name": "Prices", "rows": rows}]})
 
 
@@ -31,8 +39,7 @@ def active(page):
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_saving_keeps_the_focused_cell_and_the_scroll_position(
-        live_server, new_context, workspace, reviewer):
+def test_saving_keeps_the_focused_cell_and_the_scroll_position(live_server, new_context, workspace, reviewer):
     job = big_job(workspace)
     page = open_grid(new_context(), live_server, job)
     page.evaluate("window.stayedOnThePage = true")
@@ -71,14 +78,17 @@ def test_a_skip_link_leads_to_the_grid(live_server, new_context, workspace, revi
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_filtering_to_one_code_omits_its_rows_on_every_page_in_one_undoable_step(
-        live_server, new_context, workspace, reviewer):
+    live_server, new_context, workspace, reviewer
+):
     job = big_job(workspace)
     wanted = [n for n in range(COUNT) if n % EVERY == 0]
     page = open_grid(new_context(), live_server, job)
     page.select_option("#filter-flag", "ambiguous_unit")
     page.locator("#filter-form button[type=submit]").click()
     expect_text(page.locator("#view-count"), f"^{len(wanted)} of {COUNT} items")
-    shown = page.locator("#grid-body [role=row]").evaluate_all("rows => rows.map(r => Number(r.dataset.index))")
+    shown = page.locator("#grid-body [role=row]").evaluate_all(
+        "rows => rows.map(r => Number(r.dataset.index))"
+    )
     assert shown and set(shown) <= set(wanted)
 
     page.locator("#select-shown").click()
@@ -101,7 +111,8 @@ def test_filtering_to_one_code_omits_its_rows_on_every_page_in_one_undoable_step
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_a_cell_refuses_a_value_not_of_its_kind_and_a_fixed_cell_drops_its_mark(
-        live_server, new_context, workspace, reviewer):
+    live_server, new_context, workspace, reviewer
+):
     page = open_grid(new_context(), live_server, flagged_job(workspace))
     currency = cell(page, 0, "currency")
     assert "cell-flagged" in currency.get_attribute("class")

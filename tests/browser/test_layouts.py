@@ -59,16 +59,32 @@ def long_price_revision(workspace):
 
 def layout_pages(data, revision, mapping_job):
     flagged, published = data["flagged"], data["published"]
-    return ["/jobs/", "/jobs/new", f"/jobs/{flagged.pk}/", f"/jobs/{published.pk}/", "/review/",
-            f"/review/{flagged.pk}/", f"/review/{flagged.pk}/mapping/", f"/review/{mapping_job.pk}/mapping/",
-            "/catalog/", f"/catalog/suppliers/{revision.supplier.public_id}/",
-            f"/catalog/revisions/{revision.public_id}/", "/ops/"]
+    return [
+        "/jobs/",
+        "/jobs/new",
+        f"/jobs/{flagged.pk}/",
+        f"/jobs/{published.pk}/",
+        "/review/",
+        f"/review/{flagged.pk}/",
+        f"/review/{flagged.pk}/mapping/",
+        f"/review/{mapping_job.pk}/mapping/",
+        "/catalog/",
+        f"/catalog/suppliers/{revision.supplier.public_id}/",
+        f"/catalog/revisions/{revision.public_id}/",
+        "/ops/",
+    ]
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_no_page_is_wider_than_a_phone_and_no_number_wraps(
-        live_server, browser, workspace, reviewer, pages_data, long_price_revision):  # noqa: F811
+    live_server,
+    browser,
+    workspace,
+    reviewer,
+    pages_data,  # noqa: F811 (the fixture imported above)
+    long_price_revision,
+):
     context = browser.new_context(viewport=PHONE)
     context.set_default_timeout(15_000)
     try:
@@ -90,7 +106,8 @@ def test_no_page_is_wider_than_a_phone_and_no_number_wraps(
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_the_grid_fits_a_wide_screen_and_shows_a_long_price_whole_on_focus(
-        live_server, browser, workspace, reviewer):
+    live_server, browser, workspace, reviewer
+):
     items = sheet_items()
     items[0]["unit_price"] = "1234567.125000"
     job = flagged_job(workspace, items=items)

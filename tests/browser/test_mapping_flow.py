@@ -18,9 +18,12 @@ SUPPLIER = "Zorblat Trading"
 def admit(workspace, data: bytes, name: str) -> Job:
     supplier = supplier_get_or_create(workspace=workspace, name=SUPPLIER)
     sheet = pricesheet_store(workspace=workspace, chunks=[data], original_name=name, supplier=supplier)
-    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet",
-                       payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk},
-                       fingerprint=sheet.sha256)
+    job, _ = job_admit(
+        workspace_id=workspace.pk,
+        kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk},
+        fingerprint=sheet.sha256,
+    )
     return job
 
 
@@ -33,7 +36,8 @@ def run_until_idle() -> None:
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_reviewer_maps_a_refused_sheet_publishes_it_and_the_next_sheet_publishes_by_itself(
-        live_server, new_context, workspace, reviewer, settings, tmp_path, screenshot_path):
+    live_server, new_context, workspace, reviewer, settings, tmp_path, screenshot_path
+):
     settings.MEDIA_ROOT = tmp_path / "media"
     job = admit(workspace, bands_csv(), "zorblat-march.csv")
     run_until_idle()
@@ -51,7 +55,11 @@ def test_reviewer_maps_a_refused_sheet_publishes_it_and_the_next_sheet_publishes
     sheet = page.locator("section.mapped-sheet[data-sheet='Sheet1']")
     assert "looks like a rate card" in page.locator("#job-reason").inner_text()
     assert sheet.locator("tbody tr[data-row='2']").inner_text().split("\t")[1:] == [
-        "0-1 kg", "0.40", "0.35", "0.30"]
+        "0-1 kg",
+        "0.40",
+        "0.35",
+        "0.30",
+    ]
 
     page.fill("input[name='sheet-0-header_row']", "1")
     assert "header-row-current" in sheet.locator("tbody tr[data-row='1']").get_attribute("class")
@@ -60,7 +68,9 @@ def test_reviewer_maps_a_refused_sheet_publishes_it_and_the_next_sheet_publishes
     # One column per role: choosing the price for B hands C back to "not read".
     page.select_option("select[name='sheet-0-col-B']", "unit_price")
     assert page.locator("select[name='sheet-0-col-C']").input_value() == "other"
-    assert "role-unit_price" in sheet.locator("tbody tr[data-row='2'] td[data-col='1']").get_attribute("class")
+    assert "role-unit_price" in sheet.locator("tbody tr[data-row='2'] td[data-col='1']").get_attribute(
+        "class"
+    )
     page.select_option("#sheet-currency", "EUR")
     page.screenshot(path=str(screenshot_path("mapping-page.png")), full_page=True)
 
@@ -85,8 +95,11 @@ def test_reviewer_maps_a_refused_sheet_publishes_it_and_the_next_sheet_publishes
     assert Job.objects.get(pk=job.pk).state == State.COMPLETED
     assert SupplierLayout.objects.filter(supplier__name=SUPPLIER, approved_by_name="rey").count() == 1
 
-    following = admit(workspace, bands_csv(("0-0.5 kg", "0.5-1 kg", "1-3 kg", "3-5 kg", "5-10 kg", "10-20 kg")),
-                      "zorblat-april.csv")
+    following = admit(
+        workspace,
+        bands_csv(("0-0.5 kg", "0.5-1 kg", "1-3 kg", "3-5 kg", "5-10 kg", "10-20 kg")),
+        "zorblat-april.csv",
+    )
     run_until_idle()
     page.goto(f"{live_server.url}/jobs/{following.pk}/")
     assert page.locator("#job-state").get_attribute("data-state") == "completed"

@@ -16,7 +16,8 @@ from tests.catalog import matrixgen
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_reviewer_confirms_a_proposed_matrix_and_its_cells_become_published_items(
-        live_server, new_context, workspace, reviewer, settings, tmp_path, screenshot_path):
+    live_server, new_context, workspace, reviewer, settings, tmp_path, screenshot_path
+):
     settings.MEDIA_ROOT = tmp_path / "media"
     job = admit(workspace, matrixgen.width_by_height().data, "blinds-march.csv")
     run_until_idle()
@@ -41,7 +42,9 @@ def test_reviewer_confirms_a_proposed_matrix_and_its_cells_become_published_item
     assert page.locator("input[name='sheet-0-matrix-column_header_rows']").input_value() == "2"
     assert "19 priced cells became items" in page.locator("#sheet-0-matrix-summary").inner_text()
     assert "in-body" in sheet.locator("tbody tr[data-row='3'] td[data-col='1']").get_attribute("class")
-    assert "in-body" not in (sheet.locator("tbody tr[data-row='2'] td[data-col='1']").get_attribute("class") or "")
+    assert "in-body" not in (
+        sheet.locator("tbody tr[data-row='2'] td[data-col='1']").get_attribute("class") or ""
+    )
     assert "matrix-header" in sheet.locator("tbody tr[data-row='2']").get_attribute("class")
     assert not page.locator("select[name='sheet-0-col-A']").is_visible()
     assert blocking_violations(page) == []  # the matrix form is labeled and readable
@@ -80,8 +83,11 @@ def test_reviewer_confirms_a_proposed_matrix_and_its_cells_become_published_item
     assert "published with 19 items" in page.locator(".messages li.success").inner_text()
     assert SupplierLayout.objects.filter(supplier__name=SUPPLIER, approved_by_name="rey").count() == 1
 
-    following = admit(workspace, matrixgen.width_by_height(heights=(100, 120, 140, 160, 180), seed=2).data,
-                      "blinds-april.csv")
+    following = admit(
+        workspace,
+        matrixgen.width_by_height(heights=(100, 120, 140, 160, 180), seed=2).data,
+        "blinds-april.csv",
+    )
     run_until_idle()
     page.goto(f"{live_server.url}/jobs/{following.pk}/")
     assert page.locator("#job-state").get_attribute("data-state") == "completed"

@@ -31,8 +31,9 @@ def sideways_overflow(page) -> int:
 
 @pytest.fixture
 def pages_data(workspace):
-    admin = membership_add(workspace=workspace, username="ada", role=Membership.Role.ADMIN,
-                           password="ada-password-1").user
+    admin = membership_add(
+        workspace=workspace, username="ada", role=Membership.Role.ADMIN, password="ada-password-1"
+    ).user
     admin.is_staff = True
     admin.save(update_fields=["is_staff"])
     from django.contrib.auth.models import Permission
@@ -45,17 +46,29 @@ def pages_data(workspace):
 
 def every_page(data):
     flagged, published, revision = data["flagged"], data["published"], data["revision"]
-    return ["/jobs/", "/jobs/new", f"/jobs/{flagged.pk}/", f"/jobs/{published.pk}/", "/review/",
-            f"/review/{flagged.pk}/", f"/review/{published.pk}/", "/catalog/",
-            f"/catalog/suppliers/{revision.supplier_id}/", f"/catalog/revisions/{revision.pk}/",
-            "/ops/", f"/jobs/{uuid.uuid4()}/", "/no-such-page/"]
+    return [
+        "/jobs/",
+        "/jobs/new",
+        f"/jobs/{flagged.pk}/",
+        f"/jobs/{published.pk}/",
+        "/review/",
+        f"/review/{flagged.pk}/",
+        f"/review/{published.pk}/",
+        "/catalog/",
+        f"/catalog/suppliers/{revision.supplier_id}/",
+        f"/catalog/revisions/{revision.pk}/",
+        "/ops/",
+        f"/jobs/{uuid.uuid4()}/",
+        "/no-such-page/",
+    ]
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, PHONE], ids=["desktop", "phone"])
 def test_every_page_has_no_serious_accessibility_violation_and_no_sideways_scroll(
-        live_server, browser, workspace, reviewer, pages_data, viewport):
+    live_server, browser, workspace, reviewer, pages_data, viewport
+):
     context = browser.new_context(viewport=viewport)
     context.set_default_timeout(15_000)
     try:
@@ -100,7 +113,8 @@ def test_the_grid_scrolls_in_its_own_box_on_a_phone(live_server, browser, worksp
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_a_member_without_the_reviewer_role_sees_no_review_link_and_a_styled_403(
-        live_server, new_context, workspace, member):
+    live_server, new_context, workspace, member
+):
     job = flagged_job(workspace)
     page = sign_in(new_context(), live_server, "mia", "mia-password-1")
     assert page.locator("nav a", has_text="Review").count() == 0
@@ -118,7 +132,8 @@ def test_a_member_without_the_reviewer_role_sees_no_review_link_and_a_styled_403
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_a_reviewer_sees_review_links_and_flag_counts_on_the_job_page(
-        live_server, new_context, workspace, reviewer):
+    live_server, new_context, workspace, reviewer
+):
     job = flagged_job(workspace)
     page = sign_in(new_context(), live_server, "rey", "rey-password-1")
     assert page.locator("nav a", has_text="Review").count() == 1
@@ -143,7 +158,8 @@ def test_unknown_pages_are_a_styled_404_with_the_navigation(live_server, new_con
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_cancel_asks_first_and_says_a_model_call_in_flight_is_not_stopped(
-        live_server, new_context, workspace, reviewer):
+    live_server, new_context, workspace, reviewer
+):
     job = flagged_job(workspace)
     page = sign_in(new_context(), live_server, "rey", "rey-password-1")
     page.goto(f"{live_server.url}/jobs/{job.pk}/")

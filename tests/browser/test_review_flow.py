@@ -18,11 +18,14 @@ def expect_text(locator, pattern: str):
 
     expect(locator).to_have_text(re.compile(pattern))
 
+
 # Only the loopback address: the live server must not listen elsewhere.
 os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
 
-STRICT_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-              "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+STRICT_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 
 def strict_csp(context, live_server):
@@ -68,7 +71,8 @@ def active_cell(page):
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_reviewer_reviews_and_publishes_a_sheet_by_keyboard_alone(
-        live_server, new_context, workspace, reviewer, screenshot_path):
+    live_server, new_context, workspace, reviewer, screenshot_path
+):
     job = flagged_job(workspace)
     context = new_context()
     strict_csp(context, live_server)
@@ -143,15 +147,19 @@ def test_reviewer_reviews_and_publishes_a_sheet_by_keyboard_alone(
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_two_reviewers_racing_publish_once_and_the_second_is_told(
-        live_server, new_context, workspace, reviewer):
+    live_server, new_context, workspace, reviewer
+):
     from accounts.models import Membership
     from accounts.services import membership_add
 
-    membership_add(workspace=workspace, username="ria", role=Membership.Role.REVIEWER,
-                   password="ria-password-1")
+    membership_add(
+        workspace=workspace, username="ria", role=Membership.Role.REVIEWER, password="ria-password-1"
+    )
     job = flagged_job(workspace)
-    pages = [sign_in(new_context(), live_server, name, f"{name}-password-1", f"/review/{job.pk}/")
-             for name in ("rey", "ria")]
+    pages = [
+        sign_in(new_context(), live_server, name, f"{name}-password-1", f"/review/{job.pk}/")
+        for name in ("rey", "ria")
+    ]
     for page, currency in zip(pages, ("EUR", "USD"), strict=False):
         page.wait_for_selector("#review-grid[data-loaded=true]")
         page.select_option("#set-field", "currency")

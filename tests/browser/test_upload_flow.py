@@ -25,7 +25,8 @@ def sign_in(page, base_url: str) -> None:
 @pytest.mark.browser
 @pytest.mark.processes
 def test_job_survives_a_closed_tab_and_completes_in_another_browser(
-        live_server, processes, new_context, member, settings, tmp_path, screenshot_path):
+    live_server, processes, new_context, member, settings, tmp_path, screenshot_path
+):
     media = tmp_path / "media"
     settings.MEDIA_ROOT = media  # the live server stores the upload here ...
 
@@ -57,7 +58,9 @@ def test_job_survives_a_closed_tab_and_completes_in_another_browser(
     assert page.locator("#cancel-form").is_hidden()
 
     page.screenshot(path=str(screenshot_path("job-page.png")), full_page=True)
-    job = wait_for(lambda: Job.objects.filter(pk=job_id, state=State.COMPLETED).first(),
-                   message="the job to be completed in the database")
+    job = wait_for(
+        lambda: Job.objects.filter(pk=job_id, state=State.COMPLETED).first(),
+        message="the job to be completed in the database",
+    )
     assert job.result["item_count"] == 12
     assert worker.poll() is None, processes.output(worker)

@@ -20,9 +20,17 @@ ODS_NS = (
 # --- ODS ------------------------------------------------------------------------------
 
 
-def ods_cell(value=None, *, shown: str | None = None, kind: str | None = None, repeat: int = 1,
-             span: tuple[int, int] | None = None, currency: str | None = None, formula: str | None = None,
-             date: str | None = None) -> str:
+def ods_cell(
+    value=None,
+    *,
+    shown: str | None = None,
+    kind: str | None = None,
+    repeat: int = 1,
+    span: tuple[int, int] | None = None,
+    currency: str | None = None,
+    formula: str | None = None,
+    date: str | None = None,
+) -> str:
     """One <table:table-cell>. A number's ``shown`` text is what the cell displays."""
     attrs = []
     if repeat > 1:
@@ -47,26 +55,42 @@ def ods_cell(value=None, *, shown: str | None = None, kind: str | None = None, r
 
 
 def ods_row(cells: list[str] | str, repeat: int = 1) -> str:
-    inner = cells if isinstance(cells, str) else "".join(
-        c if c.startswith("<") else ods_cell(c) for c in cells)
+    inner = (
+        cells if isinstance(cells, str) else "".join(c if c.startswith("<") else ods_cell(c) for c in cells)
+    )
     attr = f' table:number-rows-repeated="{repeat}"' if repeat > 1 else ""
     return f"<table:table-row{attr}>{inner}</table:table-row>"
 
 
-def ods_bytes(tables: dict[str, str], *, mimetype: str = ODS_MIMETYPE, content: bytes | None = None,
-              extra: dict[str, bytes] | None = None, level: int = 9) -> bytes:
+def ods_bytes(
+    tables: dict[str, str],
+    *,
+    mimetype: str = ODS_MIMETYPE,
+    content: bytes | None = None,
+    extra: dict[str, bytes] | None = None,
+    level: int = 9,
+) -> bytes:
     """An ODS: table name -> the rows' XML (``ods_row``)."""
-    body = "".join(f"<table:table table:name={quoteattr(name)}>{rows}</table:table>"
-                   for name, rows in tables.items())
-    xml = content or (f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ODS_NS}>'
-                      f"<office:body><office:spreadsheet>{body}</office:spreadsheet></office:body>"
-                      "</office:document-content>").encode()
+    body = "".join(
+        f"<table:table table:name={quoteattr(name)}>{rows}</table:table>" for name, rows in tables.items()
+    )
+    xml = (
+        content
+        or (
+            f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ODS_NS}>'
+            f"<office:body><office:spreadsheet>{body}</office:spreadsheet></office:body>"
+            "</office:document-content>"
+        ).encode()
+    )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr(zipfile.ZipInfo("mimetype"), mimetype)  # stored, first, as ODF requires
-        zf.writestr("META-INF/manifest.xml", '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
-                    'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"/>',
-                    compress_type=zipfile.ZIP_DEFLATED)
+        zf.writestr(
+            "META-INF/manifest.xml",
+            '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest '
+            'xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"/>',
+            compress_type=zipfile.ZIP_DEFLATED,
+        )
         zf.writestr("content.xml", xml, compress_type=zipfile.ZIP_DEFLATED, compresslevel=level)
         for name, data in (extra or {}).items():
             zf.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED)
@@ -76,8 +100,12 @@ def ods_bytes(tables: dict[str, str], *, mimetype: str = ODS_MIMETYPE, content: 
 # --- XLS (xlwt) --------------------------------------------------------------------------
 
 
-def xls_bytes(sheets: dict[str, list[list]], *, formats: dict[tuple[str, int, int], str] | None = None,
-              merges: dict[str, list[tuple[int, int, int, int]]] | None = None) -> bytes:
+def xls_bytes(
+    sheets: dict[str, list[list]],
+    *,
+    formats: dict[tuple[str, int, int], str] | None = None,
+    merges: dict[str, list[tuple[int, int, int, int]]] | None = None,
+) -> bytes:
     """An XLS: sheet name -> rows (row 0 is spreadsheet row 1); ``formats``:
     (sheet, row, col) -> number format; ``merges``: (r0, r1, c0, c1), inclusive.
     A value ``("=", formula, cached)`` is written as a formula."""
@@ -129,13 +157,22 @@ def _wide(text: str) -> bytes:
 def xlsb_bytes(sheet_records: bytes, *, workbook: bytes | None = None, name: str = "S") -> bytes:
     """An XLSB archive around one worksheet part's records (the structure the
     reader looks at: the workbook's sheet list, its relationships, the part)."""
-    book = workbook if workbook is not None else (
-        xlsb_record(131) + xlsb_record(143)
-        + xlsb_record(156, struct.pack("<II", 0, 1) + _wide("rId1") + _wide(name))
-        + xlsb_record(144) + xlsb_record(132))
-    rels = ('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/'
-            'package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/'
-            'officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.bin"/></Relationships>')
+    book = (
+        workbook
+        if workbook is not None
+        else (
+            xlsb_record(131)
+            + xlsb_record(143)
+            + xlsb_record(156, struct.pack("<II", 0, 1) + _wide("rId1") + _wide(name))
+            + xlsb_record(144)
+            + xlsb_record(132)
+        )
+    )
+    rels = (
+        '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/'
+        'package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/'
+        'officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.bin"/></Relationships>'
+    )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("[Content_Types].xml", "<Types/>")
@@ -147,8 +184,9 @@ def xlsb_bytes(sheet_records: bytes, *, workbook: bytes | None = None, name: str
 
 def xlsb_cell_rk(row: int, col: int) -> bytes:
     """A row header and one number cell at (row, col), 0-based."""
-    return (xlsb_record(0, struct.pack("<I", row) + b"\x00" * 13)
-            + xlsb_record(2, struct.pack("<I", col) + b"\x00\x00\x00\x00" + struct.pack("<I", 2 << 2)))
+    return xlsb_record(0, struct.pack("<I", row) + b"\x00" * 13) + xlsb_record(
+        2, struct.pack("<I", col) + b"\x00\x00\x00\x00" + struct.pack("<I", 2 << 2)
+    )
 
 
 # --- PDF -------------------------------------------------------------------------------
@@ -158,8 +196,9 @@ def _pdf_text(s: str) -> str:
     return s.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def pdf_bytes(pages: list[list[tuple[float, float, str]]], *, font_size: float = 10,
-              images_only: bool = False) -> bytes:
+def pdf_bytes(
+    pages: list[list[tuple[float, float, str]]], *, font_size: float = 10, images_only: bool = False
+) -> bytes:
     """A PDF whose pages hold text at positions: (x, y from the top, text) in
     points on an A4 page, in Helvetica (latin-1 text). ``images_only``: each
     page is a grey image and no text, as a scan is."""
@@ -175,21 +214,33 @@ def pdf_bytes(pages: list[list[tuple[float, float, str]]], *, font_size: float =
     for lines in pages:
         if images_only:
             pixels = zlib.compress(bytes([128]) * (100 * 100))
-            image = add(b"<< /Type /XObject /Subtype /Image /Width 100 /Height 100 /ColorSpace /DeviceGray "
-                        b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n" % len(pixels)
-                        + pixels + b"\nendstream")
+            image = add(
+                b"<< /Type /XObject /Subtype /Image /Width 100 /Height 100 /ColorSpace /DeviceGray "
+                b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
+                % len(pixels)
+                + pixels
+                + b"\nendstream"
+            )
             stream = b"q 500 0 0 700 40 70 cm /Im1 Do Q"
             resources = b"<< /XObject << /Im1 %d 0 R >> >>" % image
         else:
-            ops = [f"BT /F1 {font_size:g} Tf 1 0 0 1 {x:.2f} {842 - y:.2f} Tm ({_pdf_text(t)}) Tj ET"
-                   for x, y, t in lines]
+            ops = [
+                f"BT /F1 {font_size:g} Tf 1 0 0 1 {x:.2f} {842 - y:.2f} Tm ({_pdf_text(t)}) Tj ET"
+                for x, y, t in lines
+            ]
             stream = "\n".join(ops).encode("latin-1")
             resources = b"<< /Font << /F1 %d 0 R >> >>" % font
         content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
-        kids.append(add(b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 595 842] /Resources %s /Contents %d 0 R >>"
-                        % (pages_id, resources, content)))
-    assert add(b"<< /Type /Pages /Kids [%s] /Count %d >>"
-               % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))) == pages_id
+        kids.append(
+            add(
+                b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 595 842] /Resources %s /Contents %d 0 R >>"
+                % (pages_id, resources, content)
+            )
+        )
+    assert (
+        add(b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids)))
+        == pages_id
+    )
     catalog = add(b"<< /Type /Catalog /Pages %d 0 R >>" % pages_id)
     return _pdf_file(objects, catalog)
 
@@ -218,13 +269,22 @@ def price_list_pdf(pages: int = 2, rows_per_page: int = 20) -> bytes:
     out = []
     n = 0
     for p in range(pages):
-        lines = [(40, 40, f"Garden Tools Ltd - price list (EUR) - page {p + 1}"),
-                 (40, 80, "SKU"), (120, 80, "Description"), (360, 80, "Unit"), (480, 80, "Price")]
+        lines = [
+            (40, 40, f"Garden Tools Ltd - price list (EUR) - page {p + 1}"),
+            (40, 80, "SKU"),
+            (120, 80, "Description"),
+            (360, 80, "Unit"),
+            (480, 80, "Price"),
+        ]
         for i in range(rows_per_page):
             n += 1
             y = 100 + 18 * i
             price = f"{(n * 7) % 90 + 1}.{n % 100:02d}"
-            lines += [(40, y, f"GT-{n:03d}"), (120, y, f"Garden rake model {n}"), (360, y, "pcs"),
-                      (530 - 5 * len(price), y, price)]
+            lines += [
+                (40, y, f"GT-{n:03d}"),
+                (120, y, f"Garden rake model {n}"),
+                (360, y, "pcs"),
+                (530 - 5 * len(price), y, price),
+            ]
         out.append(lines)
     return pdf_bytes(out)

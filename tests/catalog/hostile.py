@@ -17,42 +17,70 @@ NS_PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
 HEADER = "SKU,Description,Unit,Price,Currency\n"
 
 
-def xlsx_bytes(sheets: dict[str, bytes], *, shared_strings: bytes | None = None,
-               extra: dict[str, bytes] | None = None, level: int = 9) -> bytes:
+def xlsx_bytes(
+    sheets: dict[str, bytes],
+    *,
+    shared_strings: bytes | None = None,
+    extra: dict[str, bytes] | None = None,
+    level: int = 9,
+) -> bytes:
     """A minimal workbook: sheet name -> worksheet XML."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
         overrides = "".join(
             f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="application/'
             f'vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
-            for i in range(1, len(sheets) + 1))
-        zf.writestr("[Content_Types].xml", (
-            '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-            '<Default Extension="xml" ContentType="application/xml"/>'
-            '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
-            + overrides
-            + ('<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
-               'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>'
-               if shared_strings is not None else "")
-            + "</Types>"))
-        zf.writestr("_rels/.rels", (
-            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{NS_PKG}">'
-            f'<Relationship Id="rId1" Type="{NS_R}/officeDocument" Target="xl/workbook.xml"/>'
-            "</Relationships>"))
-        entries = "".join(f'<sheet name="{name}" sheetId="{i}" r:id="rId{i}"/>'
-                          for i, name in enumerate(sheets, start=1))
-        zf.writestr("xl/workbook.xml", (
-            f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{NS}" xmlns:r="{NS_R}">'
-            f"<sheets>{entries}</sheets></workbook>"))
-        rels = "".join(f'<Relationship Id="rId{i}" Type="{NS_R}/worksheet" Target="worksheets/sheet{i}.xml"/>'
-                       for i in range(1, len(sheets) + 1))
+            for i in range(1, len(sheets) + 1)
+        )
+        zf.writestr(
+            "[Content_Types].xml",
+            (
+                '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+                '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+                '<Default Extension="xml" ContentType="application/xml"/>'
+                '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+                + overrides
+                + (
+                    '<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
+                    'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>'
+                    if shared_strings is not None
+                    else ""
+                )
+                + "</Types>"
+            ),
+        )
+        zf.writestr(
+            "_rels/.rels",
+            (
+                f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{NS_PKG}">'
+                f'<Relationship Id="rId1" Type="{NS_R}/officeDocument" Target="xl/workbook.xml"/>'
+                "</Relationships>"
+            ),
+        )
+        entries = "".join(
+            f'<sheet name="{name}" sheetId="{i}" r:id="rId{i}"/>' for i, name in enumerate(sheets, start=1)
+        )
+        zf.writestr(
+            "xl/workbook.xml",
+            (
+                f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{NS}" xmlns:r="{NS_R}">'
+                f"<sheets>{entries}</sheets></workbook>"
+            ),
+        )
+        rels = "".join(
+            f'<Relationship Id="rId{i}" Type="{NS_R}/worksheet" Target="worksheets/sheet{i}.xml"/>'
+            for i in range(1, len(sheets) + 1)
+        )
         if shared_strings is not None:
-            rels += (f'<Relationship Id="rId{len(sheets) + 1}" Type="{NS_R}/sharedStrings" '
-                     'Target="sharedStrings.xml"/>')
+            rels += (
+                f'<Relationship Id="rId{len(sheets) + 1}" Type="{NS_R}/sharedStrings" '
+                'Target="sharedStrings.xml"/>'
+            )
             zf.writestr("xl/sharedStrings.xml", shared_strings)
-        zf.writestr("xl/_rels/workbook.xml.rels",
-                    f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{NS_PKG}">{rels}</Relationships>')
+        zf.writestr(
+            "xl/_rels/workbook.xml.rels",
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{NS_PKG}">{rels}</Relationships>',
+        )
         for i, xml in enumerate(sheets.values(), start=1):
             zf.writestr(f"xl/worksheets/sheet{i}.xml", xml)
         for name, data in (extra or {}).items():
@@ -65,12 +93,15 @@ def worksheet(rows_xml: str) -> bytes:
 
 
 def inline_row(r: int, values: list[str]) -> str:
-    cells = "".join(f'<c r="{chr(65 + i)}{r}" t="inlineStr"><is><t>{v}</t></is></c>' for i, v in enumerate(values))
+    cells = "".join(
+        f'<c r="{chr(65 + i)}{r}" t="inlineStr"><is><t>{v}</t></is></c>' for i, v in enumerate(values)
+    )
     return f'<row r="{r}">{cells}</row>'
 
 
-ITEM_ROWS = (inline_row(1, ["SKU", "Description", "Unit", "Price", "Currency"])
-             + inline_row(2, ["A-1", "Apples", "kg", "1.50", "EUR"]))
+ITEM_ROWS = inline_row(1, ["SKU", "Description", "Unit", "Price", "Currency"]) + inline_row(
+    2, ["A-1", "Apples", "kg", "1.50", "EUR"]
+)
 
 
 # --- the files ---------------------------------------------------------------------
@@ -129,13 +160,15 @@ def zip_bomb_xlsx() -> bytes:
 def many_small_parts_xlsx(parts: int = 400, size: int = 60 * 1024) -> bytes:
     """Many parts, each under the per-part threshold, each expanding ~1000x."""
     filler = worksheet(ITEM_ROWS).replace(b"</sheetData>", b"</sheetData>" + b" " * size)
-    return xlsx_bytes({f"S{i}": filler for i in range(1, 41)},
-                      extra={f"xl/media/pad{i}.xml": b"<x>" + b" " * size + b"</x>" for i in range(parts)})
+    return xlsx_bytes(
+        {f"S{i}": filler for i in range(1, 41)},
+        extra={f"xl/media/pad{i}.xml": b"<x>" + b" " * size + b"</x>" for i in range(parts)},
+    )
 
 
 def deep_nesting_xlsx(depth: int = 100_000) -> bytes:
     rnd = random.Random(7)
-    names = [f"n{rnd.randrange(16 ** 5):05x}" for _ in range(depth)]
+    names = [f"n{rnd.randrange(16**5):05x}" for _ in range(depth)]
     inner = "".join(f"<{n}>" for n in names) + "".join(f"</{n}>" for n in reversed(names))
     xml = worksheet(ITEM_ROWS.replace("<t>Apples</t>", f"<t>Apples</t>{inner}"))
     return xlsx_bytes({"S": xml}, level=1)
@@ -145,19 +178,25 @@ def huge_shared_strings_xlsx(count: int = 400_000) -> bytes:
     rnd = random.Random(11)
     items = "".join(f"<si><t>{rnd.getrandbits(64):016x}{i}</t></si>" for i in range(count))
     sst = f'<?xml version="1.0" encoding="UTF-8"?><sst xmlns="{NS}" count="{count}" uniqueCount="{count}">{items}</sst>'
-    rows = ('<row r="1"><c r="A1" t="s"><v>0</v></c></row>')
+    rows = '<row r="1"><c r="A1" t="s"><v>0</v></c></row>'
     return xlsx_bytes({"S": worksheet(rows)}, shared_strings=sst.encode())
 
 
 def many_columns_xlsx() -> bytes:
-    return xlsx_bytes({"S": worksheet(
-        ITEM_ROWS + '<row r="3"><c r="XFD3" t="inlineStr"><is><t>far</t></is></c></row>')})
+    return xlsx_bytes(
+        {"S": worksheet(ITEM_ROWS + '<row r="3"><c r="XFD3" t="inlineStr"><is><t>far</t></is></c></row>')}
+    )
 
 
 def wide_sparse_sheet_xlsx() -> bytes:
     """One cell at the last row Excel allows."""
-    return xlsx_bytes({"S": worksheet(
-        ITEM_ROWS + '<row r="1048576"><c r="A1048576" t="inlineStr"><is><t>far</t></is></c></row>')})
+    return xlsx_bytes(
+        {
+            "S": worksheet(
+                ITEM_ROWS + '<row r="1048576"><c r="A1048576" t="inlineStr"><is><t>far</t></is></c></row>'
+            )
+        }
+    )
 
 
 def legit_sparse_xlsx() -> bytes:
@@ -180,36 +219,43 @@ def _shared_item_rows(first: int, count: int, prefix: str = "") -> str:
         f'<c r="B{r}" t="s"><v>0</v></c>'
         f'<c r="C{r}" t="inlineStr"><is><t>kg</t></is></c><c r="D{r}"><v>{r}.5</v></c>'
         f'<c r="E{r}" t="inlineStr"><is><t>EUR</t></is></c></row>'
-        for r in range(first, first + count))
+        for r in range(first, first + count)
+    )
 
 
 def _one_shared_string(text: str) -> bytes:
-    return (f'<?xml version="1.0" encoding="UTF-8"?><sst xmlns="{NS}" count="1" uniqueCount="1">'
-            f"<si><t>{text}</t></si></sst>").encode()
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?><sst xmlns="{NS}" count="1" uniqueCount="1">'
+        f"<si><t>{text}</t></si></sst>"
+    ).encode()
 
 
 def shared_string_references_xlsx(rows: int = 20_000, length: int = 30_000) -> bytes:
     """One 30,000-character shared string named as the description of 20,000
     items: about 600 MB once every reference is written out."""
-    return xlsx_bytes({"S": worksheet(ITEM_ROWS.replace("Apples", "Pears")
-                                      + _shared_item_rows(3, rows))},
-                      shared_strings=_one_shared_string(_long_text(length, 5)))
+    return xlsx_bytes(
+        {"S": worksheet(ITEM_ROWS.replace("Apples", "Pears") + _shared_item_rows(3, rows))},
+        shared_strings=_one_shared_string(_long_text(length, 5)),
+    )
 
 
 def repeated_inline_strings_xlsx(rows: int = 2_500, length: int = 30_000) -> bytes:
     """The same 30,000-character inline string in 2,500 rows: each a copy of
     its own, compressed to a few hundred bytes by the ZIP."""
     text = _long_text(length, 9)
-    body = "".join(inline_row(r, [f"S-{r}", text, "kg", f"{r}.5", "EUR"])
-                   for r in range(3, 3 + rows))
+    body = "".join(inline_row(r, [f"S-{r}", text, "kg", f"{r}.5", "EUR"]) for r in range(3, 3 + rows))
     return xlsx_bytes({"S": worksheet(ITEM_ROWS + body)})
 
 
 def sheets_of_references_xlsx(sheets: int = 50, rows: int = 500, length: int = 30_000) -> bytes:
     """50 sheets of 500 items whose description is the one shared string."""
-    return xlsx_bytes({f"S{i}": worksheet(ITEM_ROWS + _shared_item_rows(3, rows, prefix=f"{i}-"))
-                       for i in range(1, sheets + 1)},
-                      shared_strings=_one_shared_string(_long_text(length, 13)))
+    return xlsx_bytes(
+        {
+            f"S{i}": worksheet(ITEM_ROWS + _shared_item_rows(3, rows, prefix=f"{i}-"))
+            for i in range(1, sheets + 1)
+        },
+        shared_strings=_one_shared_string(_long_text(length, 13)),
+    )
 
 
 def long_descriptions_csv(rows: int = 200, length: int = 16_000) -> bytes:
@@ -231,8 +277,12 @@ def late_nul_byte_csv() -> bytes:
 
 # The amplification family: each ends in needs_attention or publishes values
 # cut to a plausible length and flagged.
-AMPLIFICATION = ("shared-string-references.xlsx", "repeated-inline-strings.xlsx",
-                 "sheets-of-references.xlsx", "long-descriptions.csv")
+AMPLIFICATION = (
+    "shared-string-references.xlsx",
+    "repeated-inline-strings.xlsx",
+    "sheets-of-references.xlsx",
+    "long-descriptions.csv",
+)
 
 # name -> (upload file name, builder, expectation)
 CORPUS = {
@@ -303,8 +353,9 @@ def sparse_rows_ods() -> bytes:
     """A million empty rows repeated, then one value at the last row ODS allows."""
     from tests.catalog.formatgen import ods_bytes, ods_cell, ods_row
 
-    return ods_bytes({"T": ods_row(["SKU", "Price"]) + ods_row("", repeat=1_048_574)
-                      + ods_row([ods_cell("far")])})
+    return ods_bytes(
+        {"T": ods_row(["SKU", "Price"]) + ods_row("", repeat=1_048_574) + ods_row([ods_cell("far")])}
+    )
 
 
 def repeated_columns_ods() -> bytes:
@@ -365,7 +416,9 @@ def deep_nesting_pdf(depth: int = 100_000) -> bytes:
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources "
-        + b"[" * depth + b"]" * depth + b" >>",
+        + b"[" * depth
+        + b"]" * depth
+        + b" >>",
     ]
     return pdf_raw(objects, 1)
 
@@ -376,17 +429,19 @@ def scanned_pdf() -> bytes:
     return pdf_bytes([[], []], images_only=True)
 
 
-CORPUS.update({
-    "zip-bomb.ods": ("bomb.ods", zip_bomb_ods, "refused"),
-    "zip-bomb.xlsb": ("bomb.xlsb", zip_bomb_xlsb, "refused"),
-    "sparse-range.xlsb": ("sparse.xlsb", sparse_range_xlsb, "refused"),
-    "sparse-rows.ods": ("sparse.ods", sparse_rows_ods, "refused"),
-    "repeated-columns.ods": ("repeat.ods", repeated_columns_ods, "refused"),
-    "deep-nesting.ods": ("deep.ods", deep_nesting_ods, "any"),
-    "broken-ole.xls": ("broken.xls", broken_ole_xls, "refused"),
-    "truncated.xls": ("cut.xls", truncated_xls, "refused"),
-    "5000-pages.pdf": ("pages.pdf", many_pages_pdf, "refused"),
-    "huge-stream.pdf": ("stream.pdf", huge_stream_pdf, "refused"),
-    "deep-nesting.pdf": ("deep.pdf", deep_nesting_pdf, "refused"),
-    "scan.pdf": ("scan.pdf", scanned_pdf, "refused"),
-})
+CORPUS.update(
+    {
+        "zip-bomb.ods": ("bomb.ods", zip_bomb_ods, "refused"),
+        "zip-bomb.xlsb": ("bomb.xlsb", zip_bomb_xlsb, "refused"),
+        "sparse-range.xlsb": ("sparse.xlsb", sparse_range_xlsb, "refused"),
+        "sparse-rows.ods": ("sparse.ods", sparse_rows_ods, "refused"),
+        "repeated-columns.ods": ("repeat.ods", repeated_columns_ods, "refused"),
+        "deep-nesting.ods": ("deep.ods", deep_nesting_ods, "any"),
+        "broken-ole.xls": ("broken.xls", broken_ole_xls, "refused"),
+        "truncated.xls": ("cut.xls", truncated_xls, "refused"),
+        "5000-pages.pdf": ("pages.pdf", many_pages_pdf, "refused"),
+        "huge-stream.pdf": ("stream.pdf", huge_stream_pdf, "refused"),
+        "deep-nesting.pdf": ("deep.pdf", deep_nesting_pdf, "refused"),
+        "scan.pdf": ("scan.pdf", scanned_pdf, "refused"),
+    }
+)

@@ -27,8 +27,13 @@ class Matrix:
     form: dict = field(default_factory=dict)  # the matrix form a reviewer would send
 
 
-def width_by_height(widths=(60, 80, 100, 120, 140), heights=(100, 120, 140, 160), *, seed: int = 0,
-                    gap: tuple[int, int] | None = (140, 160)) -> Matrix:
+def width_by_height(
+    widths=(60, 80, 100, 120, 140),
+    heights=(100, 120, 140, 160),
+    *,
+    seed: int = 0,
+    gap: tuple[int, int] | None = (140, 160),
+) -> Matrix:
     """A bare size matrix under a title row: widths across, heights down; one
     size pair not made (a dash)."""
     rows: list[list] = [["Invented blinds price list, prices in EUR"], ["Height \\ Width", *map(str, widths)]]
@@ -43,8 +48,13 @@ def width_by_height(widths=(60, 80, 100, 120, 140), heights=(100, 120, 140, 160)
             row.append(price)
             expected[(len(rows) + 1, col_letter(n + 1))] = (f"Roller blind, {w} × {h} cm", _canon(price))
         rows.append(row)
-    form = {"row_labels": ["A"], "column_header_rows": [2], "body": f"B3:{col_letter(len(widths))}{len(rows)}",
-            "dimension_unit": "cm", "product": "Roller blind"}
+    form = {
+        "row_labels": ["A"],
+        "column_header_rows": [2],
+        "body": f"B3:{col_letter(len(widths))}{len(rows)}",
+        "dimension_unit": "cm",
+        "product": "Roller blind",
+    }
     return Matrix("blinds.csv", _csv(rows), rows, expected, {"empty": 1 if gap else 0}, form)
 
 
@@ -52,10 +62,12 @@ def fragrance_by_size() -> Matrix:
     """Fragrances by bottle size, a family column beside the name; some sizes
     are "on request" or not made (empty)."""
     sizes = ("30 ml", "50 ml", "100 ml")
-    lines = [("Amber Vale", "oriental", ("21.50", "34.00", "on request")),
-             ("Cedar Rain", "woody", ("19.90", "", "52.00")),
-             ("Lime Drift", "fresh", ("15.00", "24.50", "39.00")),
-             ("Nordic Moss", "woody", ("on request", "29.00", "47.50"))]
+    lines = [
+        ("Amber Vale", "oriental", ("21.50", "34.00", "on request")),
+        ("Cedar Rain", "woody", ("19.90", "", "52.00")),
+        ("Lime Drift", "fresh", ("15.00", "24.50", "39.00")),
+        ("Nordic Moss", "woody", ("on request", "29.00", "47.50")),
+    ]
     rows: list[list] = [["Fragrance", "Family", *sizes]]
     expected = {}
     for name, family, prices in lines:
@@ -89,7 +101,10 @@ def frame_by_wood_and_size() -> Matrix:
         prices = [f"{12 + k * 4 + n * 3}.50" for n in range(4)]
         rows.append([frame, *prices])
         for n, price in enumerate(prices):
-            expected[(len(rows), col_letter(n + 1))] = (f"{frame}, {rows[0][n + 1]} {rows[1][n + 1]}", _canon(price))
+            expected[(len(rows), col_letter(n + 1))] = (
+                f"{frame}, {rows[0][n + 1]} {rows[1][n + 1]}",
+                _canon(price),
+            )
     form = {"row_labels": ["A"], "column_header_rows": [1, 2], "body": "B3:E4"}
     return Matrix("frames.csv", _csv(rows), rows, expected, {}, form)
 
@@ -123,5 +138,7 @@ def _canon(price: str) -> str:
     return format(Decimal(price).normalize(), "f")
 
 
-SHAPES = {f.__name__: f for f in (width_by_height, fragrance_by_size, service_by_zone,
-                                  frame_by_wood_and_size, euro_format_xlsx)}
+SHAPES = {
+    f.__name__: f
+    for f in (width_by_height, fragrance_by_size, service_by_zone, frame_by_wood_and_size, euro_format_xlsx)
+}

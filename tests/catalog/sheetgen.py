@@ -69,34 +69,53 @@ def xlsx(rows: list[list], sheet: str = "Sheet1") -> bytes:
     (fmt 1: "0.00", fmt 2: '#,##0.00 "€"')."""
     body = "".join(
         f'<row r="{r}">' + "".join(_xlsx_cell(f"{col_letter(c)}{r}", v) for c, v in enumerate(row)) + "</row>"
-        for r, row in enumerate(rows, start=1) if row
+        for r, row in enumerate(rows, start=1)
+        if row
     )
-    sheet_xml = ('<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
-                 f'spreadsheetml/2006/main"><sheetData>{body}</sheetData></worksheet>')
+    sheet_xml = (
+        '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/'
+        f'spreadsheetml/2006/main"><sheetData>{body}</sheetData></worksheet>'
+    )
     buf = io.BytesIO()
     ns = "http://schemas.openxmlformats.org"
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("[Content_Types].xml", (
-            f'<?xml version="1.0" encoding="UTF-8"?><Types xmlns="{ns}/package/2006/content-types">'
-            f'<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-            '<Default Extension="xml" ContentType="application/xml"/>'
-            '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
-            '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'
-            '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
-            "</Types>"))
-        zf.writestr("_rels/.rels", (
-            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
-            f'<Relationship Id="rId1" Type="{ns}/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>'
-            "</Relationships>"))
-        zf.writestr("xl/workbook.xml", (
-            f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{ns}/spreadsheetml/2006/main" '
-            f'xmlns:r="{ns}/officeDocument/2006/relationships"><sheets>'
-            f'<sheet name="{escape(sheet)}" sheetId="1" r:id="rId1"/></sheets></workbook>'))
-        zf.writestr("xl/_rels/workbook.xml.rels", (
-            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
-            f'<Relationship Id="rId1" Type="{ns}/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>'
-            f'<Relationship Id="rId2" Type="{ns}/officeDocument/2006/relationships/styles" Target="styles.xml"/>'
-            "</Relationships>"))
+        zf.writestr(
+            "[Content_Types].xml",
+            (
+                f'<?xml version="1.0" encoding="UTF-8"?><Types xmlns="{ns}/package/2006/content-types">'
+                f'<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+                '<Default Extension="xml" ContentType="application/xml"/>'
+                '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+                '<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'
+                '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+                "</Types>"
+            ),
+        )
+        zf.writestr(
+            "_rels/.rels",
+            (
+                f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
+                f'<Relationship Id="rId1" Type="{ns}/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>'
+                "</Relationships>"
+            ),
+        )
+        zf.writestr(
+            "xl/workbook.xml",
+            (
+                f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{ns}/spreadsheetml/2006/main" '
+                f'xmlns:r="{ns}/officeDocument/2006/relationships"><sheets>'
+                f'<sheet name="{escape(sheet)}" sheetId="1" r:id="rId1"/></sheets></workbook>'
+            ),
+        )
+        zf.writestr(
+            "xl/_rels/workbook.xml.rels",
+            (
+                f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{ns}/package/2006/relationships">'
+                f'<Relationship Id="rId1" Type="{ns}/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>'
+                f'<Relationship Id="rId2" Type="{ns}/officeDocument/2006/relationships/styles" Target="styles.xml"/>'
+                "</Relationships>"
+            ),
+        )
         zf.writestr("xl/styles.xml", _STYLES)
         zf.writestr("xl/worksheets/sheet1.xml", sheet_xml)
     return buf.getvalue()
@@ -104,10 +123,40 @@ def xlsx(rows: list[list], sheet: str = "Sheet1") -> bytes:
 
 # ------------------------------------------------------------------ content
 
-_NOUNS = ["bolt", "washer", "bracket", "hinge", "valve", "gasket", "clamp", "fitting", "spring", "nozzle",
-          "filter", "sensor", "relay", "switch", "socket", "cable gland", "coupling", "flange", "bearing", "seal"]
-_ADJS = ["stainless", "galvanised", "brass", "heavy duty", "compact", "insulated", "threaded", "flexible",
-         "reinforced", "adjustable"]
+_NOUNS = [
+    "bolt",
+    "washer",
+    "bracket",
+    "hinge",
+    "valve",
+    "gasket",
+    "clamp",
+    "fitting",
+    "spring",
+    "nozzle",
+    "filter",
+    "sensor",
+    "relay",
+    "switch",
+    "socket",
+    "cable gland",
+    "coupling",
+    "flange",
+    "bearing",
+    "seal",
+]
+_ADJS = [
+    "stainless",
+    "galvanised",
+    "brass",
+    "heavy duty",
+    "compact",
+    "insulated",
+    "threaded",
+    "flexible",
+    "reinforced",
+    "adjustable",
+]
 
 
 def _names(n: int, seed: int) -> list[str]:
@@ -141,8 +190,12 @@ def _item(sku, desc, price, currency, **more) -> dict:
 
 def clean_english() -> Generated:
     names, prices = _names(12, 1), _prices(12, 1)
-    rows = [["Northwind Fasteners Ltd"], ["Price list, spring"], [],
-            ["Item code", "Description", "Unit", "Unit price (GBP)"]]
+    rows = [
+        ["Northwind Fasteners Ltd"],
+        ["Price list, spring"],
+        [],
+        ["Item code", "Description", "Unit", "Unit price (GBP)"],
+    ]
     items = {}
     for n, (name, price) in enumerate(zip(names, prices, strict=False)):
         rows.append([f"NW-{100 + n}", name, "each", price])
@@ -171,7 +224,7 @@ def no_header_row() -> Generated:
 
 
 def near_miss_description() -> Generated:
-    """"DESCRIP" (the names) beside "DESC_ADIC" (brand names): the values decide."""
+    """ "DESCRIP" (the names) beside "DESC_ADIC" (brand names): the values decide."""
     names, prices = _names(15, 4), _prices(15, 4)
     rows = [["CODIGO", "DESC_ADIC", "DESCRIP", "PRECIO USD"]]
     items = {}
@@ -182,9 +235,17 @@ def near_miss_description() -> Generated:
 
 
 def name_beside_empty_description() -> Generated:
-    """"Nom" holds the names; "Description" is mostly empty."""
-    dishes = ["Soupe à l'oignon", "Gratin dauphinois", "Boeuf bourguignon", "Tarte tatin",
-              "Salade niçoise", "Coq au vin", "Ratatouille maison", "Crème brûlée"]
+    """ "Nom" holds the names; "Description" is mostly empty."""
+    dishes = [
+        "Soupe à l'oignon",
+        "Gratin dauphinois",
+        "Boeuf bourguignon",
+        "Tarte tatin",
+        "Salade niçoise",
+        "Coq au vin",
+        "Ratatouille maison",
+        "Crème brûlée",
+    ]
     rows = [["Nom", "Description", "Prix (EUR)"]]
     items = {}
     for n, dish in enumerate(dishes):
@@ -232,14 +293,22 @@ def formula_prices_xlsx() -> Generated:
         rows.append([f"F{n}", name, round(raw / 1.2, 4), {"v": repr(raw), "f": f"C{n + 2}*1.2", "fmt": 1}])
         items[len(rows)] = _item(f"F{n}", name, shown, "EUR")
         flags[len(rows)] = {"derived_price"}
-    return Generated("formulas.xlsx", xlsx(rows, "Prices"), "review", sheet="Prices", items=items, flags=flags)
+    return Generated(
+        "formulas.xlsx", xlsx(rows, "Prices"), "review", sheet="Prices", items=items, flags=flags
+    )
 
 
 def french_linear_metre() -> Generated:
     rows = [["Réf", "Désignation", "Unité", "Prix HT €"]]
     items, flags = {}, {}
-    for n, (thing, unit) in enumerate([("Plinthe chêne 70 mm", "ml"), ("Baguette d'angle pin", "ml"),
-                                       ("Vis inox 4x40", "pce"), ("Colle parquet 5 kg", "pce")]):
+    for n, (thing, unit) in enumerate(
+        [
+            ("Plinthe chêne 70 mm", "ml"),
+            ("Baguette d'angle pin", "ml"),
+            ("Vis inox 4x40", "pce"),
+            ("Colle parquet 5 kg", "pce"),
+        ]
+    ):
         price = f"{n + 3},20"
         rows.append([f"FR{n}", thing, unit, price])
         items[len(rows)] = _item(f"FR{n}", thing, price, "EUR")
@@ -251,9 +320,15 @@ def french_linear_metre() -> Generated:
 def spanish_trade_units() -> Generated:
     rows = [["Código", "Descripción", "Unidad", "Precio (EUR)"]]
     items = {}
-    for n, (thing, unit) in enumerate([("Cable flexible 2,5 mm", "MT"), ("Juego de llaves", "JG"),
-                                       ("Tornillos madera", "PQ"), ("Interruptor doble", "UN"),
-                                       ("Cinta aislante", "RO")]):
+    for n, (thing, unit) in enumerate(
+        [
+            ("Cable flexible 2,5 mm", "MT"),
+            ("Juego de llaves", "JG"),
+            ("Tornillos madera", "PQ"),
+            ("Interruptor doble", "UN"),
+            ("Cinta aislante", "RO"),
+        ]
+    ):
         price = f"{n + 1}.75"
         rows.append([f"ES-{n}", thing, unit, price])
         items[len(rows)] = _item(f"ES-{n}", thing, price, "EUR")
@@ -263,8 +338,15 @@ def spanish_trade_units() -> Generated:
 def italian_cp1252() -> Generated:
     rows = [["Codice", "Descrizione", "Prezzo €"]]
     items = {}
-    for n, thing in enumerate(["Caffè in grani", "Macinacaffè ad alta velocità", "Tazzina però piccola",
-                               "Perché no: tè verde", "Città di Torino: gianduiotti"]):
+    for n, thing in enumerate(
+        [
+            "Caffè in grani",
+            "Macinacaffè ad alta velocità",
+            "Tazzina però piccola",
+            "Perché no: tè verde",
+            "Città di Torino: gianduiotti",
+        ]
+    ):
         price = f"{n + 4},90"
         rows.append([f"IT{n}", thing, price])
         items[len(rows)] = _item(f"IT{n}", thing, price, "EUR")
@@ -274,8 +356,15 @@ def italian_cp1252() -> Generated:
 def czech_cp1250() -> Generated:
     rows = [["Kód", "Název", "Cena Kč"]]
     items = {}
-    for n, thing in enumerate(["Šroubovák křížový", "Kleště kombinované", "Řezačka dlaždic",
-                               "Žebřík hliníkový", "Měřicí pásmo ocelové"]):
+    for n, thing in enumerate(
+        [
+            "Šroubovák křížový",
+            "Kleště kombinované",
+            "Řezačka dlaždic",
+            "Žebřík hliníkový",
+            "Měřicí pásmo ocelové",
+        ]
+    ):
         price = f"{n + 100},00"
         rows.append([f"CZ{n}", thing, price])
         items[len(rows)] = _item(f"CZ{n}", thing, price, "CZK")
@@ -370,13 +459,32 @@ def currency_in_number_format_xlsx() -> Generated:
     return Generated("fmt.xlsx", xlsx(rows), "publish", items=items)
 
 
-SHEETS = {f.__name__: f for f in (
-    clean_english, unknown_header_words, no_header_row, near_miss_description,
-    name_beside_empty_description, price_without_item, duplicate_names, formula_prices_xlsx,
-    french_linear_metre, spanish_trade_units, italian_cp1252, czech_cp1250, shipping_rate_card,
-    price_matrix, statistics_table, two_price_columns, sections_and_totals,
-    decimal_comma_title_currency, chinese_headers, currency_nowhere, currency_in_number_format_xlsx,
-)}
+SHEETS = {
+    f.__name__: f
+    for f in (
+        clean_english,
+        unknown_header_words,
+        no_header_row,
+        near_miss_description,
+        name_beside_empty_description,
+        price_without_item,
+        duplicate_names,
+        formula_prices_xlsx,
+        french_linear_metre,
+        spanish_trade_units,
+        italian_cp1252,
+        czech_cp1250,
+        shipping_rate_card,
+        price_matrix,
+        statistics_table,
+        two_price_columns,
+        sections_and_totals,
+        decimal_comma_title_currency,
+        chinese_headers,
+        currency_nowhere,
+        currency_in_number_format_xlsx,
+    )
+}
 
 
 # ------------------------------------------------------------------ running

@@ -29,8 +29,21 @@ from tests.helpers import comparable_headers, wait_for
 DEMO = Path(__file__).resolve().parents[2] / "catalog" / "demo"
 CSV = b"SKU,Description,Unit,Price,Currency\nA-1,Bolt M8,piece,0.42,EUR\nA-2,Nut M8,piece,0.09,EUR\n"
 OTHER_CSV = b"SKU,Description,Unit,Price,Currency\nB-1,Washer M8,piece,0.05,EUR\n"
-STATUS_KEYS = {"id", "state", "attempt", "max_attempts", "progress", "reason", "created_at",
-               "updated_at", "timings", "result", "links", "columns", "layout"}
+STATUS_KEYS = {
+    "id",
+    "state",
+    "attempt",
+    "max_attempts",
+    "progress",
+    "reason",
+    "created_at",
+    "updated_at",
+    "timings",
+    "result",
+    "links",
+    "columns",
+    "layout",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -69,8 +82,9 @@ def upload(client, content=CSV, *, key="key-1", supplier=None, name="prices.csv"
 
 
 def admitted_job(workspace, *, key="k", state=None, **changes):
-    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet", payload={}, idempotency_key=key,
-                       fingerprint="f")
+    job, _ = job_admit(
+        workspace_id=workspace.pk, kind="parse_sheet", payload={}, idempotency_key=key, fingerprint="f"
+    )
     if state is not None or changes:
         Job.objects.filter(pk=job.pk).update(**({"state": state} if state else {}), **changes)
     return Job.objects.get(pk=job.pk)
@@ -233,17 +247,26 @@ class CountingInput(io.BytesIO):
 def _raw_upload_request(token: str, file_bytes: bytes):
     """A multipart upload whose body is a CountingInput, as a WSGI server hands it over."""
     boundary = "BoUnDaRy"
-    payload = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; "
-               f"filename=\"big.csv\"\r\nContent-Type: text/csv\r\n\r\n").encode()
+    payload = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+        f'filename="big.csv"\r\nContent-Type: text/csv\r\n\r\n'
+    ).encode()
     payload += file_bytes + f"\r\n--{boundary}--\r\n".encode()
     stream = CountingInput(payload)
-    request = WSGIRequest({
-        "REQUEST_METHOD": "POST", "PATH_INFO": "/api/jobs", "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80", "wsgi.url_scheme": "http", "wsgi.input": stream,
-        "CONTENT_TYPE": f"multipart/form-data; boundary={boundary}",
-        "CONTENT_LENGTH": str(len(payload)),
-        "HTTP_AUTHORIZATION": f"Bearer {token}", "HTTP_IDEMPOTENCY_KEY": "big",
-    })
+    request = WSGIRequest(
+        {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": "/api/jobs",
+            "SERVER_NAME": "testserver",
+            "SERVER_PORT": "80",
+            "wsgi.url_scheme": "http",
+            "wsgi.input": stream,
+            "CONTENT_TYPE": f"multipart/form-data; boundary={boundary}",
+            "CONTENT_LENGTH": str(len(payload)),
+            "HTTP_AUTHORIZATION": f"Bearer {token}",
+            "HTTP_IDEMPOTENCY_KEY": "big",
+        }
+    )
     return request, stream
 
 
@@ -283,8 +306,7 @@ def test_upload_without_content_length_is_411(token):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_same_key_waits_on_the_unique_constraint_and_returns_one_job(
-        member, workspace, token):
+def test_concurrent_same_key_waits_on_the_unique_constraint_and_returns_one_job(member, workspace, token):
     """Connection A inserts the job for key K and holds its transaction open;
     connection B's request with K blocks on the unique index, and once A
     commits, B answers with A's job."""
@@ -295,8 +317,14 @@ def test_concurrent_same_key_waits_on_the_unique_constraint_and_returns_one_job(
         try:
             with transaction.atomic():
                 job, _ = pricesheet_admit(
-                    workspace=workspace, chunks=[CSV], original_name="prices.csv",
-                    content_type="text/csv", supplier_name="", idempotency_key="K", user=member)
+                    workspace=workspace,
+                    chunks=[CSV],
+                    original_name="prices.csv",
+                    content_type="text/csv",
+                    supplier_name="",
+                    idempotency_key="K",
+                    user=member,
+                )
                 result["a"] = str(job.pk)
                 a_inserted.set()
                 a_may_commit.wait(20)
@@ -318,8 +346,10 @@ def test_concurrent_same_key_waits_on_the_unique_constraint_and_returns_one_job(
 
     def b_is_waiting_on_a_lock():
         with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                           " AND wait_event_type = 'Lock' AND query LIKE '%%INSERT INTO \"jobs_job\"%%'")
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND wait_event_type = 'Lock' AND query LIKE '%%INSERT INTO \"jobs_job\"%%'"
+            )
             return cursor.fetchone()[0] == 1
 
     wait_for(b_is_waiting_on_a_lock, message="the second INSERT to wait on the first")
@@ -358,10 +388,12 @@ def test_simultaneous_same_key_requests_create_one_job(member, workspace, token)
 
 
 def test_admission_to_another_workspace_is_the_404_of_an_unknown_one(api_client, other_workspace):
-    theirs = api_client.post("/api/jobs", {"file": _file(), "workspace": other_workspace.slug},
-                             HTTP_IDEMPOTENCY_KEY="k")
-    unknown = api_client.post("/api/jobs", {"file": _file(), "workspace": "nobody"},
-                              HTTP_IDEMPOTENCY_KEY="k2")
+    theirs = api_client.post(
+        "/api/jobs", {"file": _file(), "workspace": other_workspace.slug}, HTTP_IDEMPOTENCY_KEY="k"
+    )
+    unknown = api_client.post(
+        "/api/jobs", {"file": _file(), "workspace": "nobody"}, HTTP_IDEMPOTENCY_KEY="k2"
+    )
     assert theirs.status_code == unknown.status_code == 404
     assert not Job.objects.exists()
 
@@ -372,8 +404,7 @@ def test_member_of_several_workspaces_must_name_one(api_client, member):
     response = upload(api_client)
     assert response.status_code == 400
     assert response.json()["type"] == "/problems/workspace-required"
-    named = api_client.post("/api/jobs", {"file": _file(), "workspace": "second"},
-                            HTTP_IDEMPOTENCY_KEY="k2")
+    named = api_client.post("/api/jobs", {"file": _file(), "workspace": "second"}, HTTP_IDEMPOTENCY_KEY="k2")
     assert named.status_code == 202
     assert Job.objects.get(pk=named.json()["id"]).workspace_id == second.pk
 
@@ -381,8 +412,9 @@ def test_member_of_several_workspaces_must_name_one(api_client, member):
 # --- authentication and CSRF -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method,path", [("get", "/api/jobs"), ("post", "/api/jobs"),
-                                         ("get", f"/api/jobs/{uuid.uuid4()}")])
+@pytest.mark.parametrize(
+    "method,path", [("get", "/api/jobs"), ("post", "/api/jobs"), ("get", f"/api/jobs/{uuid.uuid4()}")]
+)
 def test_no_credentials_is_401_problem(client, db, method, path):
     response = getattr(client, method)(path)
     assert response.status_code == 401
@@ -460,21 +492,28 @@ def test_status_has_the_contract_shape(api_client, workspace):
     assert body["progress"] == {"done": 0, "total": 0}
     assert set(body["timings"]) == {"waiting_seconds", "running_seconds", "review_seconds"}
     assert body["result"] is None
-    assert body["links"] == {"self": f"/api/jobs/{job.pk}", "items": f"/api/jobs/{job.pk}/items",
-                             "cancel": f"/api/jobs/{job.pk}/cancel", "page": f"/jobs/{job.pk}/"}
+    assert body["links"] == {
+        "self": f"/api/jobs/{job.pk}",
+        "items": f"/api/jobs/{job.pk}/items",
+        "cancel": f"/api/jobs/{job.pk}/cancel",
+        "page": f"/jobs/{job.pk}/",
+    }
 
 
 def test_status_timings_include_the_live_portion_of_the_current_state(api_client, workspace):
-    job = admitted_job(workspace, state_changed_at=Now() - timedelta(seconds=90),
-                       waiting_seconds=10)
+    job = admitted_job(workspace, state_changed_at=Now() - timedelta(seconds=90), waiting_seconds=10)
     timings = api_client.get(f"/api/jobs/{job.pk}").json()["timings"]
     assert 100 <= timings["waiting_seconds"] < 110
     assert timings["running_seconds"] == 0
 
 
 def test_status_of_a_job_awaiting_review_links_the_review(api_client, workspace):
-    job = admitted_job(workspace, state=State.AWAITING_REVIEW,
-                       state_changed_at=Now() - timedelta(seconds=30), running_seconds=2)
+    job = admitted_job(
+        workspace,
+        state=State.AWAITING_REVIEW,
+        state_changed_at=Now() - timedelta(seconds=30),
+        running_seconds=2,
+    )
     body = api_client.get(f"/api/jobs/{job.pk}").json()
     assert body["links"]["review"] == f"/review/{job.pk}/"
     assert body["timings"]["review_seconds"] >= 30
@@ -482,8 +521,12 @@ def test_status_of_a_job_awaiting_review_links_the_review(api_client, workspace)
 
 
 def test_status_shows_the_result_of_a_completed_job(api_client, workspace):
-    job = admitted_job(workspace, state=State.COMPLETED, finished_at=Now(),
-                       result={"revision_id": "0b6f8c1e-7d0a-4c55-9a55-2f1f0c7e9d11", "item_count": 3})
+    job = admitted_job(
+        workspace,
+        state=State.COMPLETED,
+        finished_at=Now(),
+        result={"revision_id": "0b6f8c1e-7d0a-4c55-9a55-2f1f0c7e9d11", "item_count": 3},
+    )
     body = api_client.get(f"/api/jobs/{job.pk}").json()
     assert body["result"] == {"revision_id": "0b6f8c1e-7d0a-4c55-9a55-2f1f0c7e9d11", "item_count": 3}
     assert body["state"] == "completed"
@@ -498,8 +541,7 @@ def test_status_etag_carries_the_version(api_client, workspace):
 
 
 @pytest.mark.parametrize("method,suffix", [("get", ""), ("get", "/items"), ("post", "/cancel")])
-def test_other_workspace_job_and_unknown_id_give_identical_404(outsider_client, workspace,
-                                                               method, suffix):
+def test_other_workspace_job_and_unknown_id_give_identical_404(outsider_client, workspace, method, suffix):
     job = admitted_job(workspace)
     theirs = getattr(outsider_client, method)(f"/api/jobs/{job.pk}{suffix}")
     unknown = getattr(outsider_client, method)(f"/api/jobs/{uuid.uuid4()}{suffix}")
@@ -539,15 +581,13 @@ def test_list_paginates_newest_first(api_client, workspace):
     first = api_client.get("/api/jobs?page_size=2").json()
     second = api_client.get(first["next"]).json()
     assert first["count"] == 3
-    assert [r["id"] for r in first["results"] + second["results"]] == \
-        [str(j.pk) for j in reversed(jobs)]
+    assert [r["id"] for r in first["results"] + second["results"]] == [str(j.pk) for j in reversed(jobs)]
     assert first["previous"] is None and second["next"] is None
     assert second["previous"] is not None
 
 
 def test_list_page_size_above_100_is_a_400_naming_the_limit(api_client, workspace):
-    Job.objects.bulk_create(Job(workspace=workspace, kind="noop", max_attempts=1)
-                            for _ in range(105))
+    Job.objects.bulk_create(Job(workspace=workspace, kind="noop", max_attempts=1) for _ in range(105))
     refused = api_client.get("/api/jobs?page_size=101")
     body = api_client.get("/api/jobs?page_size=100").json()
     assert refused.status_code == 400
@@ -564,24 +604,49 @@ def test_list_with_bad_page_is_400(api_client):
 
 
 def test_items_of_staged_output_carry_their_flags(api_client, workspace):
-    item = {"sku": "A-1", "description": "Bolt", "unit": "piece", "pack_size": None,
-            "unit_price": "0.42", "currency": None, "source": {"sheet": "Sheet1", "row": 2},
-            "flags": [{"code": "missing_currency", "field": "currency", "message": "set it"}]}
+    item = {
+        "sku": "A-1",
+        "description": "Bolt",
+        "unit": "piece",
+        "pack_size": None,
+        "unit_price": "0.42",
+        "currency": None,
+        "source": {"sheet": "Sheet1", "row": 2},
+        "flags": [{"code": "missing_currency", "field": "currency", "message": "set it"}],
+    }
     job = admitted_job(workspace, state=State.AWAITING_REVIEW, output={"items": [item]})
     assert api_client.get(f"/api/jobs/{job.pk}/items").json() == {
-        "items": [item], "count": 1, "next": None, "previous": None}
+        "items": [item],
+        "count": 1,
+        "next": None,
+        "previous": None,
+    }
 
 
 def test_items_before_any_output_are_empty(api_client, workspace):
     job = admitted_job(workspace)
     assert api_client.get(f"/api/jobs/{job.pk}/items").json() == {
-        "items": [], "count": 0, "next": None, "previous": None}
+        "items": [],
+        "count": 0,
+        "next": None,
+        "previous": None,
+    }
 
 
 def numbered_items(count):
-    return [{"sku": f"S-{n}", "description": "Bolt", "unit": None, "pack_size": None,
-             "unit_price": "1.00", "currency": "EUR", "source": {"sheet": "Sheet1", "row": n + 2},
-             "flags": []} for n in range(count)]
+    return [
+        {
+            "sku": f"S-{n}",
+            "description": "Bolt",
+            "unit": None,
+            "pack_size": None,
+            "unit_price": "1.00",
+            "currency": "EUR",
+            "source": {"sheet": "Sheet1", "row": n + 2},
+            "flags": [],
+        }
+        for n in range(count)
+    ]
 
 
 def test_items_come_a_page_at_a_time_in_the_outputs_order(api_client, workspace):
@@ -595,8 +660,10 @@ def test_items_come_a_page_at_a_time_in_the_outputs_order(api_client, workspace)
     assert last["next"] is None and "page=2" in last["previous"]
     middle = api_client.get(first["next"]).json()
     assert middle["items"][0]["sku"] == "S-500" and middle["items"][-1]["sku"] == "S-999"
-    assert api_client.get(f"/api/jobs/{job.pk}/items?page=2&page_size=1200").json()["items"] == (
-        numbered_items(1203)[1200:])
+    assert (
+        api_client.get(f"/api/jobs/{job.pk}/items?page=2&page_size=1200").json()["items"]
+        == (numbered_items(1203)[1200:])
+    )
 
 
 def test_item_pages_are_bounded_and_a_page_past_the_last_is_a_404(api_client, workspace):
@@ -628,8 +695,9 @@ def test_cancel_a_completed_job_is_409(api_client, workspace):
 
 def test_cancel_naming_a_stale_version_is_409_with_the_current_state(api_client, workspace):
     job = admitted_job(workspace)
-    response = api_client.post(f"/api/jobs/{job.pk}/cancel", {"version": job.version + 5},
-                               content_type="application/json")
+    response = api_client.post(
+        f"/api/jobs/{job.pk}/cancel", {"version": job.version + 5}, content_type="application/json"
+    )
     assert response.status_code == 409
     assert response.json()["type"] == "/problems/version-conflict"
     assert (response.json()["state"], response.json()["version"]) == ("queued", job.version)
@@ -645,8 +713,7 @@ def test_cancel_naming_the_current_version_succeeds(api_client, workspace):
 # --- errors are problems ------------------------------------------------------------------------
 
 
-def test_unexpected_error_is_a_500_problem_without_a_stack_trace(api_client, workspace,
-                                                                 monkeypatch):
+def test_unexpected_error_is_a_500_problem_without_a_stack_trace(api_client, workspace, monkeypatch):
     job = admitted_job(workspace)
 
     def explode(job):

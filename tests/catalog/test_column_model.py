@@ -32,13 +32,17 @@ def test_header_words_are_folded_and_lose_plural_and_inflected_endings():
 
 
 def test_the_sheet_needs_confirmation_exactly_when_one_of_its_columns_does():
-    rows = [["Code", "Name", "Price EUR"]] + [[f"A-{n}", f"Widget number {n}", f"{n}.50"] for n in range(1, 9)]
+    rows = [["Code", "Name", "Price EUR"]] + [
+        [f"A-{n}", f"Widget number {n}", f"{n}.50"] for n in range(1, 9)
+    ]
     (report,) = extract(table(*rows), column_model=True).sheets
     assert report["needs_confirmation"] == any(c["needs_confirmation"] for c in report["columns"])
 
 
 def test_every_value_from_a_column_in_doubt_is_flagged_on_its_field():
-    rows = [["Code", "Name", "Price EUR"]] + [[f"A-{n}", f"Widget number {n}", f"{n}.50"] for n in range(1, 9)]
+    rows = [["Code", "Name", "Price EUR"]] + [
+        [f"A-{n}", f"Widget number {n}", f"{n}.50"] for n in range(1, 9)
+    ]
     ex = extract(table(*rows), column_model=True)
     doubted = {c["role"] for c in ex.sheets[0]["columns"] if c["needs_confirmation"] and c["role"] != "other"}
     assert doubted
@@ -52,8 +56,10 @@ def test_two_plausible_price_columns_put_the_price_in_doubt():
     ex = extract(table(*rows), column_model=True)
     price = next(c for c in ex.sheets[0]["columns"] if c["role"] == "unit_price")
     assert price["needs_confirmation"] and ex.needs_confirmation
-    assert all(any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
-               for i in ex.items)
+    assert all(
+        any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
+        for i in ex.items
+    )
 
 
 def test_a_constant_column_is_no_sku_and_no_description_whatever_its_header_says():
@@ -80,7 +86,9 @@ def test_a_link_is_no_description():
 
 def test_a_price_written_as_text_is_still_the_price_column():
     rows = [["Service", "Price", "Notes"]]
-    rows += [[f"Service number {n}", f"${n}50/hr", f"Call us about the details of plan {n}"] for n in range(1, 8)]
+    rows += [
+        [f"Service number {n}", f"${n}50/hr", f"Call us about the details of plan {n}"] for n in range(1, 8)
+    ]
     ex = extract(table(*rows), column_model=True)
     assert ex.refusal is None
     assert roles(ex.sheets[0])["B"] == "unit_price"
@@ -95,8 +103,15 @@ def test_a_column_of_currency_codes_is_the_currency():
 
 def test_a_reviewers_mapping_is_taken_as_given_and_needs_no_confirmation():
     rows = [["SKU", "Name", "Price"]] + [[f"S{n}", f"Thing {n}", f"{n}.10"] for n in range(1, 4)]
-    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": 1,
-                           "columns": {"sku": "A", "description": "B", "unit_price": "C"}}]}
+    mapping = {
+        "sheets": [
+            {
+                "sheet": "Sheet1",
+                "header_row": 1,
+                "columns": {"sku": "A", "description": "B", "unit_price": "C"},
+            }
+        ]
+    }
     ex = extract(table(*rows), mapping, column_model=True)
     assert not ex.needs_confirmation
     assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
@@ -105,7 +120,9 @@ def test_a_reviewers_mapping_is_taken_as_given_and_needs_no_confirmation():
 def plain_sheet(n=12):
     units = ("pc", "box", "kg")
     return [["SKU", "Description", "Unit", "Price"]] + [
-        [f"AB-{k:03d}", f"Steel bolt size M{k} zinc plated", units[k % 3], f"{k}.{k % 10}5"] for k in range(1, n)]
+        [f"AB-{k:03d}", f"Steel bolt size M{k} zinc plated", units[k % 3], f"{k}.{k % 10}5"]
+        for k in range(1, n)
+    ]
 
 
 def test_with_model_doubt_the_rules_take_the_roles_and_the_model_only_doubts_them():
@@ -123,7 +140,11 @@ def test_a_plain_sheet_the_model_reads_as_the_rules_do_needs_no_confirmation():
 
 def test_a_role_the_model_reads_otherwise_needs_confirmation_and_flags_its_values_on_that_field():
     # The rules take column B as the description; the model, on two rows, is not sure enough of it.
-    rows = [["SKU", "Description", "Unit", "Price EUR"], ["A-1", "Apples", "kg", "1.50"], ["B-2", "Bananas", "kg", "2.25"]]
+    rows = [
+        ["SKU", "Description", "Unit", "Price EUR"],
+        ["A-1", "Apples", "kg", "1.50"],
+        ["B-2", "Bananas", "kg", "2.25"],
+    ]
     ex = extract(table(*rows), model_doubt=True)
     (report,) = ex.sheets
     doubted = {c["role"] for c in report["columns"] if c["needs_confirmation"]}
@@ -133,15 +154,24 @@ def test_a_role_the_model_reads_otherwise_needs_confirmation_and_flags_its_value
 
 
 def test_a_column_of_years_is_no_price_for_the_rules_either():
-    rows = [["Code", "Title", "Price"]] + [[f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)]
+    rows = [["Code", "Title", "Price"]] + [
+        [f"B{n}", f"Collected volume {n}", str(1990 + n)] for n in range(1, 12)
+    ]
     ex = extract(table(*rows))
     assert ex.refusal and not ex.items
 
 
 def test_model_doubt_leaves_a_reviewers_mapping_without_doubt():
     rows = plain_sheet()
-    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": 1,
-                           "columns": {"sku": "A", "description": "B", "unit_price": "D"}}]}
+    mapping = {
+        "sheets": [
+            {
+                "sheet": "Sheet1",
+                "header_row": 1,
+                "columns": {"sku": "A", "description": "B", "unit_price": "D"},
+            }
+        ]
+    }
     ex = extract(table(*rows), mapping, model_doubt=True)
     assert not ex.needs_confirmation
     assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
@@ -167,8 +197,14 @@ def test_a_file_that_validation_sends_to_review_shows_the_column_doubt_held_back
 
     # No currency anywhere: extraction itself flags nothing, validation flags every item.
     data = b"SKU,Description,Unit,Price\nA-1,Apples,kg,1.50\nB-2,Bananas,kg,2.25\n"
-    got = read_extract_validate(data=data, filename="fruit.csv", table=None, read_limits=ReadLimits(),
-                                extractor="builtin", link=_Link())
+    got = read_extract_validate(
+        data=data,
+        filename="fruit.csv",
+        table=None,
+        read_limits=ReadLimits(),
+        extractor="builtin",
+        link=_Link(),
+    )
     (report,) = got["report"]["columns"]
     assert "held" not in got
     assert got["report"]["needs_confirmation"] and report["needs_confirmation"]
@@ -183,4 +219,6 @@ def test_a_currency_read_for_a_price_column_in_doubt_is_in_doubt_too():
     ex = extract(table(*rows))
     for item in ex.items:
         assert item["currency"] == "EUR"
-        assert {"unit_price", "currency"} <= {f["field"] for f in item["flags"] if f["code"] == "uncertain_column"}
+        assert {"unit_price", "currency"} <= {
+            f["field"] for f in item["flags"] if f["code"] == "uncertain_column"
+        }

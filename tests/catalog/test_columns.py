@@ -15,8 +15,14 @@ def roles(report: dict) -> dict:
 
 
 def test_report_gives_header_row_and_every_columns_role_evidence_and_confidence():
-    ex = extract(table(["Title"], ["Code", "Name", "Price EUR"], ["A-1", "Blue widget", "2.50"],
-                       ["A-2", "Red widget", "3.10"]))
+    ex = extract(
+        table(
+            ["Title"],
+            ["Code", "Name", "Price EUR"],
+            ["A-1", "Blue widget", "2.50"],
+            ["A-2", "Red widget", "3.10"],
+        )
+    )
     (report,) = ex.sheets
     assert report["header_row"] == 2
     assert roles(report) == {"A": "sku", "B": "description", "C": "unit_price"}
@@ -25,19 +31,27 @@ def test_report_gives_header_row_and_every_columns_role_evidence_and_confidence(
 
 
 def test_unknown_header_words_do_not_make_a_sheet_not_an_item_list():
-    ex = extract(table(["Qwerty", "Zxcv", "Asdf"],
-                       ["K-100", "Hammer with a wooden handle", "12.40"],
-                       ["K-101", "Saw for metal, 300 mm", "8.95"],
-                       ["K-102", "Screwdriver set of six", "15.00"]))
+    ex = extract(
+        table(
+            ["Qwerty", "Zxcv", "Asdf"],
+            ["K-100", "Hammer with a wooden handle", "12.40"],
+            ["K-101", "Saw for metal, 300 mm", "8.95"],
+            ["K-102", "Screwdriver set of six", "15.00"],
+        )
+    )
     assert ex.refusal is None
     assert [i["unit_price"] for i in ex.items] == ["12.4", "8.95", "15"]
     assert roles(ex.sheets[0]) == {"A": "sku", "B": "description", "C": "unit_price"}
 
 
 def test_sheet_without_header_row_goes_to_review_with_mapping_to_confirm():
-    ex = extract(table(["K-100", "Hammer with a wooden handle", "12.40"],
-                       ["K-101", "Saw for metal, 300 mm", "8.95"],
-                       ["K-102", "Screwdriver set of six", "15.00"]))
+    ex = extract(
+        table(
+            ["K-100", "Hammer with a wooden handle", "12.40"],
+            ["K-101", "Saw for metal, 300 mm", "8.95"],
+            ["K-102", "Screwdriver set of six", "15.00"],
+        )
+    )
     assert len(ex.items) == 3
     assert ex.needs_confirmation
     assert ex.sheets[0]["header_row"] is None
@@ -71,32 +85,69 @@ def test_two_plausible_price_columns_need_confirmation():
 
 def test_mapping_is_taken_as_given_and_needs_no_confirmation():
     rows = [["K-100", "Hammer", "x", "12.40", "99"], ["K-101", "Saw", "y", "8.95", "98"]]
-    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": None, "columns": {
-        "sku": "A", "description": "B", "unit": None, "pack_size": None, "unit_price": "E", "currency": None}}],
-        "currency": "EUR"}
+    mapping = {
+        "sheets": [
+            {
+                "sheet": "Sheet1",
+                "header_row": None,
+                "columns": {
+                    "sku": "A",
+                    "description": "B",
+                    "unit": None,
+                    "pack_size": None,
+                    "unit_price": "E",
+                    "currency": None,
+                },
+            }
+        ],
+        "currency": "EUR",
+    }
     ex = extract(table(*rows), mapping=mapping)
-    assert [(i["sku"], i["unit_price"], i["currency"]) for i in ex.items] == [("K-100", "99", "EUR"), ("K-101", "98", "EUR")]
+    assert [(i["sku"], i["unit_price"], i["currency"]) for i in ex.items] == [
+        ("K-100", "99", "EUR"),
+        ("K-101", "98", "EUR"),
+    ]
     assert not ex.needs_confirmation
     assert ex.sheets[0]["source"] == "reviewer"
 
 
 def test_mapping_reads_only_the_sheets_it_lists():
-    t = Table(sheets=[Sheet(name="A", rows=[["SKU", "Name", "Price"], ["1", "x", "2"]]),
-                      Sheet(name="B", rows=[["SKU", "Name", "Price"], ["2", "y", "3"]])])
-    mapping = {"sheets": [{"sheet": "B", "header_row": 1, "columns": {"sku": "A", "description": "B",
-                                                                      "unit_price": "C"}}], "currency": None}
+    t = Table(
+        sheets=[
+            Sheet(name="A", rows=[["SKU", "Name", "Price"], ["1", "x", "2"]]),
+            Sheet(name="B", rows=[["SKU", "Name", "Price"], ["2", "y", "3"]]),
+        ]
+    )
+    mapping = {
+        "sheets": [
+            {"sheet": "B", "header_row": 1, "columns": {"sku": "A", "description": "B", "unit_price": "C"}}
+        ],
+        "currency": None,
+    }
     ex = extract(t, mapping=mapping)
     assert [i["source"]["sheet"] for i in ex.items] == ["B"]
     assert [s["status"] for s in ex.sheets] == ["not selected", "read"]
 
 
-@pytest.mark.parametrize("mapping, words", [
-    ({"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"sku": "A"}}]}, "no price column"),
-    ({"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"unit_price": "B"}}]}, "no description or SKU"),
-    ({"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"sku": "A", "unit_price": "Q"}}]}, "does not exist"),
-    ({"sheets": [{"sheet": "Nope", "header_row": 1, "columns": {}}]}, "no sheet"),
-    ({"sheets": [{"sheet": "Sheet1", "header_row": 99, "columns": {"sku": "A", "unit_price": "B"}}]}, "header row"),
-])
+@pytest.mark.parametrize(
+    "mapping, words",
+    [
+        ({"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"sku": "A"}}]}, "no price column"),
+        (
+            {"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"unit_price": "B"}}]},
+            "no description or SKU",
+        ),
+        (
+            {"sheets": [{"sheet": "Sheet1", "header_row": 1, "columns": {"sku": "A", "unit_price": "Q"}}]},
+            "does not exist",
+        ),
+        ({"sheets": [{"sheet": "Nope", "header_row": 1, "columns": {}}]}, "no sheet"),
+        (
+            {"sheets": [{"sheet": "Sheet1", "header_row": 99, "columns": {"sku": "A", "unit_price": "B"}}]},
+            "header row",
+        ),
+    ],
+)
 def test_impossible_mapping_is_explained(mapping, words):
     errors = mapping_errors(mapping, table(["SKU", "Price"], ["A", "1"]))
     assert any(words in e for e in errors)
@@ -109,8 +160,14 @@ def test_extract_refuses_a_mapping_without_price():
 
 
 def test_refusal_says_which_kind_and_that_a_reviewer_can_map_it():
-    ex = extract(table(["Weight", "Zone 1", "Zone 2", "Zone 3"], ["do 1 kg", "4.10", "5.20", "6.30"],
-                       ["do 5 kg", "5.10", "6.20", "7.30"], ["do 10 kg", "6.10", "7.20", "8.30"]))
+    ex = extract(
+        table(
+            ["Weight", "Zone 1", "Zone 2", "Zone 3"],
+            ["do 1 kg", "4.10", "5.20", "6.30"],
+            ["do 5 kg", "5.10", "6.20", "7.30"],
+            ["do 10 kg", "6.10", "7.20", "8.30"],
+        )
+    )
     assert ex.items == []
     assert "rate card" in ex.refusal and "reviewer can still map" in ex.refusal
     assert ex.sheets[0]["status"] == "refused"
@@ -125,17 +182,24 @@ def test_amounts_written_with_cents_are_no_sku_whatever_their_header_says():
 
 
 def test_codes_written_with_three_or_more_places_stay_skus():
-    rows = [["Code", "Name", "Price EUR"]] + [[f"3100.{n:03d}", f"Cabinet door {n}", f"{n}.40"] for n in range(2, 12)]
+    rows = [["Code", "Name", "Price EUR"]] + [
+        [f"3100.{n:03d}", f"Cabinet door {n}", f"{n}.40"] for n in range(2, 12)
+    ]
     assert roles(extract(table(*rows)).sheets[0])["A"] == "sku"
 
 
 def test_two_close_description_columns_put_the_description_in_doubt_and_flag_it():
     rows = [["Code", "Name", "Other name", "Price EUR"]]
-    rows += [[f"K-{n}", f"Steel bolt number {n} zinc", f"Bolt of steel {n} plated", f"{n}.40"] for n in range(2, 12)]
+    rows += [
+        [f"K-{n}", f"Steel bolt number {n} zinc", f"Bolt of steel {n} plated", f"{n}.40"]
+        for n in range(2, 12)
+    ]
     ex = extract(table(*rows))
     (report,) = ex.sheets
     assert ex.needs_confirmation
     assert any("description" in d for d in report["doubts"])
     assert next(c for c in report["columns"] if c["role"] == "description")["needs_confirmation"]
-    assert all(any(f["code"] == "uncertain_column" and f["field"] == "description" for f in i["flags"])
-               for i in ex.items)
+    assert all(
+        any(f["code"] == "uncertain_column" and f["field"] == "description" for f in i["flags"])
+        for i in ex.items
+    )

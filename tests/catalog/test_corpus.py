@@ -62,8 +62,11 @@ def test_real_sheet_items_cite_rows_that_hold_them(name):
     table, result = outcome(name)
     if isinstance(result, NotAnItemList):
         return
-    unsupported = [i for i in validate_items(result.items, table)
-                   if any(f["code"] == "unsupported_source" for f in i["flags"])]
+    unsupported = [
+        i
+        for i in validate_items(result.items, table)
+        if any(f["code"] == "unsupported_source" for f in i["flags"])
+    ]
     assert unsupported == []
 
 
@@ -72,8 +75,11 @@ def test_real_sheet_items_without_currency_are_flagged(name):
     table, result = outcome(name)
     if isinstance(result, NotAnItemList):
         return
-    unflagged = [i for i in validate_items(result.items, table)
-                 if not i["currency"] and "missing_currency" not in {f["code"] for f in i["flags"]}]
+    unflagged = [
+        i
+        for i in validate_items(result.items, table)
+        if not i["currency"] and "missing_currency" not in {f["code"] for f in i["flags"]}
+    ]
     assert unflagged == []
 
 

@@ -13,8 +13,10 @@ import pytest
 from bench.corpus.labels import CORPUS, load_all, split
 from catalog.extraction.column_model import MODEL_PATH, header_tokens, load_model
 
-pytestmark = [pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus folder ../shared/corpus is absent"),
-              pytest.mark.once]
+pytestmark = [
+    pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus folder ../shared/corpus is absent"),
+    pytest.mark.once,
+]
 
 # What the development part reaches with the roles taken from the column model
 # (python bench/extraction_accuracy.py --corpus-only --model).
@@ -23,8 +25,16 @@ MAX_LISTS_REFUSED = 2
 # What bench/extraction_accuracy.py --corpus-only measured on the development part for
 # extract()'s default (the rules alone left 117,607 wrong values without a flag): no wrong
 # value without a flag on its field or its column.
-PARSED_FLOOR = {"f1": 0.996, "outcome_right": 86, "price": 0.52, "description": 0.967, "sku": 0.588,
-                "max_unflagged": 0, "max_lists_refused": 0, "max_non_items_accepted": 9}
+PARSED_FLOOR = {
+    "f1": 0.996,
+    "outcome_right": 86,
+    "price": 0.52,
+    "description": 0.967,
+    "sku": 0.588,
+    "max_unflagged": 0,
+    "max_lists_refused": 0,
+    "max_non_items_accepted": 9,
+}
 # The rules' roles with the column model's doubt on every file (extract(..., model_doubt=True)) on the
 # development part: the rules' item rows, and no wrong value unflagged.
 HYBRID_FLOOR = {"f1": 0.996, "outcome_right": 84, "max_unflagged": 0}
@@ -35,7 +45,9 @@ def development():
     from bench.corpus.scoring import score_file, summarize
 
     labels = load_all()
-    return summarize([score_file(labels[f], column_model=True) for f in split()["development"] if f in labels])
+    return summarize(
+        [score_file(labels[f], column_model=True) for f in split()["development"] if f in labels]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +55,18 @@ def development_with_model_doubt():
     from bench.corpus.scoring import score_file, summarize
 
     labels = load_all()
-    return summarize([score_file(labels[f], column_model=False, model_doubt=True)
-                      for f in split()["development"] if f in labels])
+    return summarize(
+        [
+            score_file(labels[f], column_model=False, model_doubt=True)
+            for f in split()["development"]
+            if f in labels
+        ]
+    )
 
 
 def test_model_doubt_keeps_the_rules_item_rows_and_outcomes_and_flags_their_doubtful_columns(
-        development_with_model_doubt):
+    development_with_model_doubt,
+):
     got = development_with_model_doubt
     assert got["f1"] >= HYBRID_FLOOR["f1"]
     assert got["outcome_right"] >= HYBRID_FLOOR["outcome_right"]
@@ -65,7 +83,8 @@ def development_as_parsed():
 
 
 def test_what_a_parse_job_does_keeps_the_rules_figures_and_shows_the_models_doubt_on_reviewed_files(
-        development_as_parsed):
+    development_as_parsed,
+):
     # extract()'s default: the rules' roles, the column model's doubt on every
     # file that goes to a reviewer anyway (a clean file still publishes).
     got = development_as_parsed
@@ -123,9 +142,14 @@ def test_the_column_thresholds_come_from_the_model_file():
     data = json.loads(MODEL_PATH.read_text(encoding="utf-8"))
     model = load_model()
     assert (model.threshold, model.margin, model.absent_floor) == (
-        data["threshold"], data["margin"], data["absent_floor"])
+        data["threshold"],
+        data["margin"],
+        data["absent_floor"],
+    )
     assert (model.agree_threshold, model.agree_named_threshold) == (
-        data["agree_threshold"], data["agree_named_threshold"])
+        data["agree_threshold"],
+        data["agree_named_threshold"],
+    )
     assert dict(model.rules_absent_floor) == data["rules_absent_floor"]
     assert data["trained_on"] and data["version"]
 
@@ -137,7 +161,13 @@ def test_the_column_modules_hold_no_header_words_only_role_names():
 
     import catalog.extraction.money as money  # the currency codes table is the product's, not header words
 
-    words = [name for module in (columns, column_model) for name, value in vars(module).items()
-             if isinstance(value, (tuple, list, set, frozenset)) and name.isupper() and name not in vars(money)
-             and any(isinstance(v, str) and v not in ROLES for v in value)]
+    words = [
+        name
+        for module in (columns, column_model)
+        for name, value in vars(module).items()
+        if isinstance(value, (tuple, list, set, frozenset))
+        and name.isupper()
+        and name not in vars(money)
+        and any(isinstance(v, str) and v not in ROLES for v in value)
+    ]
     assert words == []

@@ -13,8 +13,11 @@ from catalog.readers import detect
 from catalog.reading import read_table
 
 DEV = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "dev"
-FILES = sorted(p.name for p in (DEV / "files").iterdir()
-               if p.suffix.lower() in (".xls", ".xlsb", ".ods")) if DEV.is_dir() else []
+FILES = (
+    sorted(p.name for p in (DEV / "files").iterdir() if p.suffix.lower() in (".xls", ".xlsb", ".ods"))
+    if DEV.is_dir()
+    else []
+)
 
 pytestmark = pytest.mark.skipif(not DEV.is_dir(), reason="corpus folder ../shared/corpus/dev is absent")
 
@@ -40,9 +43,15 @@ def test_corpus_has_the_legacy_formats():
 EXTRACTION_GAPS: set[str] = set()
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="read, but refused by the extractor"))
-    if n in EXTRACTION_GAPS else n for n in FILES])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="read, but refused by the extractor"))
+        if n in EXTRACTION_GAPS
+        else n
+        for n in FILES
+    ],
+)
 def test_real_legacy_sheet_reads_and_its_items_are_extracted(name):
     table = read_table(DEV / "files" / name, filename=name)
     assert any(sheet.rows for sheet in table.sheets)

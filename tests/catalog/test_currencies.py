@@ -28,9 +28,15 @@ def test_the_choices_are_every_code_with_its_name_in_code_order():
 
 def test_validation_flags_an_extracted_code_that_is_not_active():
     table = Table.from_json({"sheets": [{"name": "S", "rows": [["A-1", "Bolt", "pcs", "1.00"]]}]})
-    item = {"sku": "A-1", "description": "Bolt", "unit": "pcs", "pack_size": None,
-            "unit_price": "1.00", "currency": "EUT", "source": {"sheet": "S", "row": 1}}
+    item = {
+        "sku": "A-1",
+        "description": "Bolt",
+        "unit": "pcs",
+        "pack_size": None,
+        "unit_price": "1.00",
+        "currency": "EUT",
+        "source": {"sheet": "S", "row": 1},
+    }
     flags = validate_items([item], table)[0]["flags"]
     assert [(f["code"], f["field"]) for f in flags] == [("missing_currency", "currency")]
     assert "'EUT' is not an active ISO 4217 code" in flags[0]["message"]
-

@@ -14,21 +14,38 @@ from catalog.export import FORMULA_PREFIXES, HEADERS, escape_cell, rows_to_csv, 
 from catalog.models import CatalogItem, CatalogRevision
 from tests.review import make_supplier, published_job, sheet_items
 
-DANGEROUS = ["=HYPERLINK(\"http://evil.example\",\"click\")", "+1+1", "-2+3", "@SUM(A1:A2)",
-             "\t=1+1", "\r=1+1"]
+DANGEROUS = ['=HYPERLINK("http://evil.example","click")', "+1+1", "-2+3", "@SUM(A1:A2)", "\t=1+1", "\r=1+1"]
 
 
 def hostile_rows():
     rows = []
     for n, text in enumerate(DANGEROUS):
-        rows.append({"sku": text, "description": text, "unit": text, "unit_code": "",
-                     "pack_size": Decimal("10"),
-                     "unit_price": Decimal("1.500000"), "currency": "EUR",
-                     "source_sheet": text, "source_row": n + 4})
-    rows.append({"sku": "SAFE-1", "description": "Plain bolt", "unit": None, "unit_code": "",
-                 "pack_size": None,
-                 "unit_price": Decimal("0.125000"), "currency": "EUR", "source_sheet": "Prices",
-                 "source_row": 10})
+        rows.append(
+            {
+                "sku": text,
+                "description": text,
+                "unit": text,
+                "unit_code": "",
+                "pack_size": Decimal("10"),
+                "unit_price": Decimal("1.500000"),
+                "currency": "EUR",
+                "source_sheet": text,
+                "source_row": n + 4,
+            }
+        )
+    rows.append(
+        {
+            "sku": "SAFE-1",
+            "description": "Plain bolt",
+            "unit": None,
+            "unit_code": "",
+            "pack_size": None,
+            "unit_price": Decimal("0.125000"),
+            "currency": "EUR",
+            "source_sheet": "Prices",
+            "source_row": 10,
+        }
+    )
     return rows
 
 
@@ -100,10 +117,12 @@ def test_xlsx_export_writes_numbers_as_numbers():
 
 
 def test_xlsx_prices_carry_the_decimals_the_supplier_gave_as_their_number_format():
-    rows = [{"sku": "A", "unit_price": Decimal("2.000000"), "price_places": 2, "currency": "EUR"},
-            {"sku": "B", "unit_price": Decimal("4.100000"), "price_places": 1, "currency": "EUR"},
-            {"sku": "C", "unit_price": Decimal("0.125000"), "price_places": 2, "currency": "EUR"},
-            {"sku": "D", "unit_price": Decimal("7.000000"), "currency": "EUR"}]
+    rows = [
+        {"sku": "A", "unit_price": Decimal("2.000000"), "price_places": 2, "currency": "EUR"},
+        {"sku": "B", "unit_price": Decimal("4.100000"), "price_places": 1, "currency": "EUR"},
+        {"sku": "C", "unit_price": Decimal("0.125000"), "price_places": 2, "currency": "EUR"},
+        {"sku": "D", "unit_price": Decimal("7.000000"), "currency": "EUR"},
+    ]
     cells = [(r[5].value, r[5].number_format) for r in read_xlsx(rows_to_xlsx(rows))[1:]]
     # C needs three decimals whatever was asked; D, without places, gets at least two.
     assert cells == [(2, "#,##0.00"), (4.1, "#,##0.0"), (0.125, "#,##0.000"), (7, "#,##0.00")]
@@ -152,16 +171,28 @@ def test_downloaded_xlsx_keeps_formula_leading_text_as_strings(client, member, h
     assert not [c for c in cells if c.data_type == "f"]
     assert not [c for c in cells if isinstance(c.value, str) and c.value.startswith("'")]
     texts = {c.value for row in rows[1:] for c in row[:2]}
-    assert texts >= {text.replace("\r", "\n") for text in DANGEROUS[:hostile_revision.item_count]}
+    assert texts >= {text.replace("\r", "\n") for text in DANGEROUS[: hostile_revision.item_count]}
 
 
 def test_a_control_character_in_a_published_cell_does_not_break_the_xlsx_export():
-    row = {"sku": "C-1", "description": "Bolt\x1b[31m red\x07", "unit": "p\x00c", "unit_code": "",
-           "pack_size": None, "unit_price": Decimal("1.50"), "currency": "EUR",
-           "source_sheet": "Prices\x0b", "source_row": 2}
+    row = {
+        "sku": "C-1",
+        "description": "Bolt\x1b[31m red\x07",
+        "unit": "p\x00c",
+        "unit_code": "",
+        "pack_size": None,
+        "unit_price": Decimal("1.50"),
+        "currency": "EUR",
+        "source_sheet": "Prices\x0b",
+        "source_row": 2,
+    }
     [_, cells] = read_xlsx(rows_to_xlsx([row]))
     assert [cells[0].value, cells[1].value, cells[2].value, cells[7].value] == [
-        "C-1", "Bolt\ufffd[31m red\ufffd", "p\ufffdc", "Prices\ufffd"]
+        "C-1",
+        "Bolt\ufffd[31m red\ufffd",
+        "p\ufffdc",
+        "Prices\ufffd",
+    ]
 
 
 def test_exports_name_who_set_each_value_a_reviewer_set(client, workspace, reviewer):
@@ -174,8 +205,9 @@ def test_exports_name_who_set_each_value_a_reviewer_set(client, workspace, revie
     by_sku = {row[0]: row[-1] for row in rows[1:]}
     assert by_sku["A-1"].startswith("currency by rey at ")
     assert by_sku["A-3"].startswith("unit by rey at ") and "; currency by rey at " in by_sku["A-3"]
-    sheet = load_workbook(io.BytesIO(
-        client.get(reverse("catalog:export_xlsx", args=[revision.public_id])).getvalue())).active
+    sheet = load_workbook(
+        io.BytesIO(client.get(reverse("catalog:export_xlsx", args=[revision.public_id])).getvalue())
+    ).active
     assert sheet.cell(row=1, column=len(HEADERS)).value == "Set by a reviewer"
 
 
@@ -188,8 +220,9 @@ def test_page_and_api_exports_of_a_revision_are_byte_identical(client, workspace
     token = apitoken_create(user=reviewer)[1]
     for name, fmt in (("catalog:export_xlsx", "xlsx"), ("catalog:export_csv", "csv")):
         page = [client.get(reverse(name, args=[revision.public_id])).getvalue() for _ in range(2)]
-        api = client.get(f"/api/revisions/{revision.public_id}/items?format={fmt}",
-                         HTTP_AUTHORIZATION=f"Bearer {token}").getvalue()
+        api = client.get(
+            f"/api/revisions/{revision.public_id}/items?format={fmt}", HTTP_AUTHORIZATION=f"Bearer {token}"
+        ).getvalue()
         assert page[0] == page[1] == api, fmt
 
 
@@ -221,8 +254,9 @@ def test_exports_are_streamed_from_the_server_not_built_in_memory(client, worksp
     token = apitoken_create(user=reviewer)[1]
     for name, fmt in (("catalog:export_csv", "csv"), ("catalog:export_xlsx", "xlsx")):
         page = client.get(reverse(name, args=[revision.public_id]))
-        api = client.get(f"/api/revisions/{revision.public_id}/items?format={fmt}",
-                         HTTP_AUTHORIZATION=f"Bearer {token}")
+        api = client.get(
+            f"/api/revisions/{revision.public_id}/items?format={fmt}", HTTP_AUTHORIZATION=f"Bearer {token}"
+        )
         assert page.streaming and api.streaming, fmt
         assert b"".join(page.streaming_content) == b"".join(api.streaming_content), fmt
 

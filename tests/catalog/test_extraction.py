@@ -10,7 +10,9 @@ from catalog.reading import Sheet, Table
 
 
 def table(*rows, name="Sheet1", currency_formats=None):
-    return Table(sheets=[Sheet(name=name, rows=[list(r) for r in rows], currency_formats=currency_formats or {})])
+    return Table(
+        sheets=[Sheet(name=name, rows=[list(r) for r in rows], currency_formats=currency_formats or {})]
+    )
 
 
 def one(extraction):
@@ -18,21 +20,24 @@ def one(extraction):
     return extraction.items[0]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("1.234,50", "1234.50"),
-    ("1,234.50", "1234.50"),
-    ("1 234,50", "1234.50"),
-    ("1\u00a0234,50", "1234.50"),
-    ("1\u202f234.50", "1234.50"),
-    ("1'234.50", "1234.50"),
-    ("1.234.567", "1234567"),
-    ("0,57", "0.57"),
-    ("5.26000", "5.26000"),
-    ("1.234,50 €", "1234.50"),
-    ("€ 12", "12"),
-    ("USD 1,200.00", "1200.00"),
-    ("12,-", "12"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1.234,50", "1234.50"),
+        ("1,234.50", "1234.50"),
+        ("1 234,50", "1234.50"),
+        ("1\u00a0234,50", "1234.50"),
+        ("1\u202f234.50", "1234.50"),
+        ("1'234.50", "1234.50"),
+        ("1.234.567", "1234567"),
+        ("0,57", "0.57"),
+        ("5.26000", "5.26000"),
+        ("1.234,50 €", "1234.50"),
+        ("€ 12", "12"),
+        ("USD 1,200.00", "1200.00"),
+        ("12,-", "12"),
+    ],
+)
 def test_parse_decimal_reads_every_separator_style(text, expected):
     assert parse_decimal(text) == Decimal(expected)
 
@@ -46,10 +51,20 @@ def test_parse_decimal_uses_the_columns_decimal_comma_for_ambiguous_thousands():
     assert (parse_decimal("1.234", ","), parse_decimal("1,234", ",")) == (Decimal("1234"), Decimal("1.234"))
 
 
-@pytest.mark.parametrize("text, code", [
-    ("Price (EUR)", "EUR"), ("Preis in €", "EUR"), ("Extended Price CAD", "CAD"), ("Цена, рубли", "RUB"),
-    ("Мин. цена (тг)", "KZT"), ("Price (₹)", "INR"), ("Цена, грн.", "UAH"), ("£", "GBP"), ("6,31руб", "RUB"),
-])
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("Price (EUR)", "EUR"),
+        ("Preis in €", "EUR"),
+        ("Extended Price CAD", "CAD"),
+        ("Цена, рубли", "RUB"),
+        ("Мин. цена (тг)", "KZT"),
+        ("Price (₹)", "INR"),
+        ("Цена, грн.", "UAH"),
+        ("£", "GBP"),
+        ("6,31руб", "RUB"),
+    ],
+)
 def test_detect_currency_reads_symbols_codes_and_words(text, code):
     assert detect_currency(text) == code
 
@@ -59,29 +74,50 @@ def test_detect_currency_never_guesses(text):
     assert detect_currency(text) is None
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("box of 12", ("box", 12)), ("12/case", ("case", 12)), ("VE 10", (None, 10)), ("kg", ("kg", None)),
-    ("24 шт", ("шт", 24)), ("12 x 1 kg", (None, 12)), ("6", (None, 6)), ("Stk.", ("Stk.", None)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("box of 12", ("box", 12)),
+        ("12/case", ("case", 12)),
+        ("VE 10", (None, 10)),
+        ("kg", ("kg", None)),
+        ("24 шт", ("шт", 24)),
+        ("12 x 1 kg", (None, 12)),
+        ("6", (None, 6)),
+        ("Stk.", ("Stk.", None)),
+    ],
+)
 def test_split_pack_separates_pack_size_from_unit(text, expected):
     assert split_pack(text) == expected
 
 
 def test_header_on_row_6_under_logo_and_address_block_is_found():
-    ex = extract_items(table(
-        ["ACME Wholesale Ltd"], [], ["12 High Street"], ["London"], ["Tel 0207 000000"],
-        ["Item code", "Description", "Unit", "Unit price (GBP)"],
-        ["A-1", "Widget", "each", "2.50"],
-    ))
+    ex = extract_items(
+        table(
+            ["ACME Wholesale Ltd"],
+            [],
+            ["12 High Street"],
+            ["London"],
+            ["Tel 0207 000000"],
+            ["Item code", "Description", "Unit", "Unit price (GBP)"],
+            ["A-1", "Widget", "each", "2.50"],
+        )
+    )
     assert one(ex) == {
-        "sku": "A-1", "description": "Widget", "unit": "each", "pack_size": None,
-        "unit_price": "2.5", "currency": "GBP",
+        "sku": "A-1",
+        "description": "Widget",
+        "unit": "each",
+        "pack_size": None,
+        "unit_price": "2.5",
+        "currency": "GBP",
         "source": {"sheet": "Sheet1", "row": 7, "price_places": 2},  # shown as 2.50
     }
 
 
 def test_german_sheet_with_euro_in_cell_and_decimal_comma():
-    ex = extract_items(table(["Art.-Nr.", "Bezeichnung", "Einheit", "Preis"], ["4711", "Schrauben", "Stk.", "1.234,50 €"]))
+    ex = extract_items(
+        table(["Art.-Nr.", "Bezeichnung", "Einheit", "Preis"], ["4711", "Schrauben", "Stk.", "1.234,50 €"])
+    )
     item = one(ex)
     assert (item["unit_price"], item["currency"], item["unit"]) == ("1234.5", "EUR", "Stk.")
 
@@ -92,20 +128,28 @@ def test_sku_column_is_mapped_in_several_languages(header):
     assert item["sku"] == "X-9"
 
 
-@pytest.mark.parametrize("header", ["Prix", "Precio", "Prezzo", "Prijs", "Цена", "Cena", "Fiyat", "Unit Price"])
+@pytest.mark.parametrize(
+    "header", ["Prix", "Precio", "Prezzo", "Prijs", "Цена", "Cena", "Fiyat", "Unit Price"]
+)
 def test_price_column_is_mapped_in_several_languages(header):
     item = one(extract_items(table(["Code", "Désignation", header], ["X-9", "Thing", "3.10"])))
     assert item["unit_price"] == "3.1"
 
 
 def test_currency_only_in_title_note_is_used():
-    ex = extract_items(table(["Price list 2026 - all prices in CHF"], [], ["SKU", "Name", "Price"], ["A", "Apple", "1.20"]))
+    ex = extract_items(
+        table(["Price list 2026 - all prices in CHF"], [], ["SKU", "Name", "Price"], ["A", "Apple", "1.20"])
+    )
     assert one(ex)["currency"] == "CHF"
     assert any("title rows" in n for n in ex.notes)
 
 
 def test_currency_from_sibling_header():
-    ex = extract_items(table(["Part Number", "Description", "Unit Price", "Extended Price CAD"], ["P1", "Res", "0.10", "1.00"]))
+    ex = extract_items(
+        table(
+            ["Part Number", "Description", "Unit Price", "Extended Price CAD"], ["P1", "Res", "0.10", "1.00"]
+        )
+    )
     assert one(ex)["currency"] == "CAD"
 
 
@@ -129,14 +173,23 @@ def test_bare_dollar_is_not_turned_into_usd_and_is_flagged():
 
 
 def test_several_currencies_in_title_rows_are_not_guessed_between():
-    ex = extract_items(table(["Prices in RUB, delivery in USD"], ["SKU", "Name", "Price"], ["A", "Apple", "1"]))
+    ex = extract_items(
+        table(["Prices in RUB, delivery in USD"], ["SKU", "Name", "Price"], ["A", "Apple", "1"])
+    )
     assert one(ex)["currency"] is None
 
 
 def test_section_heading_and_blank_rows_are_skipped():
-    ex = extract_items(table(
-        ["SKU", "Name", "Price"], ["Fruit"], [], ["A", "Apple", "1"], ["", "Vegetables", ""], ["B", "Leek", "2"],
-    ))
+    ex = extract_items(
+        table(
+            ["SKU", "Name", "Price"],
+            ["Fruit"],
+            [],
+            ["A", "Apple", "1"],
+            ["", "Vegetables", ""],
+            ["B", "Leek", "2"],
+        )
+    )
     assert [i["source"]["row"] for i in ex.items] == [4, 6]
 
 
@@ -146,13 +199,17 @@ def test_total_row_is_not_an_item():
 
 
 def test_two_row_header_is_combined():
-    ex = extract_items(table(["", "je", "Preis"], ["Artikelbezeichnung", "", "Euro"], [], ["Eier", "St", "0,57"]))
+    ex = extract_items(
+        table(["", "je", "Preis"], ["Artikelbezeichnung", "", "Euro"], [], ["Eier", "St", "0,57"])
+    )
     item = one(ex)
     assert (item["unit"], item["unit_price"], item["currency"]) == ("St", "0.57", "EUR")
 
 
 def test_pack_in_description_is_split():
-    item = one(extract_items(table(["Code", "Description", "Price"], ["B1", "BANANA ROAST 454G X12", "33.79"])))
+    item = one(
+        extract_items(table(["Code", "Description", "Price"], ["B1", "BANANA ROAST 454G X12", "33.79"]))
+    )
     assert (item["unit"], item["pack_size"]) == ("case", 12)
 
 
@@ -162,7 +219,9 @@ def test_pack_column_splits_pack_from_unit():
 
 
 def test_total_and_discount_columns_are_not_the_price():
-    ex = extract_items(table(["SKU", "Name", "Total", "Discount %", "Unit price"], ["A", "Apple", "10", "5", "2"]))
+    ex = extract_items(
+        table(["SKU", "Name", "Total", "Discount %", "Unit price"], ["A", "Apple", "10", "5", "2"])
+    )
     assert one(ex)["unit_price"] == "2"
 
 
@@ -172,10 +231,12 @@ def test_price_written_as_text_becomes_an_item_with_that_text():
 
 
 def test_several_sheets_are_all_read():
-    t = Table(sheets=[
-        Sheet(name="A", rows=[["SKU", "Name", "Price"], ["1", "x", "1"]]),
-        Sheet(name="B", rows=[["SKU", "Name", "Price"], ["2", "y", "2"]]),
-    ])
+    t = Table(
+        sheets=[
+            Sheet(name="A", rows=[["SKU", "Name", "Price"], ["1", "x", "1"]]),
+            Sheet(name="B", rows=[["SKU", "Name", "Price"], ["2", "y", "2"]]),
+        ]
+    )
     assert [i["source"]["sheet"] for i in extract_items(t).items] == ["A", "B"]
 
 
@@ -185,8 +246,9 @@ def test_sheet_of_numbers_alone_is_not_an_item_list():
 
 
 def test_price_matrix_is_proposed_as_one_item_per_cell_for_a_reviewer_to_confirm():
-    result = extract_items(table(["", "30", "40", "50"], ["30", "189.7", "204.9", "219.1"],
-                                 ["40", "198.3", "215.3", "232.4"]))
+    result = extract_items(
+        table(["", "30", "40", "50"], ["30", "189.7", "204.9", "219.1"], ["40", "198.3", "215.3", "232.4"])
+    )
     assert [i["description"] for i in result.items][:2] == ["30 × 30", "40 × 30"]
     assert result.items[0]["source"] == {"sheet": "Sheet1", "row": 2, "column": "B"}
     assert result.needs_confirmation and result.sheets[0]["matrix"]["body"] == "B2:D3"

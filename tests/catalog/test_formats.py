@@ -26,9 +26,11 @@ from tests.catalog.formatgen import (
 from tests.catalog.hostile import ITEM_ROWS, worksheet, xlsx_bytes
 from tests.fake_llm import FakeProvider
 
-PRICES = [["SKU", "Description", "Unit", "Price", "Currency"],
-          ["A-1", "Apples", "kg", 8.5232744625, "EUR"],
-          ["B-2", "Pears", "kg", 2.25, "EUR"]]
+PRICES = [
+    ["SKU", "Description", "Unit", "Price", "Currency"],
+    ["A-1", "Apples", "kg", 8.5232744625, "EUR"],
+    ["B-2", "Pears", "kg", 2.25, "EUR"],
+]
 
 
 def xls_prices() -> bytes:
@@ -38,14 +40,17 @@ def xls_prices() -> bytes:
 # --- telling formats by their bytes -------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "build", "expected"), [
-    ("prices.xls", lambda: xlsx_bytes({"S": worksheet(ITEM_ROWS)}), "xlsx"),
-    ("prices.xlsx", xls_prices, "xls"),
-    ("prices.csv", lambda: ods_bytes({"T": ods_row(["x"])}), "ods"),
-    ("prices.xlsx", lambda: xlsb_bytes(xlsb_cell_rk(0, 0)), "xlsb"),
-    ("prices.txt", lambda: pdf_bytes([[(40, 40, "x")]]), "pdf"),
-    ("prices.xls", lambda: b"\x09\x00\x04\x00\x02\x00\x10\x00" + b"\x00" * 40, "xls"),
-])
+@pytest.mark.parametrize(
+    ("name", "build", "expected"),
+    [
+        ("prices.xls", lambda: xlsx_bytes({"S": worksheet(ITEM_ROWS)}), "xlsx"),
+        ("prices.xlsx", xls_prices, "xls"),
+        ("prices.csv", lambda: ods_bytes({"T": ods_row(["x"])}), "ods"),
+        ("prices.xlsx", lambda: xlsb_bytes(xlsb_cell_rk(0, 0)), "xlsb"),
+        ("prices.txt", lambda: pdf_bytes([[(40, 40, "x")]]), "pdf"),
+        ("prices.xls", lambda: b"\x09\x00\x04\x00\x02\x00\x10\x00" + b"\x00" * 40, "xls"),
+    ],
+)
 def test_the_format_is_told_by_the_bytes_not_the_name(name, build, expected):
     assert detect(build(), filename=name) == expected
 
@@ -105,7 +110,10 @@ def test_xls_dates_read_as_the_xlsx_reader_renders_them():
 
 def test_xls_price_list_extracts_items():
     items = extract_items(read_bytes(xls_prices(), filename="p.xls")).items
-    assert [(i["sku"], i["unit_price"], i["currency"]) for i in items] == [("A-1", "8.52", "EUR"), ("B-2", "2.25", "EUR")]
+    assert [(i["sku"], i["unit_price"], i["currency"]) for i in items] == [
+        ("A-1", "8.52", "EUR"),
+        ("B-2", "2.25", "EUR"),
+    ]
 
 
 def test_xls_with_more_sheets_than_the_limit_is_refused():
@@ -124,15 +132,41 @@ def test_truncated_xls_is_refused_with_a_plain_reason():
 
 
 def ods_prices() -> bytes:
-    rows = (ods_row(["SKU", "Description", "Unit", "Price"])
-            + ods_row([ods_cell("A-1"), ods_cell("Apples"), ods_cell("kg"),
-                       ods_cell(8.5232744625, shown="8,52 €", currency="EUR")])
-            + ods_row([ods_cell("B-2"), ods_cell("Pears"), ods_cell("kg"),
-                       ods_cell(4.5, shown="4,50 €", currency="EUR", formula="of:=[.D2]*0+4.5")])
-            + ods_row([ods_cell("C-3"), ods_cell("Plums", span=(2, 1)), ods_cell("kg"),
-                       ods_cell(3, shown="3,00 €", currency="EUR")])
-            + ods_row([ods_cell("D-4"), "<table:covered-table-cell/>", ods_cell("kg"),
-                       ods_cell(1.25, shown="1,25 €", currency="EUR")]))
+    rows = (
+        ods_row(["SKU", "Description", "Unit", "Price"])
+        + ods_row(
+            [
+                ods_cell("A-1"),
+                ods_cell("Apples"),
+                ods_cell("kg"),
+                ods_cell(8.5232744625, shown="8,52 €", currency="EUR"),
+            ]
+        )
+        + ods_row(
+            [
+                ods_cell("B-2"),
+                ods_cell("Pears"),
+                ods_cell("kg"),
+                ods_cell(4.5, shown="4,50 €", currency="EUR", formula="of:=[.D2]*0+4.5"),
+            ]
+        )
+        + ods_row(
+            [
+                ods_cell("C-3"),
+                ods_cell("Plums", span=(2, 1)),
+                ods_cell("kg"),
+                ods_cell(3, shown="3,00 €", currency="EUR"),
+            ]
+        )
+        + ods_row(
+            [
+                ods_cell("D-4"),
+                "<table:covered-table-cell/>",
+                ods_cell("kg"),
+                ods_cell(1.25, shown="1,25 €", currency="EUR"),
+            ]
+        )
+    )
     return ods_bytes({"Prices": rows, "Notes": ods_row(["valid", ods_cell(date="2026-03-01")])})
 
 
@@ -153,8 +187,11 @@ def test_ods_spanned_cell_fills_its_range():
 
 
 def test_ods_repeated_empty_rows_and_columns_are_counted_not_held():
-    rows = (ods_row([ods_cell("x"), ods_cell(repeat=16_000)]) + ods_row("", repeat=100_000)
-            + ods_row([ods_cell(repeat=3), ods_cell("far")]))
+    rows = (
+        ods_row([ods_cell("x"), ods_cell(repeat=16_000)])
+        + ods_row("", repeat=100_000)
+        + ods_row([ods_cell(repeat=3), ods_cell("far")])
+    )
     sheet = read_bytes(ods_bytes({"T": rows}), filename="p.ods").sheets[0]
     assert len(sheet.rows) == 100_002 and sheet.rows[-1] == ["", "", "", "far"]
     assert sheet.rows[0] == ["x"]
@@ -169,7 +206,9 @@ def test_ods_row_repeated_beyond_the_row_limit_is_refused_before_it_is_held():
 def test_ods_price_list_extracts_items_in_the_cells_currency():
     items = extract_items(read_bytes(ods_prices(), filename="p.ods")).items
     assert [(i["sku"], i["unit_price"], i["currency"]) for i in items][:2] == [
-        ("A-1", "8.52", "EUR"), ("B-2", "4.5", "EUR")]
+        ("A-1", "8.52", "EUR"),
+        ("B-2", "4.5", "EUR"),
+    ]
 
 
 # --- XLSB -----------------------------------------------------------------------------------
@@ -239,8 +278,9 @@ def test_model_backed_extractor_receives_pdf_pages_as_sheets_with_line_numbers()
     provider = FakeProvider(default=lambda body: {"items": []})
     try:
         table = read_bytes(price_list_pdf(pages=2, rows_per_page=2), filename="l.pdf")
-        extract_items_with_model(table, config=LLMConfig(base_url=provider.url, api_key="t", model="fake",
-                                                         timeout_seconds=5))
+        extract_items_with_model(
+            table, config=LLMConfig(base_url=provider.url, api_key="t", model="fake", timeout_seconds=5)
+        )
         prompts = [r["messages"][1]["content"] for r in provider.requests]
     finally:
         provider.close()
@@ -259,10 +299,17 @@ def test_zip_checks_apply_to_every_zipped_format():
 # --- through the job: upload, the limited child, the catalog ---------------------------------
 
 
-@pytest.mark.parametrize(("name", "build"), [("list.pdf", lambda: price_list_pdf(pages=2, rows_per_page=3)),
-                                             ("prices.xls", xls_prices), ("prices.ods", ods_prices)])
-def test_new_format_goes_from_upload_to_published_items_citing_their_source(workspace, settings, tmp_path,
-                                                                            name, build):
+@pytest.mark.parametrize(
+    ("name", "build"),
+    [
+        ("list.pdf", lambda: price_list_pdf(pages=2, rows_per_page=3)),
+        ("prices.xls", xls_prices),
+        ("prices.ods", ods_prices),
+    ],
+)
+def test_new_format_goes_from_upload_to_published_items_citing_their_source(
+    workspace, settings, tmp_path, name, build
+):
     from catalog.models import CatalogRevision
     from jobs.models import State
     from tests.catalog.test_parse_sheet import admit_sheet, run_until_idle
@@ -272,10 +319,15 @@ def test_new_format_goes_from_upload_to_published_items_citing_their_source(work
     run_until_idle()
     job.refresh_from_db()
     assert job.state == State.COMPLETED, job.reason
-    items = {i.sku: (i.source_sheet, i.source_row, i.currency)
-             for i in CatalogRevision.objects.get(job=job).items.all()}
-    expected = {"list.pdf": ("GT-006", ("page 2", 5, "EUR")), "prices.xls": ("A-1", ("Prices", 2, "EUR")),
-                "prices.ods": ("A-1", ("Prices", 2, "EUR"))}[name]
+    items = {
+        i.sku: (i.source_sheet, i.source_row, i.currency)
+        for i in CatalogRevision.objects.get(job=job).items.all()
+    }
+    expected = {
+        "list.pdf": ("GT-006", ("page 2", 5, "EUR")),
+        "prices.xls": ("A-1", ("Prices", 2, "EUR")),
+        "prices.ods": ("A-1", ("Prices", 2, "EUR")),
+    }[name]
     assert items[expected[0]] == expected[1]
 
 

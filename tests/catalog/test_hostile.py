@@ -60,44 +60,61 @@ def test_cell_text_is_cut_at_the_spreadsheet_limit(workspace):
 
 def test_parse_limits_are_not_retried(workspace, settings):
     settings.PARSE_MAX_MEMORY_MB = 160
-    rows = "".join(f"S-{r},Item {r},kg,{r}.50,EUR," + ",".join(f"n{r}x{c}" for c in range(35)) + "\n"
-                   for r in range(60_000))
+    rows = "".join(
+        f"S-{r},Item {r},kg,{r}.50,EUR," + ",".join(f"n{r}x{c}" for c in range(35)) + "\n"
+        for r in range(60_000)
+    )
     job = admit_sheet(workspace, "big.csv", ("SKU,Description,Unit,Price,Currency\n" + rows).encode())
     Worker(worker_id="w").run_one()
     job.refresh_from_db()
     assert (job.state, job.attempt) == (State.NEEDS_ATTENTION, 1)
-    assert job.reason == ("this sheet needs more than 160 MB to read; split it into smaller files "
-                          "or remove empty sheets, rows and columns")
+    assert job.reason == (
+        "this sheet needs more than 160 MB to read; split it into smaller files "
+        "or remove empty sheets, rows and columns"
+    )
     assert Attempt.objects.get(job=job).outcome == "failed"
 
 
 @pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_a_hostile_job_does_not_hold_up_a_clean_job_of_another_workspace(
-        workspace, other_workspace, processes, media):
+    workspace, other_workspace, processes, media
+):
     """Baseline and hostile run in one worker process with two loops; the
     clean job's admit-to-done time is compared with its time alone."""
-    env = {"MEDIA_ROOT": media, "JOB_LEASE_SECONDS": 3, "JOB_POLL_INTERVAL_SECONDS": 0.1,
-           "PARSE_MAX_SECONDS": 20}
+    env = {
+        "MEDIA_ROOT": media,
+        "JOB_LEASE_SECONDS": 3,
+        "JOB_POLL_INTERVAL_SECONDS": 0.1,
+        "PARSE_MAX_SECONDS": 20,
+    }
     processes.worker("w", "--concurrency", "2", **env)
 
     def run_clean(label):
         job = admit_sheet(other_workspace, f"{label}.csv", CLEAN_CSV.replace(b"A-1", label.encode()))
         started = time.monotonic()
-        wait_for(lambda: Job.objects.get(pk=job.pk).state == State.COMPLETED, timeout=60,
-                 interval=0.05, message=f"{label} to complete")
+        wait_for(
+            lambda: Job.objects.get(pk=job.pk).state == State.COMPLETED,
+            timeout=60,
+            interval=0.05,
+            message=f"{label} to complete",
+        )
         return time.monotonic() - started
 
     run_clean("warmup")
     baseline = run_clean("baseline")
     filename, build, _ = CORPUS["digits-description.csv"]
     hostile = admit_sheet(workspace, filename, build())
-    wait_for(lambda: Job.objects.get(pk=hostile.pk).state != State.QUEUED, timeout=30,
-             message="the hostile job to be claimed")
+    wait_for(
+        lambda: Job.objects.get(pk=hostile.pk).state != State.QUEUED,
+        timeout=30,
+        message="the hostile job to be claimed",
+    )
     beside = run_clean("beside")
     assert beside - baseline < 2 + 3, (baseline, beside)  # within 2 s, with room for a busy machine
-    wait_for(lambda: Job.objects.get(pk=hostile.pk).state in FINAL, timeout=60,
-             message="the hostile job to end")
+    wait_for(
+        lambda: Job.objects.get(pk=hostile.pk).state in FINAL, timeout=60, message="the hostile job to end"
+    )
     hostile.refresh_from_db()
     # Its lease was renewed throughout: one attempt, never handed over.
     assert hostile.attempt == 1, hostile.reason
@@ -119,9 +136,12 @@ def test_amplified_file_is_refused_or_published_bounded_and_flagged(workspace, n
         return
     descriptions = [item["description"] for item in job.output["items"]]
     assert max(map(len, descriptions)) <= 4_000
-    assert all(("too_large", "description") in {(f["code"], f["field"]) for f in item["flags"]}
-               for item in job.output["items"])
+    assert all(
+        ("too_large", "description") in {(f["code"], f["field"]) for f in item["flags"]}
+        for item in job.output["items"]
+    )
     # What the job stored stays within a small multiple of the upload.
     stored = len(json.dumps(job.output)) + sum(
-        len(json.dumps(data)) for data in JobCheckpoint.objects.filter(job=job).values_list("data", flat=True))
+        len(json.dumps(data)) for data in JobCheckpoint.objects.filter(job=job).values_list("data", flat=True)
+    )
     assert stored < 10 * len(data)

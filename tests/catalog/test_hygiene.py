@@ -21,11 +21,18 @@ def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
 
 
-def upload(workspace, user, data: bytes, *, key: str, supplier: str = "Northwind",
-           name: str = "prices.csv") -> Job:
-    job, _ = pricesheet_admit(workspace=workspace, chunks=[data], original_name=name,
-                              content_type="text/csv", supplier_name=supplier,
-                              idempotency_key=key, user=user)
+def upload(
+    workspace, user, data: bytes, *, key: str, supplier: str = "Northwind", name: str = "prices.csv"
+) -> Job:
+    job, _ = pricesheet_admit(
+        workspace=workspace,
+        chunks=[data],
+        original_name=name,
+        content_type="text/csv",
+        supplier_name=supplier,
+        idempotency_key=key,
+        user=user,
+    )
     return job
 
 
@@ -108,8 +115,7 @@ def test_the_diff_refuses_revisions_of_different_suppliers(workspace, member):
     upload(workspace, member, CSV, key="one", supplier="Northwind")
     upload(workspace, member, CSV_CHANGED, key="two", supplier="Southwind")
     run_jobs()
-    north, south = (CatalogRevision.objects.get(supplier__name=name)
-                    for name in ("Northwind", "Southwind"))
+    north, south = (CatalogRevision.objects.get(supplier__name=name) for name in ("Northwind", "Southwind"))
     client = Client()
     client.force_login(member)
 
@@ -128,8 +134,10 @@ def test_the_job_page_links_its_catalog_revision(workspace, member):
 
     page = client.get(f"/jobs/{job.pk}/").content.decode()
 
-    assert (f'<a href="/catalog/revisions/{revision.public_id}/" id="job-revision">Revision 1 of Northwind</a>'
-            in page)
+    assert (
+        f'<a href="/catalog/revisions/{revision.public_id}/" id="job-revision">Revision 1 of Northwind</a>'
+        in page
+    )
 
 
 def test_the_state_filter_shows_readable_labels_and_keeps_the_choice(workspace, member):

@@ -36,8 +36,12 @@ def test_the_value_fields_are_the_contracts():
 
 
 def test_the_items_an_extractor_writes_are_items():
-    rows = [["SKU", "Description", "Unit", "Price EUR"], ["A-1", "Bolt", "pcs", "1,50"],
-            ["A-2", "Nut", "u", "0.90"], ["", "", "", "3.00"]]
+    rows = [
+        ["SKU", "Description", "Unit", "Price EUR"],
+        ["A-1", "Bolt", "pcs", "1,50"],
+        ["A-2", "Nut", "u", "0.90"],
+        ["", "", "", "3.00"],
+    ]
     table = Table(sheets=[Sheet(name="Prices", rows=rows)])
     items = validate_items(extract(table).items, table)
     assert len(items) == 3 and any(i["flags"] for i in items)

@@ -40,16 +40,18 @@ def _file(content=CSV, name="prices.csv"):
 
 
 def admitted_job(workspace, key="k", **changes):
-    job, _ = job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key=key,
-                       fingerprint="f")
+    job, _ = job_admit(
+        workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key=key, fingerprint="f"
+    )
     if changes:
         Job.objects.filter(pk=job.pk).update(**changes)
     return Job.objects.get(pk=job.pk)
 
 
 def upload_page(client, *, key="form-key", supplier="Northwind", content=CSV, **extra):
-    return client.post("/jobs/new", {"file": _file(content), "supplier": supplier,
-                                      "idempotency_key": key}, **extra)
+    return client.post(
+        "/jobs/new", {"file": _file(content), "supplier": supplier, "idempotency_key": key}, **extra
+    )
 
 
 # --- signing in -----------------------------------------------------------------------------
@@ -104,8 +106,9 @@ def test_upload_form_has_no_workspace_choice_for_a_single_workspace(browser_clie
 
 
 def test_upload_form_offers_the_workspaces_of_a_member_of_several(browser_client, member):
-    membership_add(workspace=workspace_create(slug="second"), username=member.username,
-                   role=Membership.Role.MEMBER)
+    membership_add(
+        workspace=workspace_create(slug="second"), username=member.username, role=Membership.Role.MEMBER
+    )
     content = browser_client.get("/jobs/new").content.decode()
     assert 'name="workspace"' in content
     assert 'value="second"' in content and 'value="acme"' in content
@@ -200,11 +203,23 @@ def test_job_page_links_the_review_for_reviewers_only(browser_client, reviewer, 
 
 
 def test_job_page_lists_the_published_items(browser_client, workspace):
-    item = {"sku": "A-1", "description": "Bolt M8", "unit": "piece", "pack_size": None,
-            "unit_price": "0.42", "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2},
-            "flags": []}
-    job = admitted_job(workspace, state=State.COMPLETED, finished_at=Now(),
-                       output={"items": [item]}, result={"revision_id": 1, "item_count": 1})
+    item = {
+        "sku": "A-1",
+        "description": "Bolt M8",
+        "unit": "piece",
+        "pack_size": None,
+        "unit_price": "0.42",
+        "currency": "EUR",
+        "source": {"sheet": "Sheet1", "row": 2},
+        "flags": [],
+    }
+    job = admitted_job(
+        workspace,
+        state=State.COMPLETED,
+        finished_at=Now(),
+        output={"items": [item]},
+        result={"revision_id": 1, "item_count": 1},
+    )
     content = browser_client.get(f"/jobs/{job.pk}/").content.decode()
     assert 'id="job-items"' in content
     assert "Bolt M8" in content and "0.42" in content
@@ -213,11 +228,26 @@ def test_job_page_lists_the_published_items(browser_client, workspace):
 def test_job_page_shows_one_page_of_items_with_links_to_the_others(browser_client, workspace):
     from catalog.pages import JOB_ITEMS_PAGE_SIZE
 
-    items = [{"sku": f"S-{n:04d}", "description": "Bolt", "unit": None, "pack_size": None,
-              "unit_price": "1.00", "currency": "EUR", "source": {"sheet": "Sheet1", "row": n + 2},
-              "flags": []} for n in range(2 * JOB_ITEMS_PAGE_SIZE + 5)]
-    job = admitted_job(workspace, state=State.COMPLETED, finished_at=Now(),
-                       output={"items": items}, result={"revision_id": 1, "item_count": len(items)})
+    items = [
+        {
+            "sku": f"S-{n:04d}",
+            "description": "Bolt",
+            "unit": None,
+            "pack_size": None,
+            "unit_price": "1.00",
+            "currency": "EUR",
+            "source": {"sheet": "Sheet1", "row": n + 2},
+            "flags": [],
+        }
+        for n in range(2 * JOB_ITEMS_PAGE_SIZE + 5)
+    ]
+    job = admitted_job(
+        workspace,
+        state=State.COMPLETED,
+        finished_at=Now(),
+        output={"items": items},
+        result={"revision_id": 1, "item_count": len(items)},
+    )
     first = browser_client.get(f"/jobs/{job.pk}/").content.decode()
     assert f"Published items ({len(items)})" in first
     assert first.count("<td>S-") == JOB_ITEMS_PAGE_SIZE
@@ -263,8 +293,7 @@ def test_cancel_button_of_a_finished_job_changes_nothing(browser_client, workspa
 
 def test_cancel_button_naming_an_old_version_changes_nothing(browser_client, workspace):
     job = admitted_job(workspace)
-    response = browser_client.post(f"/jobs/{job.pk}/cancel", {"version": job.version + 1},
-                                   follow=True)
+    response = browser_client.post(f"/jobs/{job.pk}/cancel", {"version": job.version + 1}, follow=True)
     assert b"changed while you were looking" in response.content
     assert Job.objects.get(pk=job.pk).state == State.QUEUED
 
@@ -302,7 +331,6 @@ def test_seeddemo_twice_creates_the_demo_once(db, capsys):
     user = demo.memberships.get().user
     assert Job.objects.filter(workspace=demo).count() == 2
     assert PriceSheet.objects.filter(workspace=demo).count() == 2
-    assert (user.is_staff, user.is_superuser, user.check_password("demo-password")) == \
-        (True, True, True)
+    assert (user.is_staff, user.is_superuser, user.check_password("demo-password")) == (True, True, True)
     assert demo.memberships.get().role == Membership.Role.ADMIN
     assert "demo-password" in capsys.readouterr().out

@@ -3,17 +3,36 @@
 from catalog.models import SupplierLayout
 from catalog.services import supplier_get_or_create
 
-MAPPING = {"sheets": [{"sheet": "Sheet1", "header_row": None,
-                       "columns": {"sku": "A", "description": "B", "unit": None, "pack_size": None,
-                                   "unit_price": "D", "currency": None}}], "currency": "EUR"}
+MAPPING = {
+    "sheets": [
+        {
+            "sheet": "Sheet1",
+            "header_row": None,
+            "columns": {
+                "sku": "A",
+                "description": "B",
+                "unit": None,
+                "pack_size": None,
+                "unit_price": "D",
+                "currency": None,
+            },
+        }
+    ],
+    "currency": "EUR",
+}
 
 
 def layout(workspace):
     supplier = supplier_get_or_create(workspace=workspace, name="Zorblat Trading")
-    return SupplierLayout.objects.create(workspace=workspace, supplier=supplier, signature="f" * 64,
-                                         sheet_names="Sheet1", mapping=MAPPING,
-                                         sheet_signatures={"Sheet1": "e" * 64},
-                                         approved_by_name="rey")
+    return SupplierLayout.objects.create(
+        workspace=workspace,
+        supplier=supplier,
+        signature="f" * 64,
+        sheet_names="Sheet1",
+        mapping=MAPPING,
+        sheet_signatures={"Sheet1": "e" * 64},
+        approved_by_name="rey",
+    )
 
 
 def test_staff_see_remembered_layouts_with_their_mapping(admin_client, workspace):

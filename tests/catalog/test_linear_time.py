@@ -28,14 +28,34 @@ import catalog.extraction.rows
 import catalog.extraction.text
 import catalog.validation
 from catalog.extraction import (
-    MAX_CELL_CHARS, cap, classify_header, detect_currency, extract, find_currencies, fold,
-    normalize_unit, pack_in_description, parse_decimal, split_pack, unit_ambiguity,
+    MAX_CELL_CHARS,
+    cap,
+    classify_header,
+    detect_currency,
+    extract,
+    find_currencies,
+    fold,
+    normalize_unit,
+    pack_in_description,
+    parse_decimal,
+    split_pack,
+    unit_ambiguity,
 )
 from catalog.reading import Sheet, Table
 
-MODULES = (catalog.extraction.text, catalog.extraction.money, catalog.extraction.packs, catalog.extraction.column_model,
-           catalog.extraction.headers, catalog.extraction.columns, catalog.extraction.layout,
-           catalog.extraction.rows, catalog.extraction.matrix, catalog.validation, catalog.codepages)
+MODULES = (
+    catalog.extraction.text,
+    catalog.extraction.money,
+    catalog.extraction.packs,
+    catalog.extraction.column_model,
+    catalog.extraction.headers,
+    catalog.extraction.columns,
+    catalog.extraction.layout,
+    catalog.extraction.rows,
+    catalog.extraction.matrix,
+    catalog.validation,
+    catalog.codepages,
+)
 SMALL, LARGE = 10_000, 100_000
 # Linear growth gives about 10, but measured here up to about 50 for long
 # alternations of words (the larger text outgrows the CPU's caches; 100,000
@@ -103,30 +123,46 @@ def test_the_extractor_has_patterns_to_check():
 @pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_pattern_grows_linearly_on_adversarial_text(name):
     pattern = PATTERNS[name]
-    over = [(unit, ratio, limit) for unit in UNITS
-            if (ratio := _ratio(pattern.search, unit)) >= (limit := _limit(unit))]
+    over = [
+        (unit, ratio, limit)
+        for unit in UNITS
+        if (ratio := _ratio(pattern.search, unit)) >= (limit := _limit(unit))
+    ]
     assert over == []
 
 
 def _one_row_extract(text: str):
-    return extract(Table(sheets=[Sheet(name="S", rows=[["Code", "Name", "Unit", "Price"],
-                                                       [text[:50], text, text, "1.50"]])]))
+    return extract(
+        Table(
+            sheets=[
+                Sheet(name="S", rows=[["Code", "Name", "Unit", "Price"], [text[:50], text, text, "1.50"]])
+            ]
+        )
+    )
 
 
 FUNCTIONS = {
-    "fold": fold, "find_currencies": find_currencies, "detect_currency": detect_currency,
-    "parse_decimal": parse_decimal, "split_pack": split_pack, "pack_in_description": pack_in_description,
-    "classify_header": classify_header, "normalize_unit": normalize_unit,
-    "unit_ambiguity": lambda t: unit_ambiguity("ml", t), "is_instruction": catalog.validation.is_instruction,
-    "language_fit": catalog.codepages.language_fit, "extract": _one_row_extract,
+    "fold": fold,
+    "find_currencies": find_currencies,
+    "detect_currency": detect_currency,
+    "parse_decimal": parse_decimal,
+    "split_pack": split_pack,
+    "pack_in_description": pack_in_description,
+    "classify_header": classify_header,
+    "normalize_unit": normalize_unit,
+    "unit_ambiguity": lambda t: unit_ambiguity("ml", t),
+    "is_instruction": catalog.validation.is_instruction,
+    "language_fit": catalog.codepages.language_fit,
+    "extract": _one_row_extract,
 }
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_text_function_grows_linearly_on_adversarial_text(name):
     func = FUNCTIONS[name]
-    over = [(unit, ratio, limit) for unit in UNITS
-            if (ratio := _ratio(func, unit)) >= (limit := _limit(unit))]
+    over = [
+        (unit, ratio, limit) for unit in UNITS if (ratio := _ratio(func, unit)) >= (limit := _limit(unit))
+    ]
     assert over == []
 
 
@@ -136,7 +172,8 @@ def test_cell_text_is_capped_at_excels_limit_before_any_pattern():
 
 def test_patterns_are_collected_from_every_extraction_module():
     assert {p.rsplit(".", 1)[0].split("[")[0] for p in PATTERNS} >= {
-        m.__name__ for m in MODULES if any(isinstance(v, re.Pattern) for v in vars(m).values())}
+        m.__name__ for m in MODULES if any(isinstance(v, re.Pattern) for v in vars(m).values())
+    }
     assert all(isinstance(m, types.ModuleType) for m in MODULES)
 
 
@@ -156,14 +193,20 @@ FORMAT_FUNCTIONS = {
     "decimal_places_of_format": catalog.readers.common.decimal_places_of_format,
     "is_date_format": catalog.xlsx.is_date_format,
 }
-FORMAT_PATTERNS = {f"{module.__name__}.{name}": value
-                   for module in (catalog.readers.common, catalog.xlsx)
-                   for name, value in vars(module).items() if isinstance(value, re.Pattern)}
+FORMAT_PATTERNS = {
+    f"{module.__name__}.{name}": value
+    for module in (catalog.readers.common, catalog.xlsx)
+    for name, value in vars(module).items()
+    if isinstance(value, re.Pattern)
+}
 
 
 @pytest.mark.parametrize("name", sorted(FORMAT_FUNCTIONS) + sorted(FORMAT_PATTERNS))
 def test_number_format_reading_grows_linearly_on_adversarial_formats(name):
     func = FORMAT_FUNCTIONS.get(name) or FORMAT_PATTERNS[name].search
-    over = [(unit, ratio, limit) for unit in FORMAT_UNITS
-            if (ratio := _ratio(func, unit, SMALL // 10, LARGE // 10)) >= (limit := _limit(unit))]
+    over = [
+        (unit, ratio, limit)
+        for unit in FORMAT_UNITS
+        if (ratio := _ratio(func, unit, SMALL // 10, LARGE // 10)) >= (limit := _limit(unit))
+    ]
     assert over == []

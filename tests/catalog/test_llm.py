@@ -7,8 +7,15 @@ from catalog.llm import ITEM_SCHEMA, LLMConfig, check_answer, extract_items_with
 from catalog.reading import Sheet, Table
 from tests.fake_llm import FakeProvider, completion
 
-ITEM = {"sku": "A1", "description": "Apple", "unit": "kg", "pack_size": None, "unit_price": "1.50",
-        "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}}
+ITEM = {
+    "sku": "A1",
+    "description": "Apple",
+    "unit": "kg",
+    "pack_size": None,
+    "unit_price": "1.50",
+    "currency": "EUR",
+    "source": {"sheet": "Sheet1", "row": 2},
+}
 TABLE = Table(sheets=[Sheet(name="Sheet1", rows=[["SKU", "Name", "Price (EUR)"], ["A1", "Apple", "1,50"]])])
 
 
@@ -20,7 +27,13 @@ def provider():
 
 
 def config(provider, **over):
-    values = {"base_url": provider.url, "api_key": "test", "model": "fake", "timeout_seconds": 5, "chunk_rows": 200}
+    values = {
+        "base_url": provider.url,
+        "api_key": "test",
+        "model": "fake",
+        "timeout_seconds": 5,
+        "chunk_rows": 200,
+    }
     values.update(over)
     return LLMConfig(**values)
 
@@ -29,14 +42,23 @@ def test_answer_is_returned_with_request_id_and_usage(provider):
     provider.script.append((200, {"items": [ITEM]}, 0))
     result = extract_items_with_model(TABLE, config=config(provider))
     assert result.items == [ITEM]
-    assert result.calls == [{"request_id": "req_1", "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}]
+    assert result.calls == [
+        {"request_id": "req_1", "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+    ]
 
 
 def test_request_uses_strict_json_schema_and_row_numbers(provider):
     extract_items_with_model(TABLE, config=config(provider))
     sent = provider.requests[0]
-    assert sent["response_format"]["json_schema"] == {"name": "price_items", "strict": True, "schema": ITEM_SCHEMA}
-    assert "Sheet: Sheet1" in sent["messages"][1]["content"] and "row 2: A1 | Apple | 1,50" in sent["messages"][1]["content"]
+    assert sent["response_format"]["json_schema"] == {
+        "name": "price_items",
+        "strict": True,
+        "schema": ITEM_SCHEMA,
+    }
+    assert (
+        "Sheet: Sheet1" in sent["messages"][1]["content"]
+        and "row 2: A1 | Apple | 1,50" in sent["messages"][1]["content"]
+    )
 
 
 def test_server_error_is_transient(provider):
@@ -107,7 +129,10 @@ def test_long_sheet_is_chunked_and_progress_is_reported(provider):
         progress=lambda d, t: done.append((d, t)),
     )
     assert done == [(1, 3), (2, 3), (3, 3)] and len(result.calls) == 3
-    assert "CONTEXT" in provider.requests[1]["messages"][1]["content"] and "row 3: S1 | x | 1" in provider.requests[1]["messages"][1]["content"]
+    assert (
+        "CONTEXT" in provider.requests[1]["messages"][1]["content"]
+        and "row 3: S1 | x | 1" in provider.requests[1]["messages"][1]["content"]
+    )
 
 
 def test_check_answer_rejects_extra_keys():

@@ -18,8 +18,15 @@ def table(*rows):
 
 
 def model_item(sku, desc, price, currency, row):
-    return {"sku": sku, "description": desc, "unit": None, "pack_size": None, "unit_price": price,
-            "currency": currency, "source": {"sheet": "Sheet1", "row": row}}
+    return {
+        "sku": sku,
+        "description": desc,
+        "unit": None,
+        "pack_size": None,
+        "unit_price": price,
+        "currency": currency,
+        "source": {"sheet": "Sheet1", "row": row},
+    }
 
 
 def codes(item, field=...):
@@ -46,8 +53,12 @@ def test_description_not_in_the_cited_row_is_flagged():
 
 def test_a_cell_addressed_to_the_model_is_not_evidence_and_flags_the_items():
     t = table(["SKU", "Name", "Price"], ["A", INJECTION, "1.20"], ["B", "Pear", "2.00"])
-    items = validate_items(check_model_items(
-        [model_item("A", INJECTION, "1.20", "USD", 2), model_item("B", "Pear", "2.00", "USD", 3)], t), t)
+    items = validate_items(
+        check_model_items(
+            [model_item("A", INJECTION, "1.20", "USD", 2), model_item("B", "Pear", "2.00", "USD", 3)], t
+        ),
+        t,
+    )
     assert all("currency_not_in_sheet" in codes(i, "currency") for i in items)
     assert all("suspicious_instruction" in codes(i) for i in items)
     assert needs_review(items)
@@ -56,6 +67,7 @@ def test_a_cell_addressed_to_the_model_is_not_evidence_and_flags_the_items():
 @pytest.fixture
 def obedient_model(settings):
     """A fake model that obeys the sheet: it returns USD for every item."""
+
     def answer(body):
         prompt = body["messages"][-1]["content"]
         rows = [line for line in prompt.splitlines() if line.startswith("row ")]

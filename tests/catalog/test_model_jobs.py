@@ -13,12 +13,11 @@ from jobs.worker import Worker
 from tests.fake_llm import FakeProvider
 from tests.helpers import wait_for
 
-CLEAN_CSV = (b"SKU,Description,Unit,Price,Currency\n"
-             b"A-1,Apples,kg,1.50,EUR\n"
-             b"B-2,Bananas,kg,2.25,EUR\n")
+CLEAN_CSV = b"SKU,Description,Unit,Price,Currency\nA-1,Apples,kg,1.50,EUR\nB-2,Bananas,kg,2.25,EUR\n"
 # 250 item rows: two model chunks of at most 200 rows.
 LONG_CSV = b"SKU,Description,Unit,Price,Currency\n" + b"".join(
-    b"S-%d,Item %d,kg,1.%02d,EUR\n" % (n, n, n % 100) for n in range(1, 251))
+    b"S-%d,Item %d,kg,1.%02d,EUR\n" % (n, n, n % 100) for n in range(1, 251)
+)
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 
 
@@ -37,24 +36,42 @@ def fake():
 
 def admit_sheet(workspace, data: bytes):
     supplier = supplier_get_or_create(workspace=workspace, name="Fruit Co")
-    sheet = pricesheet_store(workspace=workspace, chunks=[data], original_name="prices.csv",
-                             supplier=supplier)
-    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet",
-                       payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk},
-                       fingerprint=sheet.sha256)
+    sheet = pricesheet_store(
+        workspace=workspace, chunks=[data], original_name="prices.csv", supplier=supplier
+    )
+    job, _ = job_admit(
+        workspace_id=workspace.pk,
+        kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk},
+        fingerprint=sheet.sha256,
+    )
     return job
 
 
 def model_env(fake, media) -> dict:
-    return {"EXTRACTOR": "openai", "LLM_BASE_URL": fake.url, "LLM_API_KEY": "k",
-            "LLM_MODEL": "fake", "LLM_TIMEOUT_SECONDS": 30, "JOB_LEASE_SECONDS": 2,
-            "JOB_RECOVERY_INTERVAL_SECONDS": 0.25, "JOB_POLL_INTERVAL_SECONDS": 0.2,
-            "MEDIA_ROOT": media}
+    return {
+        "EXTRACTOR": "openai",
+        "LLM_BASE_URL": fake.url,
+        "LLM_API_KEY": "k",
+        "LLM_MODEL": "fake",
+        "LLM_TIMEOUT_SECONDS": 30,
+        "JOB_LEASE_SECONDS": 2,
+        "JOB_RECOVERY_INTERVAL_SECONDS": 0.25,
+        "JOB_POLL_INTERVAL_SECONDS": 0.2,
+        "MEDIA_ROOT": media,
+    }
 
 
 def item(sku, price, row):
-    return {"sku": sku, "description": "Fruit", "unit": "kg", "pack_size": None,
-            "unit_price": price, "currency": "EUR", "source": {"sheet": "Sheet1", "row": row}}
+    return {
+        "sku": sku,
+        "description": "Fruit",
+        "unit": "kg",
+        "pack_size": None,
+        "unit_price": price,
+        "currency": "EUR",
+        "source": {"sheet": "Sheet1", "row": row},
+    }
 
 
 def test_first_chunk_records_survive_a_failing_second_chunk(workspace, fake, settings):
@@ -98,7 +115,8 @@ def test_first_chunk_records_survive_a_connection_failure(workspace, fake, setti
 @pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_sigterm_during_a_model_call_longer_than_the_lease_completes_the_job(
-        workspace, processes, fake, media):
+    workspace, processes, fake, media
+):
     # The answer comes 7 s after the request, with a 2 s lease.
     fake.script.append((200, {"items": [item("A-1", "1.50", 2), item("B-2", "2.25", 3)]}, 7))
     job = admit_sheet(workspace, CLEAN_CSV)
@@ -112,8 +130,7 @@ def test_sigterm_during_a_model_call_longer_than_the_lease_completes_the_job(
     # The output in hand was accepted on the first attempt (published, or
     # staged for review when the model's answer is flagged), never released.
     assert job.attempt == 1 and job.state in (State.COMPLETED, State.AWAITING_REVIEW)
-    assert list(Attempt.objects.filter(job=job).values_list("number", "outcome")) == [
-        (1, "succeeded")]
+    assert list(Attempt.objects.filter(job=job).values_list("number", "outcome")) == [(1, "succeeded")]
     assert len(job.output["items"]) == 2
     assert Attempt.objects.get(job=job).provider_request_ids == ["req_1"]
 

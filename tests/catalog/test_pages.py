@@ -41,9 +41,12 @@ def foreign(other_workspace):
 
 
 def test_anonymous_user_is_sent_to_sign_in(client, revision):
-    for url in (reverse("catalog:index"), reverse("catalog:supplier", args=[revision.supplier.public_id]),
-                reverse("catalog:revision", args=[revision.public_id]),
-                reverse("catalog:export_csv", args=[revision.public_id])):
+    for url in (
+        reverse("catalog:index"),
+        reverse("catalog:supplier", args=[revision.supplier.public_id]),
+        reverse("catalog:revision", args=[revision.public_id]),
+        reverse("catalog:export_csv", args=[revision.public_id]),
+    ):
         response = client.get(url)
         assert response.status_code == 302, url
         assert response["Location"].startswith("/accounts/login/")
@@ -85,10 +88,12 @@ def test_revision_page_searches_its_items(client, member, revision):
 
 def test_another_workspaces_catalog_is_404(client, member, foreign):
     client.force_login(member)
-    for url in (reverse("catalog:supplier", args=[foreign.supplier.public_id]),
-                reverse("catalog:revision", args=[foreign.public_id]),
-                reverse("catalog:export_csv", args=[foreign.public_id]),
-                reverse("catalog:export_xlsx", args=[foreign.public_id])):
+    for url in (
+        reverse("catalog:supplier", args=[foreign.supplier.public_id]),
+        reverse("catalog:revision", args=[foreign.public_id]),
+        reverse("catalog:export_csv", args=[foreign.public_id]),
+        reverse("catalog:export_xlsx", args=[foreign.public_id]),
+    ):
         assert client.get(url).status_code == 404, url
 
 
@@ -99,12 +104,20 @@ def test_diff_with_another_workspaces_revision_is_404(client, member, revision, 
 
 
 def test_diff_shows_added_removed_and_changed_skus_with_old_and_new_price(
-        client, member, workspace, supplier, revision):
+    client, member, workspace, supplier, revision
+):
     newer = items()
     newer[0]["unit_price"] = "13.00"
     del newer[1]
-    newer.append({**newer[0], "sku": "A-4", "description": "Spring washer", "unit_price": "0.55",
-                  "source": {"sheet": "Prices", "row": 5}})
+    newer.append(
+        {
+            **newer[0],
+            "sku": "A-4",
+            "description": "Spring washer",
+            "unit_price": "0.55",
+            "source": {"sheet": "Prices", "row": 5},
+        }
+    )
     current = publish(workspace, supplier, newer)
     client.force_login(member)
     response = client.get(reverse("catalog:diff"), {"old": revision.public_id, "new": current.public_id})
@@ -112,7 +125,8 @@ def test_diff_shows_added_removed_and_changed_skus_with_old_and_new_price(
     assert [i["sku"] for i in diff.added] == ["A-4"]
     assert [i["sku"] for i in diff.removed] == ["A-2"]
     assert [(c.sku, c.old["unit_price"], c.new["unit_price"], c.fields) for c in diff.changed] == [
-        ("A-1", Decimal("12.5"), Decimal("13"), ("unit_price",))]
+        ("A-1", Decimal("12.5"), Decimal("13"), ("unit_price",))
+    ]
     assert diff.unchanged == 1
     html = response.content.decode()
     assert "12.50 EUR" in html and "13.00 EUR" in html
@@ -130,12 +144,18 @@ def test_pages_address_suppliers_and_revisions_by_public_id(client, member, supp
     assert f"/catalog/revisions/{revision.pk}/" not in html
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("/catalog/suppliers/{supplier.pk}/", "/catalog/suppliers/{supplier.public_id}/"),
-    ("/catalog/revisions/{revision.pk}/", "/catalog/revisions/{revision.public_id}/"),
-    ("/catalog/revisions/{revision.pk}/export.csv", "/catalog/revisions/{revision.public_id}/export.csv"),
-    ("/catalog/revisions/{revision.pk}/export.xlsx", "/catalog/revisions/{revision.public_id}/export.xlsx"),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("/catalog/suppliers/{supplier.pk}/", "/catalog/suppliers/{supplier.public_id}/"),
+        ("/catalog/revisions/{revision.pk}/", "/catalog/revisions/{revision.public_id}/"),
+        ("/catalog/revisions/{revision.pk}/export.csv", "/catalog/revisions/{revision.public_id}/export.csv"),
+        (
+            "/catalog/revisions/{revision.pk}/export.xlsx",
+            "/catalog/revisions/{revision.public_id}/export.xlsx",
+        ),
+    ],
+)
 def test_old_integer_addresses_redirect_for_good(client, member, supplier, revision, old, new):
     client.force_login(member)
     response = client.get(old.format(supplier=supplier, revision=revision))
@@ -148,8 +168,9 @@ def test_old_integer_diff_address_redirects(client, member, workspace, supplier,
     client.force_login(member)
     response = client.get(reverse("catalog:diff"), {"old": revision.pk, "new": current.pk})
     assert response.status_code == 301
-    assert response["Location"] == (f"{reverse('catalog:diff')}?old={revision.public_id}"
-                                    f"&new={current.public_id}")
+    assert response["Location"] == (
+        f"{reverse('catalog:diff')}?old={revision.public_id}&new={current.public_id}"
+    )
 
 
 def test_old_integer_address_of_another_workspace_is_404_not_a_redirect(client, member, foreign):
@@ -158,8 +179,7 @@ def test_old_integer_address_of_another_workspace_is_404_not_a_redirect(client, 
         assert client.get(url).status_code == 404
 
 
-def test_revision_page_marks_values_a_reviewer_set_and_links_its_job_and_review(
-        client, workspace, reviewer):
+def test_revision_page_marks_values_a_reviewer_set_and_links_its_job_and_review(client, workspace, reviewer):
     from tests.review import reviewed_revision
 
     revision = reviewed_revision(workspace, reviewer)

@@ -64,8 +64,9 @@ def test_cancelling_a_parsing_job_kills_its_child_and_the_worker_goes_on(workspa
     assert Job.objects.get(pk=slow.pk).state == State.CANCELLED
     assert Attempt.objects.get(job=slow, number=1).outcome == "cancelled"
     clean = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
-    wait_for(lambda: Job.objects.get(pk=clean.pk).state == State.COMPLETED, timeout=60,
-             message="the next job")
+    wait_for(
+        lambda: Job.objects.get(pk=clean.pk).state == State.COMPLETED, timeout=60, message="the next job"
+    )
     assert worker.poll() is None
 
 
@@ -87,8 +88,15 @@ def test_a_worker_killed_outright_takes_its_parse_child_with_it(workspace, proce
     try:
         fake.script.append((200, {"items": []}, 60))  # a model call that hangs
         admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
-        worker = processes.worker("w", MEDIA_ROOT=media, EXTRACTOR="openai", LLM_BASE_URL=fake.url,
-                                  LLM_API_KEY="k", LLM_MODEL="fake", LLM_TIMEOUT_SECONDS=50)
+        worker = processes.worker(
+            "w",
+            MEDIA_ROOT=media,
+            EXTRACTOR="openai",
+            LLM_BASE_URL=fake.url,
+            LLM_API_KEY="k",
+            LLM_MODEL="fake",
+            LLM_TIMEOUT_SECONDS=50,
+        )
         wait_for(lambda: len(fake.requests) == 1, timeout=60, message="the child's model call")
         child = parse_children(worker.pid).pop()
         worker.send_signal(signal.SIGKILL)

@@ -24,9 +24,7 @@ from tests.helpers import wait_for
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real"
 
-CLEAN_CSV = (b"SKU,Description,Unit,Price,Currency\n"
-             b"A-1,Apples,kg,1.50,EUR\n"
-             b"B-2,Bananas,kg,\"2,25\",EUR\n")
+CLEAN_CSV = b'SKU,Description,Unit,Price,Currency\nA-1,Apples,kg,1.50,EUR\nB-2,Bananas,kg,"2,25",EUR\n'
 NO_CURRENCY_CSV = b"SKU,Description,Unit,Price\nA-1,Apples,kg,1.50\nB-2,Bananas,kg,2.25\n"
 
 
@@ -38,12 +36,13 @@ def media(settings, tmp_path):
 
 def admit_sheet(workspace, name: str, data: bytes, supplier: str | None = "Fruit Co"):
     supplier_row = supplier_get_or_create(workspace=workspace, name=supplier) if supplier else None
-    sheet = pricesheet_store(workspace=workspace, chunks=[data], original_name=name,
-                             supplier=supplier_row)
-    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet",
-                       payload={"sheet_id": str(sheet.pk),
-                                "supplier_id": supplier_row.pk if supplier_row else None},
-                       fingerprint=sheet.sha256)
+    sheet = pricesheet_store(workspace=workspace, chunks=[data], original_name=name, supplier=supplier_row)
+    job, _ = job_admit(
+        workspace_id=workspace.pk,
+        kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier_row.pk if supplier_row else None},
+        fingerprint=sheet.sha256,
+    )
     return job
 
 
@@ -118,8 +117,15 @@ def provider(settings):
 
 
 def item(sku, price, row, currency="EUR", description="Apples"):
-    return {"sku": sku, "description": description, "unit": "kg", "pack_size": None,
-            "unit_price": price, "currency": currency, "source": {"sheet": "Sheet1", "row": row}}
+    return {
+        "sku": sku,
+        "description": description,
+        "unit": "kg",
+        "pack_size": None,
+        "unit_price": price,
+        "currency": currency,
+        "source": {"sheet": "Sheet1", "row": row},
+    }
 
 
 def test_model_output_is_published_with_request_id_and_usage(workspace, provider):
@@ -134,8 +140,9 @@ def test_model_output_is_published_with_request_id_and_usage(workspace, provider
 
 
 @pytest.mark.parametrize("extractor", ["builtin", "openai"])
-def test_one_child_reads_extracts_and_validates_whichever_extractor(workspace, provider, settings,
-                                                                    monkeypatch, extractor):
+def test_one_child_reads_extracts_and_validates_whichever_extractor(
+    workspace, provider, settings, monkeypatch, extractor
+):
     from catalog import sandbox, validation
 
     settings.EXTRACTOR = extractor
@@ -174,7 +181,9 @@ def test_the_extractor_setting_names_a_registered_extractor(settings):
 
 
 def test_model_citing_a_row_without_the_value_is_flagged(workspace, provider):
-    provider.script.append((200, {"items": [item("A-1", "1.50", 3), item("B-2", "2.25", 3, description="Bananas")]}, 0))
+    provider.script.append(
+        (200, {"items": [item("A-1", "1.50", 3), item("B-2", "2.25", 3, description="Bananas")]}, 0)
+    )
     job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
     run_until_idle()
     job.refresh_from_db()
@@ -197,8 +206,7 @@ def test_model_server_error_retries_and_second_attempt_publishes(workspace, prov
     job.refresh_from_db()
     assert job.state == State.COMPLETED
     assert CatalogRevision.objects.get(job=job).attempt == 2
-    assert list(Attempt.objects.filter(job=job).values_list("outcome", flat=True)) == [
-        "retry", "succeeded"]
+    assert list(Attempt.objects.filter(job=job).values_list("outcome", flat=True)) == ["retry", "succeeded"]
 
 
 def test_model_timeout_is_transient(workspace, provider):
@@ -245,8 +253,7 @@ def test_retry_reuses_the_table_checkpoint(workspace, provider):
     assert job.attempt == 2
 
 
-def test_a_reviewers_mapping_is_read_in_one_parse_child_whichever_extractor(
-        workspace, provider, monkeypatch):
+def test_a_reviewers_mapping_is_read_in_one_parse_child_whichever_extractor(workspace, provider, monkeypatch):
     from catalog import sandbox
 
     started = []
@@ -257,10 +264,25 @@ def test_a_reviewers_mapping_is_read_in_one_parse_child_whichever_extractor(
         return run_parse(request, **kwargs)
 
     monkeypatch.setattr(sandbox, "run_parse", counted)
-    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": 1,
-                           "columns": {"sku": "A", "description": "B", "unit": "C", "pack_size": None,
-                                       "unit_price": "D", "currency": "E"}}],
-               "currency": None, "set_by": "rey", "set_at": "2026-12-01T00:00:00+00:00"}
+    mapping = {
+        "sheets": [
+            {
+                "sheet": "Sheet1",
+                "header_row": 1,
+                "columns": {
+                    "sku": "A",
+                    "description": "B",
+                    "unit": "C",
+                    "pack_size": None,
+                    "unit_price": "D",
+                    "currency": "E",
+                },
+            }
+        ],
+        "currency": None,
+        "set_by": "rey",
+        "set_at": "2026-12-01T00:00:00+00:00",
+    }
     job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
     Job.objects.filter(pk=job.pk).update(payload={**job.payload, "mapping": mapping})
 
@@ -283,7 +305,8 @@ def bad_inputs(tmp_path) -> dict[str, tuple[str, bytes]]:
     entity_bomb = tmp_path / "entity-bomb.xlsx"
     minimal_xlsx(entity_bomb, ENTITY_BOMB_SHEET)
     many_rows = b"SKU,Description,Price,Currency\n" + b"".join(
-        b"S%d,Item %d,1.00,EUR\n" % (n, n) for n in range(200_000))
+        b"S%d,Item %d,1.00,EUR\n" % (n, n) for n in range(200_000)
+    )
     return {
         "empty": ("empty.csv", b""),
         "not what the name says": ("prices.xlsx", b"%PDF-1.4 this is a pdf\n" * 20),
@@ -307,8 +330,7 @@ EXPECTED_REASON = {
 @pytest.mark.processes
 @pytest.mark.django_db(transaction=True)
 def test_bad_inputs_need_attention_and_the_worker_goes_on(workspace, processes, tmp_path, media):
-    jobs = {label: admit_sheet(workspace, name, data)
-            for label, (name, data) in bad_inputs(tmp_path).items()}
+    jobs = {label: admit_sheet(workspace, name, data) for label, (name, data) in bad_inputs(tmp_path).items()}
     good = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
     worker = processes.worker("w", "--burst", MEDIA_ROOT=media)
     assert worker.wait(timeout=120) == 0, processes.output(worker)
@@ -329,9 +351,16 @@ def test_paused_worker_after_model_call_cannot_publish(workspace, processes, med
     fake = FakeProvider()
     try:
         fake.script.append((200, {"items": [item("A-1", "1.50", 2), item("B-2", "2.25", 3)]}, 60))
-        env = {"EXTRACTOR": "openai", "LLM_BASE_URL": fake.url, "LLM_API_KEY": "k",
-               "LLM_MODEL": "fake", "JOB_LEASE_SECONDS": 2, "JOB_RECOVERY_INTERVAL_SECONDS": 3600,
-               "JOB_POLL_INTERVAL_SECONDS": 0.2, "MEDIA_ROOT": media}
+        env = {
+            "EXTRACTOR": "openai",
+            "LLM_BASE_URL": fake.url,
+            "LLM_API_KEY": "k",
+            "LLM_MODEL": "fake",
+            "JOB_LEASE_SECONDS": 2,
+            "JOB_RECOVERY_INTERVAL_SECONDS": 3600,
+            "JOB_POLL_INTERVAL_SECONDS": 0.2,
+            "MEDIA_ROOT": media,
+        }
         job = admit_sheet(workspace, "fruit.csv", CLEAN_CSV)
         a = processes.worker("worker-a", **env)
         wait_for(lambda: len(fake.requests) == 1, timeout=60, message="A's model call")
@@ -339,19 +368,22 @@ def test_paused_worker_after_model_call_cannot_publish(workspace, processes, med
 
         def lease_expired():
             with connection.cursor() as cursor:
-                cursor.execute("SELECT lease_until < clock_timestamp() FROM jobs_job WHERE id = %s",
-                               [job.pk])
+                cursor.execute("SELECT lease_until < clock_timestamp() FROM jobs_job WHERE id = %s", [job.pk])
                 return cursor.fetchone()[0]
 
         wait_for(lease_expired, timeout=10, message="A's lease to expire")
         assert processes.start("recoverjobs").wait(timeout=60) == 0
         processes.worker("worker-b", **env)
-        wait_for(lambda: Job.objects.get(pk=job.pk).state == State.COMPLETED, timeout=30,
-                 message="B to publish")
+        wait_for(
+            lambda: Job.objects.get(pk=job.pk).state == State.COMPLETED, timeout=30, message="B to publish"
+        )
         fake.release.set()  # A's slow answer arrives
         a.send_signal(signal.SIGCONT)
-        wait_for(lambda: Attempt.objects.get(job=job, number=1).outcome == "stale", timeout=30,
-                 message="A's late acceptance to be refused")
+        wait_for(
+            lambda: Attempt.objects.get(job=job, number=1).outcome == "stale",
+            timeout=30,
+            message="A's late acceptance to be refused",
+        )
     finally:
         fake.close()
     revisions = list(CatalogRevision.objects.filter(job=job).values_list("attempt", flat=True))
@@ -370,8 +402,10 @@ def test_paused_worker_after_model_call_cannot_publish(workspace, processes, med
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus/real is not present")
 def test_every_real_sheet_ends_in_a_sensible_state(workspace):
-    jobs = {path.name: admit_sheet(workspace, path.name, path.read_bytes(), supplier=path.stem)
-            for path in sorted(CORPUS.iterdir())}
+    jobs = {
+        path.name: admit_sheet(workspace, path.name, path.read_bytes(), supplier=path.stem)
+        for path in sorted(CORPUS.iterdir())
+    }
     run_until_idle()
     assert len(jobs) == 26
     for name, job in jobs.items():
@@ -393,8 +427,13 @@ def test_xlsx_sheet_with_currency_in_header_is_published(workspace, tmp_path):
     book = openpyxl.Workbook()
     sheet = book.active
     sheet.title = "Prices"
-    for row in (["Acme price list 2026"], [], ["Art.-Nr.", "Bezeichnung", "Einheit", "Preis (EUR)"],
-                ["X-1", "Schraube", "Stk", "1.234,50"], ["X-2", "Mutter", "Stk", "0,45"]):
+    for row in (
+        ["Acme price list 2026"],
+        [],
+        ["Art.-Nr.", "Bezeichnung", "Einheit", "Preis (EUR)"],
+        ["X-1", "Schraube", "Stk", "1.234,50"],
+        ["X-2", "Mutter", "Stk", "0,45"],
+    ):
         sheet.append(row)
     path = tmp_path / "de.xlsx"
     book.save(path)
@@ -403,8 +442,7 @@ def test_xlsx_sheet_with_currency_in_header_is_published(workspace, tmp_path):
     job.refresh_from_db()
     assert job.state == State.COMPLETED, job.output
     prices = dict(CatalogItem.objects.filter(revision__job=job).values_list("sku", "unit_price"))
-    assert {sku: str(price) for sku, price in prices.items()} == {"X-1": "1234.500000",
-                                                                 "X-2": "0.450000"}
+    assert {sku: str(price) for sku, price in prices.items()} == {"X-1": "1234.500000", "X-2": "0.450000"}
 
 
 class PublishBroke(Exception):
@@ -412,8 +450,7 @@ class PublishBroke(Exception):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_publication_failing_after_its_catalog_writes_leaves_the_accept_undone(
-        workspace, monkeypatch):
+def test_a_publication_failing_after_its_catalog_writes_leaves_the_accept_undone(workspace, monkeypatch):
     """Publication shares the accept's transaction. Outside any test
     transaction (every statement commits on its own unless an atomic block
     holds it), a publish step that raises after writing the revision, its
@@ -428,17 +465,30 @@ def test_a_publication_failing_after_its_catalog_writes_leaves_the_accept_undone
 
     def outbox_write_then_break(**kwargs):
         # The last step of revision_publish: everything else is written by now.
-        written.append((CatalogRevision.objects.count(), CatalogItem.objects.count(),
-                        Job.objects.get(pk=job.pk).state))
+        written.append(
+            (CatalogRevision.objects.count(), CatalogItem.objects.count(), Job.objects.get(pk=job.pk).state)
+        )
         raise PublishBroke("the publish step broke after writing catalog rows")
 
     monkeypatch.setattr(catalog_services, "outbox_write", outbox_write_then_break)
-    items = [{"sku": "A-1", "description": "Apples", "unit": "kg", "pack_size": None,
-              "unit_price": "1.50", "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}}]
+    items = [
+        {
+            "sku": "A-1",
+            "description": "Apples",
+            "unit": "kg",
+            "pack_size": None,
+            "unit_price": "1.50",
+            "currency": "EUR",
+            "source": {"sheet": "Sheet1", "row": 2},
+        }
+    ]
     assert not connection.in_atomic_block
     with pytest.raises(PublishBroke):
-        job_accept_output(claim=claim, output={"items": items},
-                          publish=lambda job: catalog_services.revision_publish(job=job))
+        job_accept_output(
+            claim=claim,
+            output={"items": items},
+            publish=lambda job: catalog_services.revision_publish(job=job),
+        )
 
     assert written == [(1, 1, State.COMPLETED)]  # the writes happened, inside the transaction
     assert CatalogRevision.objects.count() == 0

@@ -8,10 +8,21 @@ import pytest
 from catalog.extraction import MAX_PRICE, parse_decimal, plain_decimal, price_value, typed_price
 
 
-@pytest.mark.parametrize(("typed", "stored"), [
-    ("1.10", "1.10"), ("1,10", "1.10"), (" 12 ", "12"), ("0.125", "0.125"),
-    ("0", None), ("-1", None), ("1.234,50", None), ("1,2,3", None), ("ten", None), ("", None),
-])
+@pytest.mark.parametrize(
+    ("typed", "stored"),
+    [
+        ("1.10", "1.10"),
+        ("1,10", "1.10"),
+        (" 12 ", "12"),
+        ("0.125", "0.125"),
+        ("0", None),
+        ("-1", None),
+        ("1.234,50", None),
+        ("1,2,3", None),
+        ("ten", None),
+        ("", None),
+    ],
+)
 def test_a_typed_price_keeps_its_digits_and_reads_a_decimal_comma(typed, stored):
     assert typed_price(typed) == stored
 

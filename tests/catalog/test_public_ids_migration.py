@@ -20,10 +20,12 @@ def test_existing_rows_get_distinct_public_ids_and_results_follow():
     Job = old.get_model("jobs", "Job")
     revisions = []
     for n, supplier in enumerate(suppliers):
-        job = Job.objects.create(kind="parse_sheet", workspace=workspace, max_attempts=5,
-                                 state="completed", attempt=1)
+        job = Job.objects.create(
+            kind="parse_sheet", workspace=workspace, max_attempts=5, state="completed", attempt=1
+        )
         revision = old.get_model("catalog", "CatalogRevision").objects.create(
-            workspace=workspace, supplier=supplier, job=job, attempt=1, item_count=n)
+            workspace=workspace, supplier=supplier, job=job, attempt=1, item_count=n
+        )
         Job.objects.filter(pk=job.pk).update(result={"revision_id": revision.pk, "item_count": n})
         revisions.append(revision)
 

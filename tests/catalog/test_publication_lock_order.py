@@ -52,7 +52,8 @@ def publish_paused_in_its_items(monkeypatch, job: Job) -> tuple[threading.Event,
 
 @pytest.mark.parametrize("names", [("Alpha", "Beta"), ("", "")], ids=["new suppliers", "no supplier"])
 def test_a_second_publication_of_the_workspace_completes_while_the_first_writes_its_items(
-        workspace, monkeypatch, names):
+    workspace, monkeypatch, names
+):
     first = sheet_job(workspace, "first", names[0])
     second = sheet_job(workspace, "second", names[1])
     finish, thread = publish_paused_in_its_items(monkeypatch, first)
@@ -97,6 +98,8 @@ def test_two_workers_making_one_supplier_in_two_spellings_make_one(workspace):
 def waiting_on_locks() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                       "AND datname = current_database()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND datname = current_database()"
+        )
         return cursor.fetchone()[0]

@@ -21,15 +21,19 @@ from jobs.problems import api_view
 from jobs.worker import Worker
 from tests.review import flagged_job, make_supplier, published_job, sheet_items
 
-SHEET_1 = ("SKU,Description,Unit,Price,Currency\n"
-           "A-1,Bolt M8,piece,0.42,EUR\n"
-           "A-2,Nut M8,piece,0.09,EUR\n"
-           "A-3,Washer M8,piece,0.05,EUR\n")
+SHEET_1 = (
+    "SKU,Description,Unit,Price,Currency\n"
+    "A-1,Bolt M8,piece,0.42,EUR\n"
+    "A-2,Nut M8,piece,0.09,EUR\n"
+    "A-3,Washer M8,piece,0.05,EUR\n"
+)
 # A-1 repriced, A-2 unchanged, A-3 dropped, A-4 new.
-SHEET_2 = ("SKU,Description,Unit,Price,Currency\n"
-           "A-1,Bolt M8,piece,0.45,EUR\n"
-           "A-2,Nut M8,piece,0.09,EUR\n"
-           "A-4,Spring washer M8,piece,0.07,EUR\n")
+SHEET_2 = (
+    "SKU,Description,Unit,Price,Currency\n"
+    "A-1,Bolt M8,piece,0.45,EUR\n"
+    "A-2,Nut M8,piece,0.09,EUR\n"
+    "A-4,Spring washer M8,piece,0.07,EUR\n"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -62,8 +66,9 @@ def publish(workspace, supplier, items) -> CatalogRevision:
 def upload_and_publish(client: Client, content: str, key: str) -> Job:
     sheet = io.BytesIO(content.encode())
     sheet.name = "prices.csv"
-    response = client.post("/api/jobs", {"file": sheet, "supplier": "Acme Fasteners"},
-                           HTTP_IDEMPOTENCY_KEY=key)
+    response = client.post(
+        "/api/jobs", {"file": sheet, "supplier": "Acme Fasteners"}, HTTP_IDEMPOTENCY_KEY=key
+    )
     assert response.status_code == 202
     assert Worker(worker_id="test").run_one()
     job = Job.objects.get(pk=response.json()["id"])
@@ -99,7 +104,10 @@ def test_a_read_token_keeps_a_downstream_copy_in_sync(uploader, reader, workspac
     items = reader.get(f"/api/suppliers/{supplier_id}/items")
     assert items.status_code == 200
     assert [(i["sku"], i["unit_price"]) for i in items.json()["results"]] == [
-        ("A-1", "0.42"), ("A-2", "0.09"), ("A-3", "0.05")]
+        ("A-1", "0.42"),
+        ("A-2", "0.09"),
+        ("A-3", "0.05"),
+    ]
     again = reader.get(f"/api/suppliers/{supplier_id}/items", HTTP_IF_NONE_MATCH=items["ETag"])
     assert again.status_code == 304
     assert again.content == b""
@@ -111,8 +119,9 @@ def test_a_read_token_keeps_a_downstream_copy_in_sync(uploader, reader, workspac
     assert changes["revision_id"] != first_revision
     assert [i["sku"] for i in changes["added"]] == ["A-4"]
     assert [i["sku"] for i in changes["removed"]] == ["A-3"]
-    assert [(c["sku"], c["old"]["unit_price"], c["new"]["unit_price"], c["fields"])
-            for c in changes["changed"]] == [("A-1", "0.42", "0.45", ["unit_price"])]
+    assert [
+        (c["sku"], c["old"]["unit_price"], c["new"]["unit_price"], c["fields"]) for c in changes["changed"]
+    ] == [("A-1", "0.42", "0.45", ["unit_price"])]
     assert changes["unchanged"] == 1
     after = reader.get(f"/api/suppliers/{supplier_id}/items", HTTP_IF_NONE_MATCH=items["ETag"])
     assert after.status_code == 200  # the current revision moved: the old ETag no longer holds
@@ -124,16 +133,22 @@ def test_catalog_published_event_names_the_ids_changes_takes(uploader, reader, w
     revision = CatalogRevision.objects.get(job=job)
     assert event.payload["revision_id"] == str(revision.public_id) == job.result["revision_id"]
     assert event.payload["supplier_id"] == str(revision.supplier.public_id)
-    response = reader.get(f"/api/suppliers/{event.payload['supplier_id']}/changes",
-                          {"since": event.payload["revision_id"]})
+    response = reader.get(
+        f"/api/suppliers/{event.payload['supplier_id']}/changes", {"since": event.payload["revision_id"]}
+    )
     assert response.json()["added"] == response.json()["removed"] == response.json()["changed"] == []
 
 
 # --- read-only tokens -------------------------------------------------------------
 
 
-MUTATIONS = ["/api/jobs", "/api/jobs/{job}/cancel", "/api/jobs/{job}/approve", "/api/jobs/{job}/reject",
-             "/api/jobs/{job}/mapping"]
+MUTATIONS = [
+    "/api/jobs",
+    "/api/jobs/{job}/cancel",
+    "/api/jobs/{job}/approve",
+    "/api/jobs/{job}/reject",
+    "/api/jobs/{job}/mapping",
+]
 
 
 @pytest.mark.parametrize("path", MUTATIONS)
@@ -142,8 +157,12 @@ def test_a_read_token_cannot_change_anything(reviewer, workspace, path):
     reader = bearer(reviewer, ApiToken.Scope.READ)
     job = flagged_job(workspace)
     before = list(Job.objects.values_list("pk", "state", "version").order_by("pk"))
-    response = reader.post(path.format(job=job.pk), {"version": job.version, "reason": "no"},
-                           content_type="application/json", HTTP_IDEMPOTENCY_KEY="k")
+    response = reader.post(
+        path.format(job=job.pk),
+        {"version": job.version, "reason": "no"},
+        content_type="application/json",
+        HTTP_IDEMPOTENCY_KEY="k",
+    )
     assert response.status_code == 403
     assert response["Content-Type"] == "application/problem+json"
     assert response.json()["type"] == "/problems/read-only-token"
@@ -182,9 +201,11 @@ def test_a_read_token_reads_jobs(reader, workspace):
 
 def test_a_full_token_of_the_same_reviewer_does_mutate(reviewer, workspace):
     job = flagged_job(workspace)
-    response = bearer(reviewer).post(f"/api/jobs/{job.pk}/reject",
-                                     {"version": job.version, "reason": "wrong sheet"},
-                                     content_type="application/json")
+    response = bearer(reviewer).post(
+        f"/api/jobs/{job.pk}/reject",
+        {"version": job.version, "reason": "wrong sheet"},
+        content_type="application/json",
+    )
     assert response.status_code == 200
     assert response.json()["state"] == "needs_attention"
 
@@ -227,9 +248,11 @@ def test_supplier_answers_carry_public_ids_only(reader, supplier, revision):
 
 
 def test_another_workspaces_supplier_and_an_unknown_one_are_the_same_404(reader, foreign):
-    answers = [reader.get(f"/api/suppliers/{sid}{tail}")
-               for sid in (foreign.supplier.public_id, uuid.uuid4())
-               for tail in ("", "/items", "/changes")]
+    answers = [
+        reader.get(f"/api/suppliers/{sid}{tail}")
+        for sid in (foreign.supplier.public_id, uuid.uuid4())
+        for tail in ("", "/items", "/changes")
+    ]
     assert {a.status_code for a in answers} == {404}
     assert len({a.content for a in answers[0::3]}) == 1
     assert answers[0].content == answers[3].content
@@ -260,15 +283,17 @@ def test_supplier_items_of_an_older_revision(reader, workspace, supplier, revisi
 def test_supplier_items_revision_of_another_supplier_is_404(reader, workspace, supplier, revision, foreign):
     other = publish(workspace, make_supplier(workspace, "Beta Bolts"), clean_items())
     for revision_id in (other.public_id, foreign.public_id, uuid.uuid4()):
-        response = reader.get(f"/api/suppliers/{supplier.public_id}/items",
-                              {"revision": str(revision_id)})
+        response = reader.get(f"/api/suppliers/{supplier.public_id}/items", {"revision": str(revision_id)})
         assert response.status_code == 404
 
 
 def test_bad_parameters_are_400_problems_naming_the_parameter(reader, supplier, revision):
     url = f"/api/suppliers/{supplier.public_id}/items"
-    for params, name in (({"page": "0"}, "page"), ({"page_size": "x"}, "page_size"),
-                         ({"revision": "not-an-id"}, "revision")):
+    for params, name in (
+        ({"page": "0"}, "page"),
+        ({"page_size": "x"}, "page_size"),
+        ({"revision": "not-an-id"}, "revision"),
+    ):
         response = reader.get(url, params)
         assert response.status_code == 400
         assert response["Content-Type"] == "application/problem+json"
@@ -297,14 +322,26 @@ def test_revision_detail(reader, supplier, revision):
 def test_revision_items_in_json(reader, revision):
     body = reader.get(f"/api/revisions/{revision.public_id}/items").json()
     assert body["count"] == revision.item_count
-    assert set(body["results"][0]) == {"sku", "description", "unit", "unit_code", "pack_size",
-                                       "unit_price", "currency", "source", "provenance"}
+    assert set(body["results"][0]) == {
+        "sku",
+        "description",
+        "unit",
+        "unit_code",
+        "pack_size",
+        "unit_price",
+        "currency",
+        "source",
+        "provenance",
+    }
 
 
 @pytest.mark.parametrize("how", [{"data": {"format": "csv"}}, {"HTTP_ACCEPT": "text/csv"}])
 def test_revision_items_as_csv(reader, revision, how):
-    response = reader.get(f"/api/revisions/{revision.public_id}/items", how.get("data"),
-                          **{k: v for k, v in how.items() if k != "data"})
+    response = reader.get(
+        f"/api/revisions/{revision.public_id}/items",
+        how.get("data"),
+        **{k: v for k, v in how.items() if k != "data"},
+    )
     assert response["Content-Type"].startswith("text/csv")
     lines = response.getvalue().decode("utf-8-sig").splitlines()
     assert lines[0].startswith("SKU,Description")
@@ -327,9 +364,11 @@ def test_xlsx_bytes_and_etag_are_stable(reader, revision):
 
 
 def test_exports_are_formula_safe(reader, workspace, supplier):
-    hostile = [{**clean_items()[0], "description": "=HYPERLINK(\"http://x\")", "sku": "@SUM(A1)"}]
+    hostile = [{**clean_items()[0], "description": '=HYPERLINK("http://x")', "sku": "@SUM(A1)"}]
     revision = publish(workspace, supplier, hostile)
-    csv_text = reader.get(f"/api/revisions/{revision.public_id}/items?format=csv").getvalue().decode("utf-8-sig")
+    csv_text = (
+        reader.get(f"/api/revisions/{revision.public_id}/items?format=csv").getvalue().decode("utf-8-sig")
+    )
     assert "'=HYPERLINK" in csv_text and "'@SUM(A1)" in csv_text
     xlsx = reader.get(f"/api/revisions/{revision.public_id}/items?format=xlsx").getvalue()
     # XLSX cells have types: the text is kept as written, stored as a string
@@ -356,8 +395,9 @@ def test_another_workspaces_revision_and_an_unknown_one_are_the_same_404(reader,
 # --- ETags, 304 and caching --------------------------------------------------------
 
 
-@pytest.mark.parametrize("tail", ["", "/items", "/items?format=csv", "/items?format=xlsx",
-                                  "/items?sku=x&page=1"])
+@pytest.mark.parametrize(
+    "tail", ["", "/items", "/items?format=csv", "/items?format=xlsx", "/items?sku=x&page=1"]
+)
 def test_revision_reads_answer_304_to_their_etag(reader, revision, tail):
     url = f"/api/revisions/{revision.public_id}{tail}"
     first = reader.get(url)
@@ -397,8 +437,12 @@ def test_changes_since_another_suppliers_revision_is_404(reader, workspace, supp
 
 
 def test_authenticated_answers_stay_out_of_shared_caches(reader, supplier, revision):
-    for url in ("/api/suppliers", f"/api/revisions/{revision.public_id}",
-                f"/api/suppliers/{supplier.public_id}/items", f"/api/revisions/{uuid.uuid4()}"):
+    for url in (
+        "/api/suppliers",
+        f"/api/revisions/{revision.public_id}",
+        f"/api/suppliers/{supplier.public_id}/items",
+        f"/api/revisions/{uuid.uuid4()}",
+    ):
         assert reader.get(url)["Cache-Control"].startswith("private, no-")
     assert "Authorization" in reader.get(f"/api/revisions/{revision.public_id}")["Vary"]
 

@@ -137,7 +137,11 @@ def test_xlsx_currency_number_format_is_kept_per_cell(tmp_path):
         formats={(2, 2): '"£"#,##0.00', (3, 2): '"£"#,##0.00', (4, 2): "0.00"},
     )
     sheet = read_table(path, filename="a.xlsx").sheets[0]
-    assert (sheet.format_currency(2, 1), sheet.format_currency(3, 1), sheet.format_currency(4, 1)) == ("GBP", "GBP", None)
+    assert (sheet.format_currency(2, 1), sheet.format_currency(3, 1), sheet.format_currency(4, 1)) == (
+        "GBP",
+        "GBP",
+        None,
+    )
 
 
 def test_xlsx_locale_dollar_format_names_the_dollar(tmp_path):
@@ -173,8 +177,11 @@ def test_too_many_columns_is_refused(tmp_path):
 
 def test_hand_written_minimal_xlsx_reads(tmp_path):
     path = tmp_path / "a.xlsx"
-    minimal_xlsx(path, b'<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
-                        b'<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>SKU</t></is></c><c r="B1"><v>2.5</v></c></row></sheetData></worksheet>')
+    minimal_xlsx(
+        path,
+        b'<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+        b'<sheetData><row r="1"><c r="A1" t="inlineStr"><is><t>SKU</t></is></c><c r="B1"><v>2.5</v></c></row></sheetData></worksheet>',
+    )
     assert read_table(path, filename="a.xlsx").sheets[0].rows == [["SKU", "2.5"]]
 
 

@@ -37,14 +37,20 @@ def media(settings, tmp_path):
 
 
 def test_revisions_are_numbered_per_supplier_in_order_of_publication(workspace, member):
-    for n, (supplier, price) in enumerate([("North", "1.10"), ("South", "2.10"), ("North", "1.20"),
-                                           ("North", "1.30"), ("South", "2.20")]):
+    for n, (supplier, price) in enumerate(
+        [("North", "1.10"), ("South", "2.10"), ("North", "1.20"), ("North", "1.30"), ("South", "2.20")]
+    ):
         upload(workspace, member, sheet(price), key=f"k{n}", supplier=supplier)
         run_jobs()
 
-    numbers = {name: list(CatalogRevision.objects.filter(supplier__name=name)
-                          .order_by("published_at", "pk").values_list("number", flat=True))
-               for name in ("North", "South")}
+    numbers = {
+        name: list(
+            CatalogRevision.objects.filter(supplier__name=name)
+            .order_by("published_at", "pk")
+            .values_list("number", flat=True)
+        )
+        for name in ("North", "South")
+    }
 
     assert numbers == {"North": [1, 2, 3], "South": [1, 2]}
 
@@ -76,7 +82,7 @@ def test_pages_and_api_name_a_revision_by_its_number(workspace, member):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_first_publications_of_one_name_in_two_spellings_make_one_supplier(workspace, member):
-    """"Acme" and " ACME " published at the same moment: one supplier, numbered 1 and 2."""
+    """ "Acme" and " ACME " published at the same moment: one supplier, numbered 1 and 2."""
     for n, name in enumerate(["Acme", " ACME "]):
         upload(workspace, member, sheet(f"3.{n}0"), key=f"k{n}", supplier=name)
     barrier = threading.Barrier(2)
@@ -104,7 +110,10 @@ def test_concurrent_first_publications_of_one_name_in_two_spellings_make_one_sup
 
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_numbers_existing_revisions_in_order_of_publication():
-    before, after = [("catalog", "0007_pricesheet_supplier_name")], [("catalog", "0008_revision_number_price_places")]
+    before, after = (
+        [("catalog", "0007_pricesheet_supplier_name")],
+        [("catalog", "0008_revision_number_price_places")],
+    )
     executor = MigrationExecutor(connection := connections["default"])
     executor.migrate(before)
     old = executor.loader.project_state(before).apps
@@ -116,13 +125,22 @@ def test_the_migration_numbers_existing_revisions_in_order_of_publication():
     north, south = (Supplier_.objects.create(workspace=workspace, name=n) for n in ("North", "South"))
     made = []
     for supplier in (north, south, north, None, north, None):
-        job = Job.objects.create(kind="parse_sheet", workspace=workspace, max_attempts=5,
-                                 state="completed", attempt=1)
-        made.append(Revision.objects.create(workspace=workspace, supplier=supplier, job=job,
-                                            attempt=1, item_count=1))
+        job = Job.objects.create(
+            kind="parse_sheet", workspace=workspace, max_attempts=5, state="completed", attempt=1
+        )
+        made.append(
+            Revision.objects.create(workspace=workspace, supplier=supplier, job=job, attempt=1, item_count=1)
+        )
     for price in ("12.500000", "0.125000", "7.000000", "0.000150"):
-        Item.objects.create(revision=made[0], sku=price, description="x", unit_price=Decimal(price),
-                            currency="EUR", source_sheet="S", source_row=2)
+        Item.objects.create(
+            revision=made[0],
+            sku=price,
+            description="x",
+            unit_price=Decimal(price),
+            currency="EUR",
+            source_sheet="S",
+            source_row=2,
+        )
 
     executor = MigrationExecutor(connection)
     executor.migrate(after)
@@ -140,14 +158,34 @@ def test_the_migration_numbers_existing_revisions_in_order_of_publication():
 # --- one price format ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("written, shown", [("12.50", "12.50"), ("3.8", "3.8"), ("12", "12"),
-                                            ("0.125", "0.125"), ("1.000", "1.000"),
-                                            ("1.234,50", "1234.50")])
+@pytest.mark.parametrize(
+    "written, shown",
+    [
+        ("12.50", "12.50"),
+        ("3.8", "3.8"),
+        ("12", "12"),
+        ("0.125", "0.125"),
+        ("1.000", "1.000"),
+        ("1.234,50", "1234.50"),
+    ],
+)
 def test_the_extractor_keeps_the_decimals_the_sheet_shows(written, shown):
     other = "2,00" if "," in written else "2.00"
-    table = Table.from_json({"sheets": [{"name": "S", "rows": [
-        ["SKU", "Description", "Unit", "Price", "Currency"], ["P-1", "Part", "piece", written, "EUR"],
-        ["P-2", "Other part", "piece", other, "EUR"], ["P-3", "Third part", "piece", other, "EUR"]]}]})
+    table = Table.from_json(
+        {
+            "sheets": [
+                {
+                    "name": "S",
+                    "rows": [
+                        ["SKU", "Description", "Unit", "Price", "Currency"],
+                        ["P-1", "Part", "piece", written, "EUR"],
+                        ["P-2", "Other part", "piece", other, "EUR"],
+                        ["P-3", "Third part", "piece", other, "EUR"],
+                    ],
+                }
+            ]
+        }
+    )
     item = extract_items(table).items[0]
 
     assert Decimal(item["unit_price"]) == Decimal(shown)  # the value, canonical
@@ -170,17 +208,29 @@ def test_every_page_api_and_export_shows_the_suppliers_decimals(workspace, membe
     job = revision.job
     expected = {"P-1": "12.50", "P-2": "3.8", "P-3": "7", "P-4": "0.125"}
     assert dict(CatalogItem.objects.values_list("sku", "price_places")) == {
-        "P-1": 2, "P-2": 1, "P-3": 0, "P-4": 3}
+        "P-1": 2,
+        "P-2": 1,
+        "P-3": 0,
+        "P-4": 3,
+    }
     client = Client()
     client.force_login(member)
 
     revision_page = client.get(f"/catalog/revisions/{revision.public_id}/").content.decode()
     job_page = client.get(f"/jobs/{job.pk}/").content.decode()
     api = client.get(f"/api/revisions/{revision.public_id}/items").json()["results"]
-    rows = list(csv.DictReader(io.StringIO(
-        client.get(f"/api/revisions/{revision.public_id}/items?format=csv").getvalue().decode("utf-8-sig"))))
-    workbook = load_workbook(io.BytesIO(
-        client.get(f"/api/revisions/{revision.public_id}/items?format=xlsx").getvalue()))
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                client.get(f"/api/revisions/{revision.public_id}/items?format=csv")
+                .getvalue()
+                .decode("utf-8-sig")
+            )
+        )
+    )
+    workbook = load_workbook(
+        io.BytesIO(client.get(f"/api/revisions/{revision.public_id}/items?format=xlsx").getvalue())
+    )
     cells = {row[0].value: row[5] for row in workbook.active.iter_rows(min_row=2)}
 
     for shown in expected.values():
@@ -189,4 +239,8 @@ def test_every_page_api_and_export_shows_the_suppliers_decimals(workspace, membe
     assert {i["sku"]: i["unit_price"] for i in api} == expected
     assert {r["SKU"]: r["Unit price"] for r in rows} == expected
     assert {sku: cell.number_format for sku, cell in cells.items()} == {
-        "P-1": "#,##0.00", "P-2": "#,##0.0", "P-3": "#,##0", "P-4": "#,##0.000"}
+        "P-1": "#,##0.00",
+        "P-2": "#,##0.0",
+        "P-3": "#,##0",
+        "P-4": "#,##0.000",
+    }

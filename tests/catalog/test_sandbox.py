@@ -14,15 +14,23 @@ CLEAN_CSV = b"SKU,Description,Unit,Price,Currency\nA-1,Apples,kg,1.50,EUR\n"
 
 
 def request(data: bytes, filename: str = "sheet.csv", extract: bool = True) -> dict:
-    return {"data": data, "filename": filename, "table": None, "extractor": "builtin" if extract else None,
-            "read_limits": ReadLimits()}
+    return {
+        "data": data,
+        "filename": filename,
+        "table": None,
+        "extractor": "builtin" if extract else None,
+        "read_limits": ReadLimits(),
+    }
 
 
 def big_csv(rows: int, cols: int) -> bytes:
-    header = ",".join(["SKU", "Description", "Unit", "Price", "Currency"]
-                      + [f"Note {i}" for i in range(cols - 5)])
-    lines = [header] + [",".join([f"S-{r}", f"Item {r}", "kg", f"{r}.50", "EUR"]
-                                 + [f"n{r}x{c}" for c in range(cols - 5)]) for r in range(rows)]
+    header = ",".join(
+        ["SKU", "Description", "Unit", "Price", "Currency"] + [f"Note {i}" for i in range(cols - 5)]
+    )
+    lines = [header] + [
+        ",".join([f"S-{r}", f"Item {r}", "kg", f"{r}.50", "EUR"] + [f"n{r}x{c}" for c in range(cols - 5)])
+        for r in range(rows)
+    ]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -45,8 +53,16 @@ def test_the_child_reads_extracts_and_validates_in_another_process():
 
 def test_a_checkpointed_table_is_extracted_without_the_bytes():
     table = run_parse(request(CLEAN_CSV, extract=False), limits=ParseLimits())["table"]
-    result = run_parse({"data": None, "filename": "sheet.csv", "table": table, "extractor": "builtin",
-                        "read_limits": ReadLimits()}, limits=ParseLimits())
+    result = run_parse(
+        {
+            "data": None,
+            "filename": "sheet.csv",
+            "table": table,
+            "extractor": "builtin",
+            "read_limits": ReadLimits(),
+        },
+        limits=ParseLimits(),
+    )
     assert result["table"] is None
     assert [i["sku"] for i in result["items"]] == ["A-1"]
 
@@ -61,7 +77,8 @@ def test_a_child_over_its_memory_limit_is_stopped_with_a_memory_reason():
         run_parse(request(big_csv(60_000, 40)), limits=ParseLimits(max_memory_mb=160))
     assert caught.value.reason == (
         "this sheet needs more than 160 MB to read; split it into smaller files "
-        "or remove empty sheets, rows and columns")
+        "or remove empty sheets, rows and columns"
+    )
     assert not alive(sandbox.last_report.pid)
 
 
@@ -130,18 +147,46 @@ def test_the_model_extractor_runs_and_is_validated_in_the_child_reporting_as_it_
 
     fake = FakeProvider()
     # The second item cites a row that does not hold its SKU or price.
-    fake.script.append((200, {"items": [
-        {"sku": "A-1", "description": "Apples", "unit": "kg", "pack_size": None, "unit_price": "1.50",
-         "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}},
-        {"sku": "Z-9", "description": "Zucchini", "unit": "kg", "pack_size": None, "unit_price": "9.99",
-         "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}}]}, 0))
+    fake.script.append(
+        (
+            200,
+            {
+                "items": [
+                    {
+                        "sku": "A-1",
+                        "description": "Apples",
+                        "unit": "kg",
+                        "pack_size": None,
+                        "unit_price": "1.50",
+                        "currency": "EUR",
+                        "source": {"sheet": "Sheet1", "row": 2},
+                    },
+                    {
+                        "sku": "Z-9",
+                        "description": "Zucchini",
+                        "unit": "kg",
+                        "pack_size": None,
+                        "unit_price": "9.99",
+                        "currency": "EUR",
+                        "source": {"sheet": "Sheet1", "row": 2},
+                    },
+                ]
+            },
+            0,
+        )
+    )
     events = []
-    handlers = {name: (lambda *args, name=name: events.append((name, args)))
-                for name in ("table", "before_call", "on_call", "progress")}
+    handlers = {
+        name: (lambda *args, name=name: events.append((name, args)))
+        for name in ("table", "before_call", "on_call", "progress")
+    }
     try:
         endpoint = ModelEndpoint(base_url=fake.url, api_key="k", model="fake", timeout_seconds=5)
-        result = run_parse({**request(CLEAN_CSV), "extractor": "openai", "endpoint": endpoint},
-                           limits=ParseLimits(call_seconds=10), on_event=handlers)
+        result = run_parse(
+            {**request(CLEAN_CSV), "extractor": "openai", "endpoint": endpoint},
+            limits=ParseLimits(call_seconds=10),
+            on_event=handlers,
+        )
     finally:
         fake.close()
     assert sandbox.last_report.pid not in (None, os.getpid())
@@ -165,8 +210,11 @@ def test_a_failed_model_call_in_the_child_is_an_extraction_error_after_the_table
     try:
         endpoint = ModelEndpoint(base_url=fake.url, api_key="k", model="fake", timeout_seconds=5)
         with pytest.raises(ProviderTransientError, match="503"):
-            run_parse({**request(CLEAN_CSV), "extractor": "openai", "endpoint": endpoint},
-                      limits=ParseLimits(call_seconds=10), on_event={"table": tables.append})
+            run_parse(
+                {**request(CLEAN_CSV), "extractor": "openai", "endpoint": endpoint},
+                limits=ParseLimits(call_seconds=10),
+                on_event={"table": tables.append},
+            )
     finally:
         fake.close()
     assert len(tables) == 1  # read and handed over before the call failed
@@ -202,8 +250,13 @@ def test_the_child_reaches_only_the_model_endpoint(endpoint):
     ports = [str(s.getsockname()[1]) for s in listeners]
     base_url = f"http://127.0.0.1:{ports[0]}/v1" if endpoint == "model" else ""
     try:
-        done = subprocess.run([sys.executable, "-c", GUARDED, base_url, *ports], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", GUARDED, base_url, *ports],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         for listener in listeners:
             listener.close()
@@ -211,5 +264,8 @@ def test_the_child_reaches_only_the_model_endpoint(endpoint):
     lines = done.stdout.splitlines()
     refused = "PermissionError the parse child may reach only the model endpoint, not 127.0.0.1"
     first = f"{ports[0]} connected" if endpoint == "model" else f"{ports[0]} {refused}"
-    assert lines == [first, f"{ports[1]} {refused}",
-                     "lookup PermissionError the parse child may reach only the model endpoint, not example.com"]
+    assert lines == [
+        first,
+        f"{ports[1]} {refused}",
+        "lookup PermissionError the parse child may reach only the model endpoint, not example.com",
+    ]

@@ -26,7 +26,9 @@ def test_second_run_keeps_the_demo_users_password_and_session(db):
     call_command("seeddemo")
     client = Client()
     # Through the sign-in page: the throttling backend needs the request.
-    assert client.post("/accounts/login/", {"username": "demo", "password": "demo-password"}).status_code == 302
+    assert (
+        client.post("/accounts/login/", {"username": "demo", "password": "demo-password"}).status_code == 302
+    )
     password_hash = get_user_model().objects.get(username="demo").password
 
     call_command("seeddemo")
@@ -42,8 +44,11 @@ def test_second_run_writes_nothing_and_no_statement_fails(db):
     with connection.execute_wrapper(log):
         call_command("seeddemo")
 
-    writes = [sql for sql in log.statements
-              if sql.lstrip().split(None, 1)[0].upper() in {"INSERT", "UPDATE", "DELETE"}]
+    writes = [
+        sql
+        for sql in log.statements
+        if sql.lstrip().split(None, 1)[0].upper() in {"INSERT", "UPDATE", "DELETE"}
+    ]
     assert log.failed == []
     assert writes == []
     assert log.statements  # it did look

@@ -18,26 +18,35 @@ from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
-FAST = {"JOB_LEASE_SECONDS": 2, "JOB_RECOVERY_INTERVAL_SECONDS": 0.25,
-        "JOB_POLL_INTERVAL_SECONDS": 0.2, "JOB_BACKOFF_BASE_SECONDS": 0.2,
-        "JOB_BACKOFF_MAX_SECONDS": 1}
+FAST = {
+    "JOB_LEASE_SECONDS": 2,
+    "JOB_RECOVERY_INTERVAL_SECONDS": 0.25,
+    "JOB_POLL_INTERVAL_SECONDS": 0.2,
+    "JOB_BACKOFF_BASE_SECONDS": 0.2,
+    "JOB_BACKOFF_MAX_SECONDS": 1,
+}
 
 
 def sheet_job(workspace, label: str, supplier_name: str) -> Job:
     data = f"SKU,Description,Unit,Price,Currency\n{label}-1,Item {label},kg,1.50,EUR\n".encode()
-    sheet = pricesheet_store(workspace=workspace, chunks=[data], original_name=f"{label}.csv",
-                             supplier_name=supplier_name)
-    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet",
-                       payload={"sheet_id": str(sheet.pk), "supplier_id": None,
-                                "supplier_name": supplier_name})
+    sheet = pricesheet_store(
+        workspace=workspace, chunks=[data], original_name=f"{label}.csv", supplier_name=supplier_name
+    )
+    job, _ = job_admit(
+        workspace_id=workspace.pk,
+        kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": None, "supplier_name": supplier_name},
+    )
     return job
 
 
 def waiting_on_supplier_lock() -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_clear_snapshot()")  # fresh activity inside a transaction
-        cursor.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                       "AND query LIKE '%%catalog_supplier%%FOR NO KEY UPDATE%%'")
+        cursor.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query LIKE '%%catalog_supplier%%FOR NO KEY UPDATE%%'"
+        )
         return cursor.fetchone() is not None
 
 
@@ -47,7 +56,8 @@ def charged_attempts(job: Job) -> int:
 
 
 def test_a_worker_paused_inside_its_publication_is_ended_and_holds_up_no_other_job(
-        workspace, other_workspace, processes, tmp_path, settings):
+    workspace, other_workspace, processes, tmp_path, settings
+):
     settings.MEDIA_ROOT = media = tmp_path / "media"
     stalled = sheet_job(workspace, "first", "Acme")
     acme = supplier_for_publication(workspace_id=workspace.pk, name="Acme")
@@ -56,8 +66,13 @@ def test_a_worker_paused_inside_its_publication_is_ended_and_holds_up_no_other_j
         # transaction, at its last step: the guarded accept took the job's
         # row, the items are written.
         Supplier.objects.select_for_update(no_key=True).get(pk=acme.pk)
-        a = processes.worker("worker-a", **FAST, MEDIA_ROOT=media, JOB_LOCK_TIMEOUT_MS=120_000,
-                             JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS=0)
+        a = processes.worker(
+            "worker-a",
+            **FAST,
+            MEDIA_ROOT=media,
+            JOB_LOCK_TIMEOUT_MS=120_000,
+            JOB_IDLE_IN_TRANSACTION_TIMEOUT_MS=0,
+        )
         wait_for(waiting_on_supplier_lock, timeout=60, message="A's publication to wait")
         a.send_signal(signal.SIGSTOP)
     # A's session now holds the job's and the supplier's rows, its process paused.
@@ -66,8 +81,12 @@ def test_a_worker_paused_inside_its_publication_is_ended_and_holds_up_no_other_j
     other = sheet_job(other_workspace, "other", "Acme")
     processes.worker("worker-b", **FAST, MEDIA_ROOT=media, JOB_LOCK_TIMEOUT_MS=500)
     for job in (stalled, same, neighbour, other):
-        wait_for(lambda job=job: Job.objects.get(pk=job.pk).state == State.COMPLETED, timeout=90,
-                 interval=0.1, message=f"job {job.pk} to be published")
+        wait_for(
+            lambda job=job: Job.objects.get(pk=job.pk).state == State.COMPLETED,
+            timeout=90,
+            interval=0.1,
+            message=f"job {job.pk} to be published",
+        )
     a.send_signal(signal.SIGCONT)
     assert CatalogRevision.objects.filter(job_id=stalled.pk).count() == 1
     stalled.refresh_from_db()

@@ -23,9 +23,14 @@ CSV = b"SKU,Description,Unit,Price,Currency\nA-1,Bolt M8,piece,0.42,EUR\nA-2,Nut
 BUCKET = "pricesheet-sheets"
 # Credentials for the local server only; with them in the environment boto3
 # looks nowhere else (no instance metadata, no config files of this machine).
-S3_ENV = {"AWS_ACCESS_KEY_ID": "local-test-key", "AWS_SECRET_ACCESS_KEY": "local-test-secret",
-          "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-          "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}
+S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "local-test-key",
+    "AWS_SECRET_ACCESS_KEY": "local-test-secret",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": "/dev/null",
+    "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -46,8 +51,11 @@ def s3_server(tmp_path, monkeypatch):
         monkeypatch.setenv(name, value)
     port = free_port()
     with open(tmp_path / "moto.log", "wb") as log:  # the server keeps its own descriptor
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_for(lambda: _accepts_connections(port), message="the S3 server to listen")
         endpoint = f"http://127.0.0.1:{port}"
@@ -61,13 +69,19 @@ def s3_server(tmp_path, monkeypatch):
 
 @pytest.fixture
 def s3_settings(settings, s3_server):
-    settings.STORAGES = {**settings.STORAGES, "sheets": {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {"bucket_name": BUCKET, "endpoint_url": s3_server, "default_acl": None,
-                    "file_overwrite": True},
-    }}
-    return {"SHEETS_STORAGE": "s3", "SHEETS_S3_BUCKET": BUCKET, "SHEETS_S3_ENDPOINT_URL": s3_server,
-            **S3_ENV}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "sheets": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": BUCKET,
+                "endpoint_url": s3_server,
+                "default_acl": None,
+                "file_overwrite": True,
+            },
+        },
+    }
+    return {"SHEETS_STORAGE": "s3", "SHEETS_S3_BUCKET": BUCKET, "SHEETS_S3_ENDPOINT_URL": s3_server, **S3_ENV}
 
 
 def _bucket_keys(endpoint: str) -> list[str]:
@@ -108,11 +122,13 @@ def test_a_sheet_in_s3_is_stored_in_the_bucket_and_read_back(s3_settings, s3_ser
 
 @pytest.mark.processes
 def test_an_upload_to_s3_is_read_by_a_worker_with_no_shared_disk(
-        s3_settings, s3_server, member, processes, tmp_path):
+    s3_settings, s3_server, member, processes, tmp_path
+):
     token = apitoken_create(user=member)[1]
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
-    upload = client.post("/api/jobs", {"file": _named(CSV, "bolts.csv"), "supplier": "Bolts Ltd"},
-                         HTTP_IDEMPOTENCY_KEY="s3-1")
+    upload = client.post(
+        "/api/jobs", {"file": _named(CSV, "bolts.csv"), "supplier": "Bolts Ltd"}, HTTP_IDEMPOTENCY_KEY="s3-1"
+    )
     assert upload.status_code == 202
     sheet = PriceSheet.objects.get()
     assert _bucket_keys(s3_server) == [sheet.storage_path]
@@ -121,8 +137,11 @@ def test_an_upload_to_s3_is_read_by_a_worker_with_no_shared_disk(
     worker_media = tmp_path / "worker-media"
     worker = processes.worker("s3-worker", "--burst", MEDIA_ROOT=worker_media, **s3_settings)
     job_id = upload.json()["id"]
-    wait_for(lambda: Job.objects.get(pk=job_id).state == State.COMPLETED or worker.poll() is not None,
-             timeout=60, message="the worker to finish the job")
+    wait_for(
+        lambda: Job.objects.get(pk=job_id).state == State.COMPLETED or worker.poll() is not None,
+        timeout=60,
+        message="the worker to finish the job",
+    )
     assert Job.objects.get(pk=job_id).state == State.COMPLETED, processes.output(worker)
     assert sorted(CatalogItem.objects.values_list("sku", flat=True)) == ["A-1", "A-2"]
     assert not worker_media.exists()
@@ -139,8 +158,9 @@ def full_disk(tmp_path, settings):
     """MEDIA_ROOT on a 64 KB tmpfs (needs the right to mount)."""
     folder = tmp_path / "tiny"
     folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
-                             capture_output=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
+    )
     if mounted.returncode != 0:
         pytest.skip("cannot mount a small tmpfs here")
     settings.MEDIA_ROOT = folder
@@ -152,16 +172,20 @@ def test_an_upload_that_fills_the_disk_answers_507_and_leaves_nothing_behind(mem
     token = apitoken_create(user=member)[1]
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
     big = CSV + b"".join(f"S-{i},Item {i},kg,{i}.5,EUR\n".encode() for i in range(20_000))
-    upload = client.post("/api/jobs", {"file": _named(big, "big.csv"), "supplier": "Bolts Ltd"},
-                         HTTP_IDEMPOTENCY_KEY="full-1")
+    upload = client.post(
+        "/api/jobs", {"file": _named(big, "big.csv"), "supplier": "Bolts Ltd"}, HTTP_IDEMPOTENCY_KEY="full-1"
+    )
     assert upload.status_code == 507, upload.content
     assert upload["Retry-After"]
     assert upload.json()["type"] == "/problems/insufficient-storage"
     assert [p.name for p in full_disk.rglob("*") if p.is_file()] == []
     assert not PriceSheet.objects.exists()
     # Once there is room the same upload is stored whole.
-    small = client.post("/api/jobs", {"file": _named(CSV, "bolts.csv"), "supplier": "Bolts Ltd"},
-                        HTTP_IDEMPOTENCY_KEY="full-2")
+    small = client.post(
+        "/api/jobs",
+        {"file": _named(CSV, "bolts.csv"), "supplier": "Bolts Ltd"},
+        HTTP_IDEMPOTENCY_KEY="full-2",
+    )
     assert small.status_code == 202
     sheet = PriceSheet.objects.get()
     assert (full_disk / sheet.storage_path).read_bytes() == CSV

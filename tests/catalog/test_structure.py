@@ -62,7 +62,9 @@ def test_bounds_beside_names_that_tell_rows_apart_read_as_items():
 def test_numbers_under_a_real_header_are_items_not_matrix_labels():
     rows = [["Length", "Depth", "Height", "", "Catalog price", "Previous price"]]
     for length in range(400, 1600, 100):
-        rows.append([str(length), "600", "0", f"3100.{length // 10:03d}", str(length + 514), str(length + 402)])
+        rows.append(
+            [str(length), "600", "0", f"3100.{length // 10:03d}", str(length + 514), str(length + 402)]
+        )
     result = extract(table(rows))
     assert not result.refusal
     assert len(result.items) == 12
@@ -119,8 +121,10 @@ def test_a_total_of_quantity_and_price_is_recognized_and_the_price_not_flagged()
 def test_unrelated_price_columns_are_not_flagged():
     rng = random.Random(5)
     rows = [["SKU", "Description", "Price EUR", "Old price"]]
-    rows += [[f"Q{i}", f"Thing {i}", f"{rng.randint(100, 900) / 10:.2f}", f"{rng.randint(100, 900) / 10:.2f}"]
-             for i in range(20)]
+    rows += [
+        [f"Q{i}", f"Thing {i}", f"{rng.randint(100, 900) / 10:.2f}", f"{rng.randint(100, 900) / 10:.2f}"]
+        for i in range(20)
+    ]
     result = extract(table(rows))
     assert not any(f["code"] == "derived_price" for i in result.items for f in i.get("flags") or [])
 

@@ -3,41 +3,112 @@
 import pytest
 
 from catalog.units import (
-    SOURCE, UNITS, unit_choices, unit_is_ambiguous, unit_label, unit_normalize,
+    SOURCE,
+    UNITS,
+    unit_choices,
+    unit_is_ambiguous,
+    unit_label,
+    unit_normalize,
 )
 
 
-@pytest.mark.parametrize("written, code", [
-    # counted items, in every supported language
-    ("piece", "H87"), ("pcs", "H87"), ("each", "H87"), ("EA", "H87"),
-    ("Stück", "H87"), ("Stk.", "H87"), ("St", "H87"), ("ST.", "H87"),
-    ("pièce", "H87"), ("UN", "H87"), ("ud.", "H87"), ("pz", "H87"), ("stuks", "H87"),
-    ("peça", "H87"), ("ks", "H87"), ("szt.", "H87"), ("шт.", "H87"), ("adet", "H87"),
-    ("个", "H87"), ("個", "H87"),
-    # Spanish abbreviations
-    ("MT", "MTR"), ("JG", "SET"), ("PQ", "PK"), ("RO", "RO"),
-    # German packing unit
-    ("VE", "PK"),
-    # packages
-    ("box", "BX"), ("Karton", "CT"), ("caja", "BX"), ("jar", "JR"), ("pot", "JR"),
-    ("bottle", "BO"), ("Flasche", "BO"), ("can", "CA"), ("bag", "BG"), ("roll", "RO"),
-    ("rouleau", "RO"), ("pack", "PK"), ("упак.", "PK"), ("paket", "PK"), ("case", "CS"),
-    ("ケース", "CS"), ("箱", "BX"), ("dozen", "DZN"), ("pair", "PR"), ("Paar", "PR"),
-    ("set", "SET"), ("комплект", "SET"),
-    # measures
-    ("kg", "KGM"), ("KGS", "KGM"), ("㎏", "KGM"), ("公斤", "KGM"), ("g", "GRM"),
-    ("l", "LTR"), ("Ltr.", "LTR"), ("ml", "MLT"), ("m", "MTR"), ("метр", "MTR"),
-    ("lfm", "LM"), ("linear metre", "LM"), ("пог. м", "LM"), ("mb", "LM"),
-    ("m²", "MTK"), ("qm", "MTK"), ("кв.м", "MTK"), ("m3", "MTQ"), ("m³", "MTQ"),
-    ("t", "TNE"), ("sq ft", "FTK"),
-    # time
-    ("hour", "HUR"), ("Std.", "HUR"), ("час", "HUR"), ("saat", "HUR"), ("時間", "HUR"),
-    ("day", "DAY"), ("Tag", "DAY"), ("jour", "DAY"), ("天", "DAY"),
-    # written with "per" or a slash
-    ("per kg", "KGM"), ("/Stk", "H87"), ("pro Stück", "H87"),
-    # codes typed as codes
-    ("KGM", "KGM"), ("MTK", "MTK"), ("H87", "H87"), ("C62", "C62"),
-])
+@pytest.mark.parametrize(
+    "written, code",
+    [
+        # counted items, in every supported language
+        ("piece", "H87"),
+        ("pcs", "H87"),
+        ("each", "H87"),
+        ("EA", "H87"),
+        ("Stück", "H87"),
+        ("Stk.", "H87"),
+        ("St", "H87"),
+        ("ST.", "H87"),
+        ("pièce", "H87"),
+        ("UN", "H87"),
+        ("ud.", "H87"),
+        ("pz", "H87"),
+        ("stuks", "H87"),
+        ("peça", "H87"),
+        ("ks", "H87"),
+        ("szt.", "H87"),
+        ("шт.", "H87"),
+        ("adet", "H87"),
+        ("个", "H87"),
+        ("個", "H87"),
+        # Spanish abbreviations
+        ("MT", "MTR"),
+        ("JG", "SET"),
+        ("PQ", "PK"),
+        ("RO", "RO"),
+        # German packing unit
+        ("VE", "PK"),
+        # packages
+        ("box", "BX"),
+        ("Karton", "CT"),
+        ("caja", "BX"),
+        ("jar", "JR"),
+        ("pot", "JR"),
+        ("bottle", "BO"),
+        ("Flasche", "BO"),
+        ("can", "CA"),
+        ("bag", "BG"),
+        ("roll", "RO"),
+        ("rouleau", "RO"),
+        ("pack", "PK"),
+        ("упак.", "PK"),
+        ("paket", "PK"),
+        ("case", "CS"),
+        ("ケース", "CS"),
+        ("箱", "BX"),
+        ("dozen", "DZN"),
+        ("pair", "PR"),
+        ("Paar", "PR"),
+        ("set", "SET"),
+        ("комплект", "SET"),
+        # measures
+        ("kg", "KGM"),
+        ("KGS", "KGM"),
+        ("㎏", "KGM"),
+        ("公斤", "KGM"),
+        ("g", "GRM"),
+        ("l", "LTR"),
+        ("Ltr.", "LTR"),
+        ("ml", "MLT"),
+        ("m", "MTR"),
+        ("метр", "MTR"),
+        ("lfm", "LM"),
+        ("linear metre", "LM"),
+        ("пог. м", "LM"),
+        ("mb", "LM"),
+        ("m²", "MTK"),
+        ("qm", "MTK"),
+        ("кв.м", "MTK"),
+        ("m3", "MTQ"),
+        ("m³", "MTQ"),
+        ("t", "TNE"),
+        ("sq ft", "FTK"),
+        # time
+        ("hour", "HUR"),
+        ("Std.", "HUR"),
+        ("час", "HUR"),
+        ("saat", "HUR"),
+        ("時間", "HUR"),
+        ("day", "DAY"),
+        ("Tag", "DAY"),
+        ("jour", "DAY"),
+        ("天", "DAY"),
+        # written with "per" or a slash
+        ("per kg", "KGM"),
+        ("/Stk", "H87"),
+        ("pro Stück", "H87"),
+        # codes typed as codes
+        ("KGM", "KGM"),
+        ("MTK", "MTK"),
+        ("H87", "H87"),
+        ("C62", "C62"),
+    ],
+)
 def test_written_units_get_their_code(written, code):
     assert unit_normalize(written) == (code, [])
 
@@ -99,10 +170,18 @@ def _validated_flags(unit: str) -> list[dict]:
     from catalog.reading import Sheet, Table
     from catalog.validation import validate_items
 
-    table = Table(sheets=[Sheet(name="Sheet1", rows=[["SKU", "Name", "Unit", "Price"],
-                                                     ["A1", "Apple", unit, "1.50"]])])
-    item = {"sku": "A1", "description": "Apple", "unit": unit, "pack_size": None,
-            "unit_price": "1.50", "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}}
+    table = Table(
+        sheets=[Sheet(name="Sheet1", rows=[["SKU", "Name", "Unit", "Price"], ["A1", "Apple", unit, "1.50"]])]
+    )
+    item = {
+        "sku": "A1",
+        "description": "Apple",
+        "unit": unit,
+        "pack_size": None,
+        "unit_price": "1.50",
+        "currency": "EUR",
+        "source": {"sheet": "Sheet1", "row": 2},
+    }
     return validate_items([item], table)[0]["flags"]
 
 
@@ -127,9 +206,9 @@ def test_published_items_keep_the_unit_as_written_and_its_code(workspace, settin
     from tests.catalog.test_parse_sheet import admit_sheet, run_until_idle
 
     settings.MEDIA_ROOT = tmp_path / "media"
-    sheet = ("SKU,Description,Unit,Price,Currency\n"
-             "A-1,Screws,Stück,1.50,EUR\n"
-             "B-2,Cable,lfm,2.25,EUR\n").encode()
+    sheet = (
+        "SKU,Description,Unit,Price,Currency\nA-1,Screws,Stück,1.50,EUR\nB-2,Cable,lfm,2.25,EUR\n"
+    ).encode()
     admit_sheet(workspace, "units.csv", sheet)
     run_until_idle()
 

@@ -3,12 +3,30 @@
 from catalog.reading import Sheet, Table
 from catalog.validation import needs_review, validate_items
 
-TABLE = Table(sheets=[Sheet(name="Sheet1", rows=[["SKU", "Name", "Unit", "Price"], ["A1", "Apple", "kg", "1,50"], ["B2", "Pear", "Stk", "2.00"]])])
+TABLE = Table(
+    sheets=[
+        Sheet(
+            name="Sheet1",
+            rows=[
+                ["SKU", "Name", "Unit", "Price"],
+                ["A1", "Apple", "kg", "1,50"],
+                ["B2", "Pear", "Stk", "2.00"],
+            ],
+        )
+    ]
+)
 
 
 def item(**over):
-    base = {"sku": "A1", "description": "Apple", "unit": "kg", "pack_size": None, "unit_price": "1.50",
-            "currency": "EUR", "source": {"sheet": "Sheet1", "row": 2}}
+    base = {
+        "sku": "A1",
+        "description": "Apple",
+        "unit": "kg",
+        "pack_size": None,
+        "unit_price": "1.50",
+        "currency": "EUR",
+        "source": {"sheet": "Sheet1", "row": 2},
+    }
     base.update(over)
     return base
 
@@ -48,7 +66,10 @@ def test_zero_price_is_flagged_invalid():
 
 
 def test_sku_not_in_cited_row_is_unsupported():
-    assert codes(validate_items([item(source={"sheet": "Sheet1", "row": 3})], TABLE)[0]) == ["unsupported_source", "unsupported_source"]
+    assert codes(validate_items([item(source={"sheet": "Sheet1", "row": 3})], TABLE)[0]) == [
+        "unsupported_source",
+        "unsupported_source",
+    ]
 
 
 def test_price_not_in_cited_row_is_unsupported():
@@ -57,17 +78,23 @@ def test_price_not_in_cited_row_is_unsupported():
 
 
 def test_missing_sheet_is_unsupported():
-    assert codes(validate_items([item(source={"sheet": "Nope", "row": 2})], TABLE)[0]) == ["unsupported_source"]
+    assert codes(validate_items([item(source={"sheet": "Nope", "row": 2})], TABLE)[0]) == [
+        "unsupported_source"
+    ]
 
 
 def test_row_out_of_range_is_unsupported():
-    assert codes(validate_items([item(source={"sheet": "Sheet1", "row": 99})], TABLE)[0]) == ["unsupported_source"]
+    assert codes(validate_items([item(source={"sheet": "Sheet1", "row": 99})], TABLE)[0]) == [
+        "unsupported_source"
+    ]
 
 
 def test_duplicate_sku_with_different_prices_is_flagged_on_each():
     t = Table(sheets=[Sheet(name="Sheet1", rows=[["A1", "x", "1"], ["A1", "y", "2"]])])
-    items = [item(description="x", unit=None, unit_price="1", source={"sheet": "Sheet1", "row": 1}),
-             item(description="y", unit=None, unit_price="2", source={"sheet": "Sheet1", "row": 2})]
+    items = [
+        item(description="x", unit=None, unit_price="1", source={"sheet": "Sheet1", "row": 1}),
+        item(description="y", unit=None, unit_price="2", source={"sheet": "Sheet1", "row": 2}),
+    ]
     assert [codes(r) for r in validate_items(items, t)] == [["duplicate_sku"], ["duplicate_sku"]]
 
 
@@ -123,9 +150,24 @@ def test_a_sku_of_a_few_hundred_characters_is_cut_and_flagged():
 def test_a_price_change_is_told_with_prices_as_the_catalog_shows_them():
     from catalog.validation import review_flags
 
-    previous = [{"sku": "A-1", "description": "Bolt", "unit_price": "223.930000", "currency": "EUR",
-                 "price_text": "223.93"}]
-    item = {"sku": "A-1", "description": "Bolt", "unit": "pc", "pack_size": None,
-            "unit_price": "2239.30", "currency": "EUR", "source": {"sheet": "S", "row": 2}, "flags": []}
+    previous = [
+        {
+            "sku": "A-1",
+            "description": "Bolt",
+            "unit_price": "223.930000",
+            "currency": "EUR",
+            "price_text": "223.93",
+        }
+    ]
+    item = {
+        "sku": "A-1",
+        "description": "Bolt",
+        "unit": "pc",
+        "pack_size": None,
+        "unit_price": "2239.30",
+        "currency": "EUR",
+        "source": {"sheet": "S", "row": 2},
+        "flags": [],
+    }
     message = review_flags([item], previous=previous)[0]["flags"][0]["message"]
     assert "from 223.93 to 2239.30 EUR" in message

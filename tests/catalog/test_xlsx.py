@@ -26,8 +26,10 @@ def _workbook_bytes(fill, *, date1904: bool = False) -> bytes:
 
 def _openpyxl_cells(data: bytes) -> dict[str, list[list[str]]]:
     book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    return {ws.title: [[_cell_text(v) for v in row] for row in ws.iter_rows(values_only=True)]
-            for ws in book.worksheets}
+    return {
+        ws.title: [[_cell_text(v) for v in row] for row in ws.iter_rows(values_only=True)]
+        for ws in book.worksheets
+    }
 
 
 def _streamed_cells(data: bytes) -> dict[str, list[list[str]]]:
@@ -40,8 +42,7 @@ def _streamed_cells(data: bytes) -> dict[str, list[list[str]]]:
             rows[index] = {col: _cell_text(value) for col, value, _, _ in cells}
             width = max(width, max(rows[index]) + 1)
         height = max(rows, default=0)
-        sheets[ref.title] = [[rows.get(r, {}).get(c, "") for c in range(width)]
-                             for r in range(1, height + 1)]
+        sheets[ref.title] = [[rows.get(r, {}).get(c, "") for c in range(width)] for r in range(1, height + 1)]
     return sheets
 
 
@@ -67,15 +68,24 @@ def _mixed(book):
     ws.append([])
     ws.append(["SKU", "Description", "Unit", "Price", "Since", "In stock", "Total"])
     for i in range(1, 30):
-        ws.append([f"A-{i}", f"Item {i} ü€", "kg", i * 1.25, dt.date(2026, 1, i % 28 + 1),
-                   i % 2 == 0, f"=D{i + 3}*2"])
+        ws.append(
+            [
+                f"A-{i}",
+                f"Item {i} ü€",
+                "kg",
+                i * 1.25,
+                dt.date(2026, 1, i % 28 + 1),
+                i % 2 == 0,
+                f"=D{i + 3}*2",
+            ]
+        )
     ws["D5"].number_format = '"£"#,##0.00'
     ws["E40"] = dt.datetime(2026, 5, 1, 13, 30)
     ws["K50"] = "far away"
     ws["B6"] = CellRichText(["bold ", TextBlock(InlineFont(b=True), "part"), " tail"])
     other = book.create_sheet("Second")
     other["C3"] = 0.1 + 0.2
-    other["A1"] = 10 ** 16
+    other["A1"] = 10**16
     other["B2"] = "=1/0"
 
 
@@ -92,12 +102,16 @@ def test_dates_follow_the_1904_epoch():
 def test_formula_cells_give_their_cached_value():
     data = _workbook_bytes(lambda b: b.active.append([2, 3, "=A1*B1"]))
     # openpyxl writes no cached value; a saved-by-Excel file has one: put it in place.
-    patched = _replace_part(data, "xl/worksheets/sheet1.xml",
-                            lambda xml: xml.replace(b"<f>A1*B1</f><v></v>", b"<f>A1*B1</f><v>6</v>")
-                            .replace(b"<f>A1*B1</f><v />", b"<f>A1*B1</f><v>6</v>"))
+    patched = _replace_part(
+        data,
+        "xl/worksheets/sheet1.xml",
+        lambda xml: xml.replace(b"<f>A1*B1</f><v></v>", b"<f>A1*B1</f><v>6</v>").replace(
+            b"<f>A1*B1</f><v />", b"<f>A1*B1</f><v>6</v>"
+        ),
+    )
     assert _streamed_cells(patched)["Sheet"][0] == ["2", "3", "6"]
     book = Workbook(zipfile.ZipFile(io.BytesIO(patched)))
-    (_, cells), = list(book.rows(book.worksheets[0]))
+    ((_, cells),) = list(book.rows(book.worksheets[0]))
     assert [formula for *_, formula in cells] == [False, False, True]
     sheet = read_bytes(patched, filename="f.xlsx").sheets[0]
     assert sheet.raw["1:2"] == {"value": "6", "formula": True}
@@ -106,12 +120,12 @@ def test_formula_cells_give_their_cached_value():
 def test_number_formats_by_style_id():
     def fill(book):
         book.active["A1"] = 3.5
-        book.active["A1"].number_format = '[$€-407] #,##0.00'
+        book.active["A1"].number_format = "[$€-407] #,##0.00"
 
     book = Workbook(zipfile.ZipFile(io.BytesIO(_workbook_bytes(fill))))
-    (_, cells), = list(book.rows(book.worksheets[0]))
-    (_, _, style, _), = cells
-    assert book.style_formats[style] == '[$€-407] #,##0.00'
+    ((_, cells),) = list(book.rows(book.worksheets[0]))
+    ((_, _, style, _),) = cells
+    assert book.style_formats[style] == "[$€-407] #,##0.00"
 
 
 def _replace_part(data: bytes, name: str, change) -> bytes:
@@ -128,8 +142,10 @@ def test_a_dtd_after_the_prolog_window_is_refused():
     data = _workbook_bytes(lambda b: b.active.append(["x"]))
     comment = b"<!--" + b"x" * 5000 + b"-->"
     patched = _replace_part(
-        data, "xl/worksheets/sheet1.xml",
-        lambda xml: b'<?xml version="1.0"?>' + comment + b'<!DOCTYPE w [<!ENTITY a "aaaa">]>' + xml)
+        data,
+        "xl/worksheets/sheet1.xml",
+        lambda xml: b'<?xml version="1.0"?>' + comment + b'<!DOCTYPE w [<!ENTITY a "aaaa">]>' + xml,
+    )
     with pytest.raises(UnreadableSheet, match="DTD or entities"):
         read_bytes(patched, filename="bomb.xlsx")
 
@@ -147,11 +163,21 @@ def test_column_letters():
         column_index("1A")
 
 
-@pytest.mark.parametrize(("fmt", "is_date"), [
-    ("General", False), ("0.00", False), ('"£"#,##0.00', False), ("[Red]0.00", False),
-    ("mm-dd-yy", True), ("d-mmm-yy", True), ("h:mm", True), ('"Day "0', False),
-    ("[$-409]mmmm d, yyyy", True), ("@", False),
-])
+@pytest.mark.parametrize(
+    ("fmt", "is_date"),
+    [
+        ("General", False),
+        ("0.00", False),
+        ('"£"#,##0.00', False),
+        ("[Red]0.00", False),
+        ("mm-dd-yy", True),
+        ("d-mmm-yy", True),
+        ("h:mm", True),
+        ('"Day "0', False),
+        ("[$-409]mmmm d, yyyy", True),
+        ("@", False),
+    ],
+)
 def test_date_formats(fmt, is_date):
     assert is_date_format(fmt) is is_date
 
@@ -183,7 +209,8 @@ def test_a_malformed_merged_range_merges_nothing():
         parts = {name: zin.read(name) for name in zin.namelist()}
     sheet_xml = parts["xl/worksheets/sheet1.xml"].decode()
     parts["xl/worksheets/sheet1.xml"] = sheet_xml.replace(
-        "</sheetData>", '</sheetData><mergeCells count="1"><mergeCell ref="A1:Q"/></mergeCells>').encode()
+        "</sheetData>", '</sheetData><mergeCells count="1"><mergeCell ref="A1:Q"/></mergeCells>'
+    ).encode()
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as zout:
         for name, body in parts.items():
@@ -191,14 +218,17 @@ def test_a_malformed_merged_range_merges_nothing():
     assert read_bytes(out.getvalue(), filename="p.xlsx").sheets[0].rows == [["SKU", "Price"], ["A-1", "2"]]
 
 
-@pytest.mark.parametrize(("fmt", "currency"), [
-    ('#,##0.00\\ "€"', "EUR"),
-    ("#,##0.00\\ €", "EUR"),
-    ("[$£-809]#,##0.00", "GBP"),
-    ("* €#,##0", "EUR"),  # `* ` fills with blanks; the symbol after it is shown
-    # Accounting formats pad with the width of their locale's symbol: `_€` is a blank, not a euro.
-    ('_-* #,##0.00\\ _€_-;-* #,##0.00\\ _€_-;_-* "-"??\\ _€_-;_-@_-', None),
-    ("#,##0.00*€", None),  # `*€` repeats the symbol to fill the cell: decoration
-])
+@pytest.mark.parametrize(
+    ("fmt", "currency"),
+    [
+        ('#,##0.00\\ "€"', "EUR"),
+        ("#,##0.00\\ €", "EUR"),
+        ("[$£-809]#,##0.00", "GBP"),
+        ("* €#,##0", "EUR"),  # `* ` fills with blanks; the symbol after it is shown
+        # Accounting formats pad with the width of their locale's symbol: `_€` is a blank, not a euro.
+        ('_-* #,##0.00\\ _€_-;-* #,##0.00\\ _€_-;_-* "-"??\\ _€_-;_-@_-', None),
+        ("#,##0.00*€", None),  # `*€` repeats the symbol to fill the cell: decoration
+    ],
+)
 def test_a_number_format_states_a_currency_only_where_it_shows_a_symbol(fmt, currency):
     assert currency_from_number_format(fmt) == currency

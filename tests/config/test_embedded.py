@@ -19,8 +19,14 @@ from tests.helpers import ROOT
 
 def run_embedded(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    return subprocess.run([sys.executable, "-m", "config.embedded", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "config.embedded", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def dead_pid() -> int:

@@ -28,20 +28,32 @@ def _reads_around_settings(source: str) -> list[str]:
     django-environ, `getattr(settings, NAME, default)`, `hasattr(settings, NAME)`."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == "os" and node.attr in ("environ", "environb", "getenv", "putenv")):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+            and node.attr in ("environ", "environb", "getenv", "putenv")
+        ):
             found.append(f"os.{node.attr}")
         elif isinstance(node, ast.ImportFrom) and node.module == "os":
-            found += [f"from os import {a.name}" for a in node.names
-                      if a.name in ("environ", "environb", "getenv", "putenv")]
+            found += [
+                f"from os import {a.name}"
+                for a in node.names
+                if a.name in ("environ", "environb", "getenv", "putenv")
+            ]
         elif isinstance(node, ast.Import):
             found += [f"import {a.name}" for a in node.names if a.name == "environ"]
         elif isinstance(node, ast.ImportFrom) and node.module == "environ":
             found.append("from environ import ...")
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id in ("getattr", "hasattr") and node.args
-              and isinstance(node.args[0], ast.Name) and node.args[0].id == "settings"
-              and (node.func.id == "hasattr" or len(node.args) == 3)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == "settings"
+            and (node.func.id == "hasattr" or len(node.args) == 3)
+        ):
             found.append(f"{node.func.id}(settings, ...)")
     return found
 
@@ -59,9 +71,16 @@ d = hasattr(settings, "Z")
 e = getattr(settings, "Z")
 f = os.getpid()
 """
-    assert sorted(_reads_around_settings(source)) == sorted([
-        "import environ", "from os import getenv", "os.environ", "os.getenv",
-        "getattr(settings, ...)", "hasattr(settings, ...)"])
+    assert sorted(_reads_around_settings(source)) == sorted(
+        [
+            "import environ",
+            "from os import getenv",
+            "os.environ",
+            "os.getenv",
+            "getattr(settings, ...)",
+            "hasattr(settings, ...)",
+        ]
+    )
 
 
 def test_no_module_outside_config_reads_the_environment_or_defaults_a_setting():
@@ -69,8 +88,11 @@ def test_no_module_outside_config_reads_the_environment_or_defaults_a_setting():
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             relative = str(path.relative_to(ROOT))
-            offending += [f"{relative}: {what}" for what in _reads_around_settings(path.read_text())
-                          if (relative, what) not in ALLOWED]
+            offending += [
+                f"{relative}: {what}"
+                for what in _reads_around_settings(path.read_text())
+                if (relative, what) not in ALLOWED
+            ]
     assert offending == []
 
 
@@ -87,17 +109,34 @@ def environment(monkeypatch):
     return with_values
 
 
-@pytest.mark.parametrize(("read", "value", "message"), [
-    (lambda e: e.int("SETTING_UNDER_TEST", 5), "abc", "SETTING_UNDER_TEST='abc' is not a whole number"),
-    (lambda e: e.int("SETTING_UNDER_TEST", 5, minimum=1), "0", "SETTING_UNDER_TEST='0' must be at least 1"),
-    (lambda e: e.float("SETTING_UNDER_TEST", 1.0), "12s", "SETTING_UNDER_TEST='12s' is not a number"),
-    (lambda e: e.float("SETTING_UNDER_TEST", 1.0), "nan", "SETTING_UNDER_TEST='nan' is not a number"),
-    (lambda e: e.float("SETTING_UNDER_TEST", 1.0, above=0), "0",
-     "SETTING_UNDER_TEST='0' must be more than 0"),
-    (lambda e: e.bool("SETTING_UNDER_TEST", False), "maybe", "SETTING_UNDER_TEST='maybe' is not true or false"),
-    (lambda e: e.str("SETTING_UNDER_TEST", "a", choices=("a", "b")), "c",
-     "SETTING_UNDER_TEST='c' must be one of: a, b"),
-])
+@pytest.mark.parametrize(
+    ("read", "value", "message"),
+    [
+        (lambda e: e.int("SETTING_UNDER_TEST", 5), "abc", "SETTING_UNDER_TEST='abc' is not a whole number"),
+        (
+            lambda e: e.int("SETTING_UNDER_TEST", 5, minimum=1),
+            "0",
+            "SETTING_UNDER_TEST='0' must be at least 1",
+        ),
+        (lambda e: e.float("SETTING_UNDER_TEST", 1.0), "12s", "SETTING_UNDER_TEST='12s' is not a number"),
+        (lambda e: e.float("SETTING_UNDER_TEST", 1.0), "nan", "SETTING_UNDER_TEST='nan' is not a number"),
+        (
+            lambda e: e.float("SETTING_UNDER_TEST", 1.0, above=0),
+            "0",
+            "SETTING_UNDER_TEST='0' must be more than 0",
+        ),
+        (
+            lambda e: e.bool("SETTING_UNDER_TEST", False),
+            "maybe",
+            "SETTING_UNDER_TEST='maybe' is not true or false",
+        ),
+        (
+            lambda e: e.str("SETTING_UNDER_TEST", "a", choices=("a", "b")),
+            "c",
+            "SETTING_UNDER_TEST='c' must be one of: a, b",
+        ),
+    ],
+)
 def test_a_value_that_does_not_parse_is_refused_naming_its_variable(environment, read, value, message):
     with pytest.raises(ImproperlyConfigured) as refused:
         read(environment(SETTING_UNDER_TEST=value))
@@ -116,14 +155,29 @@ def test_values_that_parse_are_read_and_empty_numbers_are_unset(environment):
     assert env.float("A_UNSET_SETTING", 2.5) == 2.5
     with pytest.raises(ImproperlyConfigured, match="^A_UNSET_SETTING must be set$"):
         env.str("A_UNSET_SETTING")
-    assert env.names == ["A_INT", "A_FLOAT", "A_ON", "A_OFF", "A_EMPTY", "A_EMPTY", "A_EMPTY",
-                         "A_UNSET_SETTING", "A_UNSET_SETTING"]
+    assert env.names == [
+        "A_INT",
+        "A_FLOAT",
+        "A_ON",
+        "A_OFF",
+        "A_EMPTY",
+        "A_EMPTY",
+        "A_EMPTY",
+        "A_UNSET_SETTING",
+        "A_UNSET_SETTING",
+    ]
 
 
 def test_a_bad_setting_stops_the_start_naming_the_variable():
     env = {**os.environ, "JOB_MAX_ATTEMPTS": "five"}
-    started = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=60)
+    started = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert started.returncode != 0
     assert "ImproperlyConfigured: JOB_MAX_ATTEMPTS='five' is not a whole number" in started.stderr
 

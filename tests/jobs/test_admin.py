@@ -102,8 +102,7 @@ def test_forged_retry_without_the_permission_changes_nothing(client, viewer, wor
     assert states(job) == [State.NEEDS_ATTENTION]
 
 
-def test_cancel_asks_for_confirmation_with_counts_before_changing_anything(
-        client, operator, workspace):
+def test_cancel_asks_for_confirmation_with_counts_before_changing_anything(client, operator, workspace):
     queued = job_in(workspace, State.QUEUED)
     running = job_in(workspace, State.RUNNING)
     done = job_in(workspace, State.COMPLETED)
@@ -118,8 +117,7 @@ def test_cancel_asks_for_confirmation_with_counts_before_changing_anything(
     assert states(queued, running, done) == [State.QUEUED, State.RUNNING, State.COMPLETED]
 
 
-def test_cancel_changes_exactly_the_eligible_jobs_and_says_why_not_the_rest(
-        client, operator, workspace):
+def test_cancel_changes_exactly_the_eligible_jobs_and_says_why_not_the_rest(client, operator, workspace):
     queued = job_in(workspace, State.QUEUED)
     running = job_in(workspace, State.RUNNING)
     review = job_in(workspace, State.AWAITING_REVIEW)
@@ -134,8 +132,9 @@ def test_cancel_changes_exactly_the_eligible_jobs_and_says_why_not_the_rest(
     assert Job.objects.get(pk=running.pk).lease_token is None
     assert Job.objects.get(pk=queued.pk).reason == "cancelled by otto (admin)"
     [message] = [str(m) for m in get_messages(response.wsgi_request)]
-    assert message == ("Cancelled 3 of 7 selected jobs. 4 did not change: "
-                       "3 were already completed, 1 was already cancelled.")
+    assert message == (
+        "Cancelled 3 of 7 selected jobs. 4 did not change: 3 were already completed, 1 was already cancelled."
+    )
 
 
 def test_retry_changes_exactly_the_eligible_jobs(client, operator, workspace):
@@ -148,10 +147,13 @@ def test_retry_changes_exactly_the_eligible_jobs(client, operator, workspace):
     response = run_action(client, "retry", [failed, cancelled, running, done])
 
     assert states(failed, cancelled, running, done) == [
-        State.QUEUED, State.QUEUED, State.RUNNING, State.COMPLETED]
+        State.QUEUED,
+        State.QUEUED,
+        State.RUNNING,
+        State.COMPLETED,
+    ]
     [message] = [str(m) for m in get_messages(response.wsgi_request)]
-    assert message == ("Retried 2 of 4 selected jobs. 2 did not change: "
-                       "1 was completed, 1 was running.")
+    assert message == ("Retried 2 of 4 selected jobs. 2 did not change: 1 was completed, 1 was running.")
 
 
 def test_action_with_no_eligible_job_explains_and_skips_confirmation(client, operator, workspace):
@@ -183,13 +185,26 @@ def test_change_form_post_cannot_alter_state_or_token(client, superuser, workspa
     client.force_login(superuser)
     url = f"/admin/jobs/job/{job.pk}/change/"
 
-    response = client.post(url, {"state": State.COMPLETED, "lease_token": "", "lease_until": "",
-                                 "attempt": 9, "output": '{"forged": true}', "_save": "Save"})
+    response = client.post(
+        url,
+        {
+            "state": State.COMPLETED,
+            "lease_token": "",
+            "lease_until": "",
+            "attempt": 9,
+            "output": '{"forged": true}',
+            "_save": "Save",
+        },
+    )
 
     assert response.status_code == 403
     after = Job.objects.get(pk=job.pk)
     assert (after.state, after.lease_token, after.attempt, after.output) == (
-        State.RUNNING, job.lease_token, 1, None)
+        State.RUNNING,
+        job.lease_token,
+        1,
+        None,
+    )
 
 
 def test_change_form_shows_no_editable_job_field(client, superuser, workspace):
@@ -220,19 +235,34 @@ def test_unfinished_job_cannot_be_deleted_but_a_finished_one_can(client, superus
     assert not Job.objects.filter(pk=cancelled.pk).exists()
 
 
-def test_job_page_shows_attempts_with_stale_diagnostic_and_flagged_output(
-        client, superuser, workspace):
-    output = {"items": [{"sku": "A-1", "description": "Bolt", "unit": "pc", "pack_size": None,
-                         "unit_price": "1.50", "currency": None,
-                         "source": {"sheet": "Sheet1", "row": 4},
-                         "flags": [{"code": "missing_currency", "field": "currency",
-                                    "message": "no currency found"}]}],
-              "notes": ["header row 3"]}
+def test_job_page_shows_attempts_with_stale_diagnostic_and_flagged_output(client, superuser, workspace):
+    output = {
+        "items": [
+            {
+                "sku": "A-1",
+                "description": "Bolt",
+                "unit": "pc",
+                "pack_size": None,
+                "unit_price": "1.50",
+                "currency": None,
+                "source": {"sheet": "Sheet1", "row": 4},
+                "flags": [{"code": "missing_currency", "field": "currency", "message": "no currency found"}],
+            }
+        ],
+        "notes": ["header row 3"],
+    }
     # The items table is what the sheet kind registers for its output.
     job = job_in(workspace, State.AWAITING_REVIEW, kind="parse_sheet", output=output)
-    Attempt.objects.create(job=job, number=1, lease_token=uuid.uuid4(), worker_id="host:7",
-                           outcome=Attempt.Outcome.STALE, diagnostic={"rejected": "accept"},
-                           provider_request_ids=["req_123"], token_usage={"total_tokens": 42})
+    Attempt.objects.create(
+        job=job,
+        number=1,
+        lease_token=uuid.uuid4(),
+        worker_id="host:7",
+        outcome=Attempt.Outcome.STALE,
+        diagnostic={"rejected": "accept"},
+        provider_request_ids=["req_123"],
+        token_usage={"total_tokens": 42},
+    )
     client.force_login(superuser)
 
     page = client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
@@ -252,12 +282,15 @@ def test_staff_who_may_view_jobs_see_their_attempts(client, viewer, workspace):
 
 
 def test_jobs_are_found_by_id_prefix_idempotency_key_and_file_name(client, superuser, workspace):
-    sheet = PriceSheet.objects.create(workspace=workspace, sha256="a" * 64, size=10,
-                                      original_name="Grossist Prisliste 2026.xlsx",
-                                      storage_path="sheets/aa")
+    sheet = PriceSheet.objects.create(
+        workspace=workspace,
+        sha256="a" * 64,
+        size=10,
+        original_name="Grossist Prisliste 2026.xlsx",
+        storage_path="sheets/aa",
+    )
     by_file = job_in(workspace, payload={"sheet_id": str(sheet.pk)})
-    by_key, _ = job_admit(workspace_id=workspace.pk, kind="noop", payload={},
-                          idempotency_key="upload-7781")
+    by_key, _ = job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="upload-7781")
     other = job_in(workspace)
     client.force_login(superuser)
 
@@ -296,16 +329,23 @@ def test_redeliver_sends_failed_messages_back_and_leaves_the_rest(client, superu
     delivered = outbox_message(workspace, delivered_at=Now())
     client.force_login(superuser)
 
-    response = client.post("/admin/jobs/outboxmessage/", {
-        "action": "redeliver", ACTION_CHECKBOX_NAME: [str(failed.pk), str(delivered.pk)],
-    }, follow=True)
+    response = client.post(
+        "/admin/jobs/outboxmessage/",
+        {
+            "action": "redeliver",
+            ACTION_CHECKBOX_NAME: [str(failed.pk), str(delivered.pk)],
+        },
+        follow=True,
+    )
 
     row = OutboxMessage.objects.get(pk=failed.pk)
     assert (row.failed_at, row.attempts) == (None, 0)
     assert OutboxMessage.objects.get(pk=delivered.pk).delivered_at is not None
     messages = [str(m) for m in get_messages(response.wsgi_request)]
-    assert messages == ["1 failed message(s) will be delivered again.",
-                        "1 were not failed and were left alone: 1 was already delivered."]
+    assert messages == [
+        "1 failed message(s) will be delivered again.",
+        "1 were not failed and were left alone: 1 was already delivered.",
+    ]
 
 
 def test_outbox_list_filters_failed_messages(client, superuser, workspace):
@@ -322,8 +362,7 @@ def test_redeliver_is_not_offered_without_change_permission(client, django_user_
     failed = outbox_message(workspace, failed_at=Now())
     client.force_login(staff_with(django_user_model, "ivy", "view_outboxmessage"))
 
-    client.post("/admin/jobs/outboxmessage/", {"action": "redeliver",
-                                               ACTION_CHECKBOX_NAME: [str(failed.pk)]})
+    client.post("/admin/jobs/outboxmessage/", {"action": "redeliver", ACTION_CHECKBOX_NAME: [str(failed.pk)]})
 
     assert OutboxMessage.objects.get(pk=failed.pk).failed_at is not None
 
@@ -335,19 +374,20 @@ def test_revoke_action_revokes_api_tokens(client, superuser, member):
     token, _ = apitoken_create(user=member, name="ci")
     client.force_login(superuser)
 
-    client.post("/admin/accounts/apitoken/", {"action": "revoke",
-                                             ACTION_CHECKBOX_NAME: [str(token.pk)]})
+    client.post("/admin/accounts/apitoken/", {"action": "revoke", ACTION_CHECKBOX_NAME: [str(token.pk)]})
 
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
 
 
 def test_admin_creates_a_read_token_and_shows_it_once(client, superuser, member):
     client.force_login(superuser)
-    response = client.post("/admin/accounts/apitoken/add/",
-                           {"user": member.pk, "name": "erp", "scope": "read"}, follow=True)
+    response = client.post(
+        "/admin/accounts/apitoken/add/", {"user": member.pk, "name": "erp", "scope": "read"}, follow=True
+    )
     row = ApiToken.objects.get(user=member)
     shown = [str(m) for m in get_messages(response.wsgi_request)] or [
-        m.message for m in response.context["messages"]]
+        m.message for m in response.context["messages"]
+    ]
     token = next(word for m in shown for word in m.split() if word.startswith("psk_"))
     assert (row.name, row.scope) == ("erp", ApiToken.Scope.READ)
     assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
@@ -359,11 +399,19 @@ def test_api_tokens_cannot_be_added_without_the_permission(client, django_user_m
     assert client.get("/admin/accounts/apitoken/add/").status_code == 403
 
 
-@pytest.mark.parametrize("path", [
-    "/admin/accounts/workspace/", "/admin/catalog/supplier/", "/admin/catalog/pricesheet/",
-    "/admin/catalog/catalogrevision/", "/admin/accounts/apitoken/", "/admin/jobs/job/",
-    "/admin/jobs/outboxmessage/", "/admin/jobs/webhookendpoint/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/admin/accounts/workspace/",
+        "/admin/catalog/supplier/",
+        "/admin/catalog/pricesheet/",
+        "/admin/catalog/catalogrevision/",
+        "/admin/accounts/apitoken/",
+        "/admin/jobs/job/",
+        "/admin/jobs/outboxmessage/",
+        "/admin/jobs/webhookendpoint/",
+    ],
+)
 def test_admin_lists_render(client, superuser, path):
     client.force_login(superuser)
     assert client.get(path).status_code == 200

@@ -27,9 +27,15 @@ def admin_client(client, django_user_model, db):
 
 @pytest.fixture
 def sheet_job(workspace, member):
-    job, _ = pricesheet_admit(workspace=workspace, chunks=[CSV], original_name="northwind-2026.csv",
-                              content_type="text/csv", supplier_name="Northwind Hardware",
-                              idempotency_key="k1", user=member)
+    job, _ = pricesheet_admit(
+        workspace=workspace,
+        chunks=[CSV],
+        original_name="northwind-2026.csv",
+        content_type="text/csv",
+        supplier_name="Northwind Hardware",
+        idempotency_key="k1",
+        user=member,
+    )
     return job
 
 
@@ -39,10 +45,17 @@ def failed_for_good(job) -> Job:
     return Job.objects.get(pk=job.pk)
 
 
-@pytest.mark.parametrize("seconds, shown", [
-    (0.009209, "9 ms"), (1.25, "1.2 s"), (192, "3 min 12 s"), (7500, "2 h 5 min"),
-    (3 * 86400 + 4 * 3600, "3 d 4 h"), (None, "-"),
-])
+@pytest.mark.parametrize(
+    "seconds, shown",
+    [
+        (0.009209, "9 ms"),
+        (1.25, "1.2 s"),
+        (192, "3 min 12 s"),
+        (7500, "2 h 5 min"),
+        (3 * 86400 + 4 * 3600, "3 d 4 h"),
+        (None, "-"),
+    ],
+)
 def test_durations_read_as_times(seconds, shown):
     assert readable_duration(seconds) == shown
 
@@ -51,15 +64,16 @@ def test_the_job_list_shows_the_file_and_the_supplier(admin_client, sheet_job):
     page = admin_client.get(CHANGELIST).content.decode()
     assert "northwind-2026.csv" in page
     assert "Northwind Hardware" in page
-    assert 'column-file' in page and 'column-supplier' in page
+    assert "column-file" in page and "column-supplier" in page
 
 
 def test_the_job_page_lists_attempts_before_the_folded_output(admin_client, sheet_job):
     claim = job_claim_next(worker_id="w1", kinds=["parse_sheet"])
     from jobs.services import job_accept_output
 
-    job_accept_output(claim=claim, output={"items": [{"sku": "A-1", "flags": []}], "notes": []},
-                      needs_review=True)
+    job_accept_output(
+        claim=claim, output={"items": [{"sku": "A-1", "flags": []}], "notes": []}, needs_review=True
+    )
     Job.objects.filter(pk=sheet_job.pk).update(waiting_seconds=0.009209)
 
     page = admin_client.get(f"{CHANGELIST}{sheet_job.pk}/change/").content.decode()
@@ -81,7 +95,8 @@ def test_a_failure_for_good_says_so_on_the_page_and_before_a_retry(admin_client,
 
     confirm = admin_client.post(CHANGELIST, {"action": "retry", ACTION_CHECKBOX_NAME: [str(job.pk)]})
     assert '<p class="errornote" id="deterministic">1 of the selected jobs failed for a reason' in (
-        confirm.content.decode())
+        confirm.content.decode()
+    )
 
 
 def test_a_transient_give_up_is_not_called_deterministic(admin_client, sheet_job):

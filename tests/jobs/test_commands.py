@@ -32,10 +32,15 @@ def test_addmember_creates_user_with_role_and_password(workspace):
     assert Membership.objects.get(user=user, workspace=workspace).role == "reviewer"
 
 
-@pytest.mark.parametrize("username, password, why", [
-    ("zoe", "short-1", "too short"), ("zoe", "password123", "too common"),
-    ("zoe", "4815162342", "entirely numeric"),
-    ("zoe.brandt", "zoebrandt1", "too similar to the username")])
+@pytest.mark.parametrize(
+    "username, password, why",
+    [
+        ("zoe", "short-1", "too short"),
+        ("zoe", "password123", "too common"),
+        ("zoe", "4815162342", "entirely numeric"),
+        ("zoe.brandt", "zoebrandt1", "too similar to the username"),
+    ],
+)
 def test_addmember_refuses_a_weak_password(workspace, username, password, why):
     with pytest.raises(CommandError, match=why):
         call_command("addmember", "acme", username, "--role", "reviewer", "--password", password)

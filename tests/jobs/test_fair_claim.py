@@ -59,15 +59,19 @@ def test_a_batch_claim_takes_turns_between_workspaces(workspace, other_workspace
     backlog(workspace, 10)
     backlog(other_workspace, 2)
     claims = jobs_claim_batch(worker_id="w1", limit=4)
-    assert [claim.workspace_id for claim in claims] == [workspace.pk, other_workspace.pk,
-                                                        workspace.pk, other_workspace.pk]
+    assert [claim.workspace_id for claim in claims] == [
+        workspace.pk,
+        other_workspace.pk,
+        workspace.pk,
+        other_workspace.pk,
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
 def test_jobs_held_by_other_claimers_past_the_look_ahead_do_not_hide_the_rest(workspace):
     backlog(workspace, CLAIM_LOOKAHEAD + 5)
     oldest = list(Job.objects.order_by("run_after", "id").values_list("id", flat=True))
-    held = oldest[:CLAIM_LOOKAHEAD + 2]
+    held = oldest[: CLAIM_LOOKAHEAD + 2]
     # Another session holds the rows the fair claim looks at, as claimers
     # in flight would.
     with psycopg.connect(database_url()) as other:

@@ -11,8 +11,12 @@ from jobs import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the job machinery lives: its package and its own templates.
-LIBRARY = [ROOT / "jobs", ROOT / "templates" / "admin" / "jobs", ROOT / "templates" / "ops",
-           ROOT / "templates" / "api"]
+LIBRARY = [
+    ROOT / "jobs",
+    ROOT / "templates" / "admin" / "jobs",
+    ROOT / "templates" / "ops",
+    ROOT / "templates" / "api",
+]
 
 # A word that starts with one of these stems is the product's vocabulary
 # ("concurrency" and "occurrence" are not: the stem must start the word).
@@ -25,8 +29,11 @@ PRODUCT_PATHS = re.compile(r"""/(review|catalog)/|["'](review|catalog):""")
 def _library_files() -> list[Path]:
     files = []
     for folder in LIBRARY:
-        files += [p for p in folder.rglob("*") if p.suffix in (".py", ".html", ".txt")
-                  and "__pycache__" not in p.parts]
+        files += [
+            p
+            for p in folder.rglob("*")
+            if p.suffix in (".py", ".html", ".txt") and "__pycache__" not in p.parts
+        ]
     return sorted(files)
 
 
@@ -38,19 +45,24 @@ def vocabulary_in(text: str) -> list[str]:
 
 def test_the_vocabulary_check_finds_product_words_and_passes_generic_ones():
     assert vocabulary_in('label = "SKU"; total_price = 1; PriceSheet; supplier_id') == [
-        "SKU", "price", "Price", "supplier"]
-    assert vocabulary_in('f"/review/{job.pk}/"; reverse("review:detail")') == ["/review/",
-                                                                              '"review:']
+        "SKU",
+        "price",
+        "Price",
+        "supplier",
+    ]
+    assert vocabulary_in('f"/review/{job.pk}/"; reverse("review:detail")') == ["/review/", '"review:']
     assert vocabulary_in("concurrency, occurrence, awaiting_review, job.review_required") == []
 
 
 def test_no_product_vocabulary_in_the_job_library():
     files = _library_files()
     assert any(p.name == "services.py" for p in files)
-    offending = [f"{path.relative_to(ROOT)}:{number}: {', '.join(words)}"
-                 for path in files
-                 for number, line in enumerate(path.read_text().splitlines(), start=1)
-                 if (words := vocabulary_in(line))]
+    offending = [
+        f"{path.relative_to(ROOT)}:{number}: {', '.join(words)}"
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if (words := vocabulary_in(line))
+    ]
     assert offending == []
 
 

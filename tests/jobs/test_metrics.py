@@ -48,8 +48,7 @@ def test_metrics_with_a_wrong_token_are_unauthorized(client, db, metrics_on):
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer not-the-token").status_code == 401
 
 
-def test_metrics_are_not_served_to_a_staff_session_without_the_token(
-        client, django_user_model, metrics_on):
+def test_metrics_are_not_served_to_a_staff_session_without_the_token(client, django_user_model, metrics_on):
     staff = django_user_model.objects.create_user("sam", is_staff=True)
     client.force_login(staff)
     assert client.get("/metrics").status_code == 401
@@ -59,11 +58,17 @@ def test_metrics_report_the_dashboard_figures(client, workspace, metrics_on):
     job_in(workspace, State.QUEUED, run_after=Now() - timedelta(seconds=120))
     job_in(workspace, State.QUEUED)
     for waiting in (10, 20, 30):
-        job_in(workspace, State.COMPLETED, attempt=1, waiting_seconds=waiting,
-               finished_at=Now() - timedelta(minutes=3))
+        job_in(
+            workspace,
+            State.COMPLETED,
+            attempt=1,
+            waiting_seconds=waiting,
+            finished_at=Now() - timedelta(minutes=3),
+        )
     lost = job_in(workspace, State.RETRYING, run_after=Now() + timedelta(minutes=5))
-    Attempt.objects.create(job=lost, number=1, lease_token=uuid.uuid4(),
-                           outcome=Attempt.Outcome.STALE, finished_at=Now())
+    Attempt.objects.create(
+        job=lost, number=1, lease_token=uuid.uuid4(), outcome=Attempt.Outcome.STALE, finished_at=Now()
+    )
     OutboxMessage.objects.create(workspace=workspace, topic="job.completed", payload={})
     failed = OutboxMessage.objects.create(workspace=workspace, topic="job.completed", payload={})
     OutboxMessage.objects.filter(pk=failed.pk).update(failed_at=Now())
@@ -76,8 +81,9 @@ def test_metrics_report_the_dashboard_figures(client, workspace, metrics_on):
     assert samples[("pricesheet_oldest_claimable_job_age_seconds", ())] == pytest.approx(120, abs=1)
     assert samples[("pricesheet_jobs_completed_last_hour", ())] == 3
     assert samples[("pricesheet_job_phase_seconds", (("phase", "waiting"), ("quantile", "0.5")))] == 20
-    assert samples[("pricesheet_job_phase_seconds",
-                    (("phase", "waiting"), ("quantile", "0.95")))] == pytest.approx(29)
+    assert samples[
+        ("pricesheet_job_phase_seconds", (("phase", "waiting"), ("quantile", "0.95")))
+    ] == pytest.approx(29)
     assert samples[("pricesheet_job_phase_jobs", (("phase", "review"),))] == 0
     assert samples[("pricesheet_attempts_lost_last_24h", (("outcome", "stale"),))] == 1
     assert samples[("pricesheet_attempts_lost_last_24h", (("outcome", "expired"),))] == 0
@@ -92,7 +98,10 @@ def test_metrics_use_the_prometheus_text_format(client, db, metrics_on):
 
 
 def test_metrics_speak_openmetrics_when_the_scraper_asks(client, db, metrics_on):
-    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}",
-                          HTTP_ACCEPT="application/openmetrics-text; version=1.0.0")
+    response = client.get(
+        "/metrics",
+        HTTP_AUTHORIZATION=f"Bearer {TOKEN}",
+        HTTP_ACCEPT="application/openmetrics-text; version=1.0.0",
+    )
     assert response["Content-Type"].startswith("application/openmetrics-text")
     assert response.content.rstrip().endswith(b"# EOF")

@@ -41,9 +41,11 @@ def _routes(patterns, prefix=""):
 
 def api_routes() -> set[str]:
     """Every endpoint route under /api/ in the URLconf, as the document spells paths."""
-    return {"/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
-            for route, view in _routes(get_resolver().url_patterns)
-            if route.startswith("api/") and route != "api/" and not is_catch_all(view)}
+    return {
+        "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+        for route, view in _routes(get_resolver().url_patterns)
+        if route.startswith("api/") and route != "api/" and not is_catch_all(view)
+    }
 
 
 @pytest.fixture

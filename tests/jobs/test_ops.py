@@ -28,8 +28,12 @@ def ago(**delta):
 def job_in(workspace, state=State.QUEUED, **fields):
     job = Job.objects.create(workspace=workspace, kind="noop", max_attempts=5)
     if state == State.RUNNING:
-        fields = {"lease_token": uuid.uuid4(), "lease_until": Now() + timedelta(seconds=30),
-                  "attempt": 1, **fields}
+        fields = {
+            "lease_token": uuid.uuid4(),
+            "lease_until": Now() + timedelta(seconds=30),
+            "attempt": 1,
+            **fields,
+        }
     Job.objects.filter(pk=job.pk).update(state=state, **fields)
     return job
 
@@ -39,8 +43,14 @@ def finished(workspace, *, minutes_ago: float, state=State.COMPLETED, **fields):
 
 
 def attempt_of(job, outcome, *, hours_ago: float, number=1):
-    attempt = Attempt.objects.create(job=job, number=number, lease_token=uuid.uuid4(),
-                                     worker_id="host:42", outcome=outcome, error="lease expired")
+    attempt = Attempt.objects.create(
+        job=job,
+        number=number,
+        lease_token=uuid.uuid4(),
+        worker_id="host:42",
+        outcome=outcome,
+        error="lease expired",
+    )
     Attempt.objects.filter(pk=attempt.pk).update(finished_at=ago(seconds=hours_ago * 3600))
     return attempt
 
@@ -78,8 +88,15 @@ def test_jobs_per_state_counts_every_state(workspace):
 
     counts = jobs_per_state()
 
-    assert counts == {"queued": 2, "running": 1, "retrying": 0, "awaiting_review": 0,
-                      "completed": 1, "needs_attention": 0, "cancelled": 0}
+    assert counts == {
+        "queued": 2,
+        "running": 1,
+        "retrying": 0,
+        "awaiting_review": 0,
+        "completed": 1,
+        "needs_attention": 0,
+        "cancelled": 0,
+    }
 
 
 def test_oldest_claimable_age_is_measured_from_run_after(workspace):
@@ -115,11 +132,11 @@ def test_throughput_counts_completed_jobs_per_five_minute_bucket(workspace):
 
 def test_phase_percentiles_cover_jobs_finished_in_the_last_24_hours(workspace):
     finished(workspace, minutes_ago=5, waiting_seconds=10, running_seconds=1)
-    finished(workspace, minutes_ago=60, waiting_seconds=20, running_seconds=2,
-             state=State.NEEDS_ATTENTION)
+    finished(workspace, minutes_ago=60, waiting_seconds=20, running_seconds=2, state=State.NEEDS_ATTENTION)
     finished(workspace, minutes_ago=600, waiting_seconds=30, running_seconds=3, review_seconds=40)
-    finished(workspace, minutes_ago=25 * 60, waiting_seconds=1000, running_seconds=1000,
-             review_seconds=1000)  # outside the window
+    finished(
+        workspace, minutes_ago=25 * 60, waiting_seconds=1000, running_seconds=1000, review_seconds=1000
+    )  # outside the window
     job_in(workspace, State.QUEUED, waiting_seconds=5000)  # not finished
 
     times = phase_times()
@@ -178,8 +195,13 @@ def test_outbox_figures_count_backlog_and_failures(workspace):
 
 
 def test_running_jobs_show_worker_and_lease_seconds_left_in_database_time(workspace):
-    job_in(workspace, State.RUNNING, worker_id="host-a:1", lease_until=Now() + timedelta(seconds=30),
-           state_changed_at=ago(seconds=45))
+    job_in(
+        workspace,
+        State.RUNNING,
+        worker_id="host-a:1",
+        lease_until=Now() + timedelta(seconds=30),
+        state_changed_at=ago(seconds=45),
+    )
     job_in(workspace, State.RUNNING, worker_id="host-b:2", lease_until=ago(seconds=5))
 
     rows = running_jobs()

@@ -36,8 +36,11 @@ def job_selects(client, url: str) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
     assert response.status_code == 200, response.content[:500]
-    selects = [q["sql"] for q in captured.captured_queries
-               if q["sql"].startswith("SELECT") and 'FROM "jobs_job"' in q["sql"]]
+    selects = [
+        q["sql"]
+        for q in captured.captured_queries
+        if q["sql"].startswith("SELECT") and 'FROM "jobs_job"' in q["sql"]
+    ]
     assert selects, f"{url} read no job"
     return selects
 
@@ -52,7 +55,6 @@ def test_status_resource_does_not_select_output(member_client, completed_job):
     assert not [sql for sql in selects if OUTPUT_COLUMN.search(sql)]
 
 
-def test_items_resource_reads_its_page_in_the_database_never_the_whole_output(
-        member_client, completed_job):
+def test_items_resource_reads_its_page_in_the_database_never_the_whole_output(member_client, completed_job):
     selects = job_selects(member_client, f"/api/jobs/{completed_job.pk}/items?page_size=10")
     assert not [sql for sql in selects if OUTPUT_COLUMN.search(sql)]

@@ -51,8 +51,9 @@ def test_a_server_error_keeps_its_traceback():
     except RuntimeError:
         import sys
 
-        record = logging.LogRecord("django.request", logging.ERROR, __file__, 1, "Internal Server Error",
-                                   (), sys.exc_info())
+        record = logging.LogRecord(
+            "django.request", logging.ERROR, __file__, 1, "Internal Server Error", (), sys.exc_info()
+        )
     record.status_code = 500
     assert ExpectedClientErrors().filter(record) and record.exc_info is not None
 

@@ -111,8 +111,9 @@ def second_receiver():
 
 
 def endpoint_for(workspace, receiver, *, active=True):
-    return WebhookEndpoint.objects.create(workspace=workspace, url=receiver.url,
-                                          secret=receiver.secret, active=active)
+    return WebhookEndpoint.objects.create(
+        workspace=workspace, url=receiver.url, secret=receiver.secret, active=active
+    )
 
 
 def message_in(workspace, topic="job.completed"):
@@ -137,9 +138,12 @@ def test_delivers_a_signed_message_to_the_workspace_endpoint(workspace, receiver
     assert request["valid"]
     assert request["headers"]["Webhook-Id"] == str(message.pk)
     body = json.loads(request["body"])
-    assert body == {"id": str(message.pk), "topic": "job.completed",
-                    "created_at": fresh(message).created_at.isoformat(),
-                    "payload": {"job_id": "j-1"}}
+    assert body == {
+        "id": str(message.pk),
+        "topic": "job.completed",
+        "created_at": fresh(message).created_at.isoformat(),
+        "payload": {"job_id": "j-1"},
+    }
     assert fresh(message).delivered_at is not None
     delivery = WebhookDelivery.objects.get(message=message)
     assert (delivery.succeeded, delivery.status_code, delivery.attempt) == (True, 200, 1)
@@ -185,8 +189,7 @@ def test_backoff_grows_exponentially_within_its_jitter_bounds(settings):
         assert 30 <= retry_delay_seconds(9) <= 60
 
 
-def test_message_fails_after_the_last_attempt_and_redeliver_sends_it_again(
-        workspace, receiver, settings):
+def test_message_fails_after_the_last_attempt_and_redeliver_sends_it_again(workspace, receiver, settings):
     settings.WEBHOOK_MAX_ATTEMPTS = 2
     endpoint_for(workspace, receiver)
     message = message_in(workspace)
@@ -347,8 +350,11 @@ def test_relay_thread_delivers_until_stopped(workspace, receiver):
     thread = RelayThread(stop)
     thread.start()
     try:
-        wait_for(lambda: OutboxMessage.objects.filter(pk=message.pk, delivered_at__isnull=False)
-                 .exists(), timeout=10, message="the relay thread to deliver")
+        wait_for(
+            lambda: OutboxMessage.objects.filter(pk=message.pk, delivered_at__isnull=False).exists(),
+            timeout=10,
+            message="the relay thread to deliver",
+        )
     finally:
         stop.set()
         thread.join(10)
@@ -370,8 +376,11 @@ def test_relay_killed_mid_post_redelivers_after_visibility_timeout(workspace, re
 
     row = fresh(message)
     assert row.delivered_at is None and row.attempts == 1
-    wait_for(lambda: OutboxMessage.objects.filter(pk=message.pk, available_at__lte=Now()).exists(),
-             timeout=10, message="the reservation to time out")
+    wait_for(
+        lambda: OutboxMessage.objects.filter(pk=message.pk, available_at__lte=Now()).exists(),
+        timeout=10,
+        message="the reservation to time out",
+    )
     again = processes.start("relayoutbox", "--burst", OUTBOX_VISIBILITY_SECONDS=1)
     assert again.wait(30) == 0, processes.output(again)
 
@@ -387,8 +396,11 @@ def test_relayoutbox_stops_gracefully_on_sigterm(workspace, receiver, processes)
     endpoint_for(workspace, receiver)
     message = message_in(workspace)
     relay = processes.start("relayoutbox")
-    wait_for(lambda: OutboxMessage.objects.filter(pk=message.pk, delivered_at__isnull=False).exists(),
-             timeout=30, message="the relay to deliver")
+    wait_for(
+        lambda: OutboxMessage.objects.filter(pk=message.pk, delivered_at__isnull=False).exists(),
+        timeout=30,
+        message="the relay to deliver",
+    )
 
     relay.send_signal(signal.SIGTERM)
 
@@ -405,8 +417,10 @@ def test_retry_schedule_is_in_database_time(workspace, receiver, settings):
     relay_once()
 
     assert OutboxMessage.objects.filter(
-        pk=message.pk, available_at__gt=Now() + timedelta(seconds=49),
-        available_at__lt=Now() + timedelta(seconds=101)).exists()
+        pk=message.pk,
+        available_at__gt=Now() + timedelta(seconds=49),
+        available_at__lt=Now() + timedelta(seconds=101),
+    ).exists()
 
 
 def test_the_webhook_timestamp_is_database_time_not_the_relays_clock(workspace, receiver):
@@ -418,8 +432,9 @@ def test_the_webhook_timestamp_is_database_time_not_the_relays_clock(workspace, 
     message_in(workspace)
     [reservation] = outbox_reserve_batch(batch_size=1, visibility_seconds=60)
     # As if the database's clock were 10 minutes ahead of this process's.
-    ahead = dataclasses.replace(reservation,
-                                reserved_until=reservation.reserved_until + timedelta(minutes=10))
+    ahead = dataclasses.replace(
+        reservation, reserved_until=reservation.reserved_until + timedelta(minutes=10)
+    )
     dispatcher = Dispatcher()
     try:
         dispatcher.submit(ahead)

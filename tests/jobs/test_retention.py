@@ -32,8 +32,10 @@ def finished_job(workspace, *, state=State.COMPLETED, age=OLD):
 
 
 def test_prune_removes_old_finished_jobs_with_attempts_checkpoints_and_outbox(workspace):
-    jobs = [finished_job(workspace, state=state)
-            for state in (State.COMPLETED, State.NEEDS_ATTENTION, State.CANCELLED)]
+    jobs = [
+        finished_job(workspace, state=state)
+        for state in (State.COMPLETED, State.NEEDS_ATTENTION, State.CANCELLED)
+    ]
     removed = jobs_prune_finished(older_than=RETENTION, batch_size=100)
     ids = [job.pk for job in jobs]
     assert removed == 3
@@ -53,8 +55,7 @@ def test_prune_keeps_recently_finished_jobs(workspace):
 @pytest.mark.parametrize("state", [State.QUEUED, State.RETRYING, State.AWAITING_REVIEW])
 def test_prune_keeps_unfinished_jobs_however_old(workspace, state):
     job, _ = job_admit(workspace_id=workspace.pk, kind="noop", payload={})
-    Job.objects.filter(pk=job.pk).update(state=state, created_at=Now() - OLD,
-                                         finished_at=Now() - OLD)
+    Job.objects.filter(pk=job.pk).update(state=state, created_at=Now() - OLD, finished_at=Now() - OLD)
     assert jobs_prune_finished(older_than=RETENTION, batch_size=100) == 0
     assert Job.objects.filter(pk=job.pk).exists()
 
@@ -79,8 +80,9 @@ def test_prune_keeps_jobs_with_a_catalog_revision(workspace):
 
 def test_prune_keeps_pending_outbox_messages_and_those_of_kept_jobs(workspace):
     gone = finished_job(workspace)
-    pending = OutboxMessage.objects.create(workspace=workspace, topic="job.completed",
-                                           payload={"job_id": str(gone.pk)})
+    pending = OutboxMessage.objects.create(
+        workspace=workspace, topic="job.completed", payload={"job_id": str(gone.pk)}
+    )
     kept = finished_job(workspace, age=timedelta(days=1))
     jobs_prune_finished(older_than=RETENTION, batch_size=100)
     assert OutboxMessage.objects.filter(pk=pending.pk).exists()
@@ -91,8 +93,11 @@ def test_prune_works_in_batches_of_the_given_size(workspace):
     jobs = [finished_job(workspace) for _ in range(5)]
     with CaptureQueriesContext(connection) as captured:
         removed = jobs_prune_finished(older_than=RETENTION, batch_size=2)
-    selects = [q["sql"] for q in captured.captured_queries
-               if "SKIP LOCKED" in q["sql"] and '"jobs_job"' in q["sql"].split("FROM", 1)[1][:20]]
+    selects = [
+        q["sql"]
+        for q in captured.captured_queries
+        if "SKIP LOCKED" in q["sql"] and '"jobs_job"' in q["sql"].split("FROM", 1)[1][:20]
+    ]
     assert removed == 5
     assert not Job.objects.filter(pk__in=[job.pk for job in jobs]).exists()
     # completed: 2 + 2 + 1, then an empty batch; one empty batch for each other state

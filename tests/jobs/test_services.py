@@ -40,8 +40,9 @@ from jobs.services import (
 
 
 def admit(workspace, kind="noop", key=None, payload=None):
-    job, _ = job_admit(workspace_id=workspace.pk, kind=kind, payload=payload or {},
-                       idempotency_key=key, fingerprint="f")
+    job, _ = job_admit(
+        workspace_id=workspace.pk, kind=kind, payload=payload or {}, idempotency_key=key, fingerprint="f"
+    )
     return job
 
 
@@ -57,21 +58,23 @@ def test_admit_creates_queued_job_with_outbox_message(workspace):
 
 
 def test_admit_same_key_same_request_returns_same_job(workspace):
-    first, created = job_admit(workspace_id=workspace.pk, kind="noop", payload={},
-                               idempotency_key="k1", fingerprint="abc")
-    second, created_again = job_admit(workspace_id=workspace.pk, kind="noop", payload={},
-                                      idempotency_key="k1", fingerprint="abc")
+    first, created = job_admit(
+        workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="k1", fingerprint="abc"
+    )
+    second, created_again = job_admit(
+        workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="k1", fingerprint="abc"
+    )
     assert (created, created_again) == (True, False)
     assert second.pk == first.pk
     assert Job.objects.count() == 1
 
 
 def test_admit_same_key_other_request_conflicts(workspace):
-    job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="k1",
-              fingerprint="abc")
+    job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="k1", fingerprint="abc")
     with pytest.raises(IdempotencyConflict):
-        job_admit(workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="k1",
-                  fingerprint="other")
+        job_admit(
+            workspace_id=workspace.pk, kind="noop", payload={}, idempotency_key="k1", fingerprint="other"
+        )
 
 
 def test_idempotency_keys_are_scoped_to_the_workspace(workspace, other_workspace):
@@ -202,8 +205,9 @@ def test_accept_with_flags_goes_to_review_and_publishes_nothing(workspace):
     admit(workspace)
     claim = job_claim_next(worker_id="w1")
     published = []
-    state = job_accept_output(claim=claim, output={"items": [1]}, needs_review=True,
-                              publish=lambda job: published.append(job))
+    state = job_accept_output(
+        claim=claim, output={"items": [1]}, needs_review=True, publish=lambda job: published.append(job)
+    )
     assert state == State.AWAITING_REVIEW
     assert published == []
     assert Job.objects.get(pk=claim.job_id).review_required is True
@@ -213,13 +217,17 @@ def test_once_flagged_later_attempts_go_to_review_too(workspace):
     admit(workspace)
     claim = job_claim_next(worker_id="w1")
     job_accept_output(claim=claim, output={"items": []}, needs_review=True)
-    job_reject(job_id=claim.job_id, expected_version=Job.objects.get(pk=claim.job_id).version,
-               reason="wrong supplier")
+    job_reject(
+        job_id=claim.job_id,
+        expected_version=Job.objects.get(pk=claim.job_id).version,
+        reason="wrong supplier",
+    )
     job_retry(job_id=claim.job_id)
     again = job_claim_next(worker_id="w2")
     published = []
-    state = job_accept_output(claim=again, output={"items": []}, needs_review=False,
-                              publish=lambda job: published.append(job))
+    state = job_accept_output(
+        claim=again, output={"items": []}, needs_review=False, publish=lambda job: published.append(job)
+    )
     assert state == State.AWAITING_REVIEW
     assert published == []
 
@@ -301,8 +309,12 @@ def test_expired_leases_wait_their_own_backoff_from_database_time(workspace, set
         cursor.execute("SELECT now()")
         before = cursor.fetchone()[0]
     assert len(jobs_expire_leases()) == 8
-    delays = [(run_after - before).total_seconds() for run_after in
-              Job.objects.filter(pk__in=[c.job_id for c in claims]).values_list("run_after", flat=True)]
+    delays = [
+        (run_after - before).total_seconds()
+        for run_after in Job.objects.filter(pk__in=[c.job_id for c in claims]).values_list(
+            "run_after", flat=True
+        )
+    ]
     assert all(0 <= d <= 101 for d in delays)
     assert len({round(d, 3) for d in delays}) > 1  # each its own jitter
 
@@ -383,7 +395,9 @@ def test_retry_gives_fresh_budget_and_keeps_history(workspace, settings):
     again = job_claim_next(worker_id="w1")
     assert again.attempt == 2
     assert list(Attempt.objects.filter(job=job).values_list("number", "outcome")) == [
-        (1, "failed"), (2, "running")]
+        (1, "failed"),
+        (2, "running"),
+    ]
 
 
 def test_retry_of_running_job_is_invalid(workspace):
@@ -413,8 +427,12 @@ def _awaiting_review(workspace):
 
 def test_approve_publishes_at_the_seen_version(workspace):
     job = _awaiting_review(workspace)
-    result = job_approve(job_id=job.pk, expected_version=job.version, output={"items": ["y"]},
-                         publish=lambda j: {"item_count": len(j.output["items"])})
+    result = job_approve(
+        job_id=job.pk,
+        expected_version=job.version,
+        output={"items": ["y"]},
+        publish=lambda j: {"item_count": len(j.output["items"])},
+    )
     job.refresh_from_db()
     assert (job.state, job.result, result) == (State.COMPLETED, {"item_count": 1}, {"item_count": 1})
 
@@ -424,8 +442,12 @@ def test_stale_approval_publishes_nothing(workspace):
     job_review_edit(job_id=job.pk, expected_version=job.version, output={"items": ["edited"]})
     published = []
     with pytest.raises(VersionConflict):
-        job_approve(job_id=job.pk, expected_version=job.version, output={"items": []},
-                    publish=lambda j: published.append(j))
+        job_approve(
+            job_id=job.pk,
+            expected_version=job.version,
+            output={"items": []},
+            publish=lambda j: published.append(j),
+        )
     assert published == []
     assert Job.objects.get(pk=job.pk).state == State.AWAITING_REVIEW
 
@@ -478,8 +500,13 @@ def test_concurrent_admissions_with_one_key_create_one_job(workspace):
     def admitter():
         try:
             barrier.wait()
-            job, created = job_admit(workspace_id=workspace.pk, kind="noop", payload={},
-                                     idempotency_key="same-key", fingerprint="same")
+            job, created = job_admit(
+                workspace_id=workspace.pk,
+                kind="noop",
+                payload={},
+                idempotency_key="same-key",
+                fingerprint="same",
+            )
             results.append((job.pk, created))
         finally:
             connections.close_all()
@@ -505,6 +532,7 @@ def test_scan_skips_a_row_whose_heartbeat_is_in_flight(workspace):
 
     def heartbeat_in_open_transaction():
         from django.db import transaction
+
         try:
             with transaction.atomic():
                 job_heartbeat(claim=claim)
@@ -517,8 +545,11 @@ def test_scan_skips_a_row_whose_heartbeat_is_in_flight(workspace):
     thread.start()
     assert locked.wait(10)
     # The committed lease (what the scanner's snapshot sees) is now past.
-    wait_for(lambda: Job.objects.filter(pk=claim.job_id, lease_until__lt=Now()).exists(),
-             timeout=5, message="the committed lease to pass")
+    wait_for(
+        lambda: Job.objects.filter(pk=claim.job_id, lease_until__lt=Now()).exists(),
+        timeout=5,
+        message="the committed lease to pass",
+    )
     assert jobs_expire_leases() == []
     release.set()
     thread.join()
@@ -549,8 +580,10 @@ def test_expired_lease_waits_a_jittered_backoff_before_the_next_claim(workspace,
 
     assert len(jobs_expire_leases()) == 20
 
-    delays = [(run_after - changed).total_seconds()
-              for run_after, changed in Job.objects.values_list("run_after", "state_changed_at")]
+    delays = [
+        (run_after - changed).total_seconds()
+        for run_after, changed in Job.objects.values_list("run_after", "state_changed_at")
+    ]
     # Full jitter over [0, base * 2^(attempt - 1)] = [0, 100] for attempt 1.
     assert all(0 <= delay <= 100.01 for delay in delays)
     assert len({round(delay, 3) for delay in delays}) > 10
@@ -625,17 +658,30 @@ def test_job_events_carry_the_same_members_from_sql_and_from_python(workspace, s
     done = OutboxMessage.objects.get(topic="job.completed").payload
     attention = OutboxMessage.objects.get(topic="job.needs_attention").payload
     admitted = OutboxMessage.objects.filter(topic="job.accepted").first().payload
-    assert done == {"job_id": str(accepted.pk), "kind": "noop", "state": "completed", "attempt": 1,
-                    "result": None}
-    assert attention == {"job_id": str(failed.pk), "kind": "noop", "state": "needs_attention",
-                         "attempt": 1, "reason": "boom"}
+    assert done == {
+        "job_id": str(accepted.pk),
+        "kind": "noop",
+        "state": "completed",
+        "attempt": 1,
+        "result": None,
+    }
+    assert attention == {
+        "job_id": str(failed.pk),
+        "kind": "noop",
+        "state": "needs_attention",
+        "attempt": 1,
+        "reason": "boom",
+    }
     assert set(admitted) == {"job_id", "kind", "state", "attempt"}
 
 
 def _waiting_on_lock(table: str) -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                       "AND query LIKE %s AND pid <> pg_backend_pid()", [f"%{table}%"])
+        cursor.execute(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+            "AND query LIKE %s AND pid <> pg_backend_pid()",
+            [f"%{table}%"],
+        )
         return cursor.fetchone() is not None
 
 
@@ -664,8 +710,7 @@ def test_lease_renewal_does_not_wait_behind_the_workers_own_checkpoint_write(wor
         writer = threading.Thread(target=write_checkpoint)
         writer.start()
         try:
-            wait_for(lambda: _waiting_on_lock("jobs_jobcheckpoint"),
-                     message="the checkpoint write to wait")
+            wait_for(lambda: _waiting_on_lock("jobs_jobcheckpoint"), message="the checkpoint write to wait")
             with connection.cursor() as cursor:
                 cursor.execute("SET lock_timeout = '2s'")
             try:
@@ -698,9 +743,12 @@ def test_recovery_ends_the_session_that_holds_a_long_expired_job_and_requeues_it
         # A worker paused inside its transaction: it holds the job's row.
         stalled.execute("SELECT id FROM jobs_job WHERE id = %s FOR UPDATE", [claim.job_id])
         pid = stalled.info.backend_pid
-        wait_for(lambda: Job.objects.filter(
-            pk=claim.job_id, lease_until__lt=Now() - timedelta(seconds=1.1)).exists(),
-            message="the lease to have expired two leases ago")
+        wait_for(
+            lambda: Job.objects.filter(
+                pk=claim.job_id, lease_until__lt=Now() - timedelta(seconds=1.1)
+            ).exists(),
+            message="the lease to have expired two leases ago",
+        )
         assert jobs_expire_leases() == []  # SKIP LOCKED passes over the held row
         assert jobs_end_stalled_sessions(leases=2) == [(claim.job_id, pid)]
         with pytest.raises(psycopg.OperationalError):

@@ -36,8 +36,9 @@ def toy_kind():
         status_fields=lambda job: {"links": {"toy": f"/toy/{job.pk}/"}, "language": "en"},
         items=lambda job: (job.output or {}).get("words") or [],
         admin_fields={"text": lambda job: job.payload.get("text", "")},
-        admin_output=lambda job: format_html("<p id='toy-output'>{} word(s)</p>",
-                                             len((job.output or {}).get("words") or [])),
+        admin_output=lambda job: format_html(
+            "<p id='toy-output'>{} word(s)</p>", len((job.output or {}).get("words") or [])
+        ),
         review_link=lambda job: f"/toy/{job.pk}/look",
     )(count_words)
     yield registry.get_kind(KIND)
@@ -65,11 +66,19 @@ def test_a_toy_job_is_claimed_run_and_completed_by_the_worker(toy_kind, workspac
     assert Worker(worker_id="toy").run_one()
     job.refresh_from_db()
     assert job.state == State.COMPLETED
-    assert job.output == {"words": [{"word": "one", "letters": 3}, {"word": "two", "letters": 3},
-                                    {"word": "three", "letters": 5}]}
+    assert job.output == {
+        "words": [
+            {"word": "one", "letters": 3},
+            {"word": "two", "letters": 3},
+            {"word": "three", "letters": 5},
+        ]
+    }
     assert Attempt.objects.get(job=job).outcome == Attempt.Outcome.SUCCEEDED
-    topics = list(OutboxMessage.objects.filter(payload__job_id=str(job.pk))
-                  .order_by("created_at").values_list("topic", flat=True))
+    topics = list(
+        OutboxMessage.objects.filter(payload__job_id=str(job.pk))
+        .order_by("created_at")
+        .values_list("topic", flat=True)
+    )
     assert topics == ["job.accepted", "job.completed"]
 
 
@@ -113,7 +122,6 @@ def test_the_status_api_shows_what_the_toy_kind_adds(toy_kind, workspace, api_cl
     assert [(j["id"], j["language"]) for j in listed] == [(str(job.pk), "en")]
 
 
-
 def test_the_items_view_is_the_toy_kinds_own(toy_kind, workspace):
     # Through the selector the items endpoint calls: the product's API
     # document describes the product's items, not this kind's.
@@ -132,8 +140,7 @@ def test_a_kind_without_an_items_view_has_no_items(toy_kind, workspace, api_clie
     assert api_client.get(f"/api/jobs/{job.pk}").json()["state"] == State.COMPLETED
 
 
-def test_the_admin_page_of_a_toy_job_shows_what_the_kind_registers(
-        toy_kind, workspace, client, superuser):
+def test_the_admin_page_of_a_toy_job_shows_what_the_kind_registers(toy_kind, workspace, client, superuser):
     job = admit(workspace, "a supercalifragilistic word")
     Worker(worker_id="toy").run_one()
     client.force_login(superuser)
@@ -154,8 +161,11 @@ def test_admin_cancel_and_retry_move_a_toy_job(toy_kind, workspace, client, supe
     client.force_login(superuser)
 
     def act(action):
-        return client.post("/admin/jobs/job/", {"action": action, ACTION_CHECKBOX_NAME: [str(job.pk)],
-                                                "post": "yes"}, follow=True)
+        return client.post(
+            "/admin/jobs/job/",
+            {"action": action, ACTION_CHECKBOX_NAME: [str(job.pk)], "post": "yes"},
+            follow=True,
+        )
 
     assert act("cancel").status_code == 200
     job.refresh_from_db()

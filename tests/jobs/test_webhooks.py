@@ -29,14 +29,35 @@ from jobs.webhooks import address_is_public, target_vet, url_problem
 from tests.helpers import free_port, wait_for
 from tests.jobs.test_relay import Receiver
 
-NOT_PUBLIC = ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-              "100.64.0.1", "224.0.0.1", "240.0.0.1", "255.255.255.255", "::1", "fe80::1",
-              "fc00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::",
-              # IPv6 forms that carry a private IPv4 address: NAT64, 6to4,
-              # IPv4-compatible, Teredo (client 10.0.0.1, obfuscated).
-              "64:ff9b::127.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1", "2002:a00:1::1",
-              "2002:7f00:1::", "::10.0.0.1", "::169.254.169.254",
-              "2001:0:5db8:d1f8:0:f227:f5ff:fffe"]
+NOT_PUBLIC = [
+    "127.0.0.1",
+    "10.1.2.3",
+    "172.16.0.1",
+    "192.168.1.1",
+    "169.254.169.254",
+    "0.0.0.0",
+    "100.64.0.1",
+    "224.0.0.1",
+    "240.0.0.1",
+    "255.255.255.255",
+    "::1",
+    "fe80::1",
+    "fc00::1",
+    "ff02::1",
+    "::ffff:127.0.0.1",
+    "::ffff:169.254.169.254",
+    "::",
+    # IPv6 forms that carry a private IPv4 address: NAT64, 6to4,
+    # IPv4-compatible, Teredo (client 10.0.0.1, obfuscated).
+    "64:ff9b::127.0.0.1",
+    "64:ff9b::a9fe:a9fe",
+    "64:ff9b:1::a00:1",
+    "2002:a00:1::1",
+    "2002:7f00:1::",
+    "::10.0.0.1",
+    "::169.254.169.254",
+    "2001:0:5db8:d1f8:0:f227:f5ff:fffe",
+]
 PUBLIC = ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "64:ff9b::808:808", "2002:808:808::1"]
 
 
@@ -58,8 +79,10 @@ def resolver(monkeypatch):
             if host not in table:
                 raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
             addresses = table[host]
-        return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "",
-                 (a, port)) for a in addresses]
+        return [
+            (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+            for a in addresses
+        ]
 
     monkeypatch.setattr(webhooks.socket, "getaddrinfo", getaddrinfo)
     return table
@@ -95,12 +118,15 @@ def test_public_addresses_are_allowed(address):
     assert address_is_public(address) is True
 
 
-@pytest.mark.parametrize("url, insecure, problem", [
-    ("ftp://hooks.example.com/x", True, "https or http"),
-    ("http://hooks.example.com/x", False, "must use https"),
-    ("https://user:pw@hooks.example.com/x", False, "credentials"),
-    ("https:///x", False, "no host"),
-])
+@pytest.mark.parametrize(
+    "url, insecure, problem",
+    [
+        ("ftp://hooks.example.com/x", True, "https or http"),
+        ("http://hooks.example.com/x", False, "must use https"),
+        ("https://user:pw@hooks.example.com/x", False, "credentials"),
+        ("https:///x", False, "no host"),
+    ],
+)
 def test_url_form_problems(url, insecure, problem):
     assert problem in url_problem(url, allow_insecure=insecure)
 
@@ -112,10 +138,13 @@ def test_https_url_has_no_form_problem():
 # --- when the endpoint is saved -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("addresses", [["10.0.0.7"], ["169.254.169.254"], ["127.0.0.1"],
-                                       ["93.184.216.34", "10.0.0.7"], ["fe80::1"]])
+@pytest.mark.parametrize(
+    "addresses",
+    [["10.0.0.7"], ["169.254.169.254"], ["127.0.0.1"], ["93.184.216.34", "10.0.0.7"], ["fe80::1"]],
+)
 def test_saving_an_endpoint_refuses_hosts_resolving_to_non_public_addresses(
-        workspace, strict, resolver, no_connections, addresses):
+    workspace, strict, resolver, no_connections, addresses
+):
     resolver["hooks.example.com"] = addresses
     endpoint = WebhookEndpoint(workspace=workspace, url="https://hooks.example.com/x")
     with pytest.raises(ValidationError) as info:
@@ -142,12 +171,15 @@ def test_private_targets_are_allowed_when_the_setting_says_so(workspace, setting
     assert target_vet("https://receiver.internal/x").address == "10.0.0.7"
 
 
-def test_admin_form_refuses_a_link_local_url(client, workspace, strict, resolver, no_connections,
-                                             django_user_model):
+def test_admin_form_refuses_a_link_local_url(
+    client, workspace, strict, resolver, no_connections, django_user_model
+):
     client.force_login(django_user_model.objects.create_superuser("root"))
     resolver["metadata.example.com"] = ["169.254.169.254"]
-    response = client.post("/admin/jobs/webhookendpoint/add/", {
-        "workspace": workspace.pk, "url": "https://metadata.example.com/latest", "active": "on"})
+    response = client.post(
+        "/admin/jobs/webhookendpoint/add/",
+        {"workspace": workspace.pk, "url": "https://metadata.example.com/latest", "active": "on"},
+    )
     assert response.status_code == 200
     assert "not public" in str(response.context["adminform"].form.errors["url"])
     assert not WebhookEndpoint.objects.exists()
@@ -158,7 +190,8 @@ def test_admin_form_refuses_a_link_local_url(client, workspace, strict, resolver
 
 
 def test_delivery_to_a_host_now_resolving_to_a_private_address_is_refused_without_connecting(
-        workspace, strict, resolver, no_connections):
+    workspace, strict, resolver, no_connections
+):
     # Vetted when saved; its DNS answer has changed since.
     resolver["hooks.example.com"] = ["10.0.0.7"]
     WebhookEndpoint.objects.create(workspace=workspace, url="https://hooks.example.com/x")
@@ -172,14 +205,14 @@ def test_delivery_to_a_host_now_resolving_to_a_private_address_is_refused_withou
     assert no_connections == []
 
 
-def test_delivery_connects_to_the_vetted_address_with_the_configured_host(
-        workspace, settings, resolver):
+def test_delivery_connects_to_the_vetted_address_with_the_configured_host(workspace, settings, resolver):
     receiver = Receiver()
     try:
         port = receiver.server.server_address[1]
         resolver["hooks.example.test"] = ["127.0.0.1"]
         endpoint = WebhookEndpoint.objects.create(
-            workspace=workspace, url=f"http://hooks.example.test:{port}/hook", secret=receiver.secret)
+            workspace=workspace, url=f"http://hooks.example.test:{port}/hook", secret=receiver.secret
+        )
         message_in(workspace)
 
         relay_once()
@@ -215,7 +248,8 @@ def test_redirects_are_not_followed_and_record_only_the_status(workspace):
     thread.start()
     try:
         WebhookEndpoint.objects.create(
-            workspace=workspace, url=f"http://127.0.0.1:{server.server_address[1]}/hook")
+            workspace=workspace, url=f"http://127.0.0.1:{server.server_address[1]}/hook"
+        )
         message = message_in(workspace)
         relay_once()
     finally:
@@ -257,9 +291,11 @@ def test_admin_shows_the_secret_once_then_masked(client, workspace, resolver, dj
     add_page = client.get("/admin/jobs/webhookendpoint/add/").content.decode()
     assert 'name="secret"' not in add_page  # never typed in
 
-    response = client.post("/admin/jobs/webhookendpoint/add/", {
-        "workspace": workspace.pk, "url": "https://hooks.example.com/x", "active": "on"},
-        follow=True)
+    response = client.post(
+        "/admin/jobs/webhookendpoint/add/",
+        {"workspace": workspace.pk, "url": "https://hooks.example.com/x", "active": "on"},
+        follow=True,
+    )
 
     endpoint = WebhookEndpoint.objects.get()
     shown = [str(m) for m in get_messages(response.wsgi_request)]
@@ -275,8 +311,11 @@ def test_admin_rotation_shows_the_new_secret_once(client, workspace, django_user
     endpoint = WebhookEndpoint.objects.create(workspace=workspace, url="https://a.example.com/")
     old = endpoint.secret
 
-    response = client.post("/admin/jobs/webhookendpoint/", {
-        "action": "rotate_secret", helpers.ACTION_CHECKBOX_NAME: [str(endpoint.pk)]}, follow=True)
+    response = client.post(
+        "/admin/jobs/webhookendpoint/",
+        {"action": "rotate_secret", helpers.ACTION_CHECKBOX_NAME: [str(endpoint.pk)]},
+        follow=True,
+    )
 
     endpoint.refresh_from_db()
     assert endpoint.secret != old and endpoint.previous_secret == old
@@ -286,13 +325,15 @@ def test_admin_rotation_shows_the_new_secret_once(client, workspace, django_user
 def test_rotation_signs_with_both_secrets_during_the_grace_period_only(workspace):
     receiver = Receiver()
     try:
-        endpoint = WebhookEndpoint.objects.create(workspace=workspace, url=receiver.url,
-                                                  secret="whsec_the-old-secret-value-0000")
+        endpoint = WebhookEndpoint.objects.create(
+            workspace=workspace, url=receiver.url, secret="whsec_the-old-secret-value-0000"
+        )
         new = webhook_secret_rotate(endpoint_id=endpoint.pk, grace_seconds=3600)
         message_in(workspace)
         relay_once()
         WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-            previous_secret_expires_at=Now() - timedelta(seconds=1))
+            previous_secret_expires_at=Now() - timedelta(seconds=1)
+        )
         message_in(workspace)
         relay_once()
     finally:
@@ -331,7 +372,8 @@ def delivered(message) -> bool:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_slow_endpoint_does_not_delay_another_workspaces_messages(
-        workspace, other_workspace, slow, fast, settings):
+    workspace, other_workspace, slow, fast, settings
+):
     settings.WEBHOOK_TIMEOUT_SECONDS = 30  # the slow endpoint cannot time out during the test
     settings.OUTBOX_VISIBILITY_SECONDS = 120
     WebhookEndpoint.objects.create(workspace=workspace, url=slow.url, secret=slow.secret)
@@ -343,8 +385,11 @@ def test_a_slow_endpoint_does_not_delay_another_workspaces_messages(
     try:
         wait_for(lambda: slow.requests, timeout=15, message="the slow endpoint's first POST")
         others = [message_in(other_workspace) for _ in range(3)]
-        wait_for(lambda: all(delivered(m) for m in others), timeout=15,
-                 message="the other workspace's messages, while the slow POST is held")
+        wait_for(
+            lambda: all(delivered(m) for m in others),
+            timeout=15,
+            message="the other workspace's messages, while the slow POST is held",
+        )
         assert not delivered(held) and not slow.released.is_set()
         slow.released.set()
         wait_for(lambda: delivered(held), timeout=15, message="the held message")
@@ -357,8 +402,7 @@ def test_a_slow_endpoint_does_not_delay_another_workspaces_messages(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_slow_endpoint_does_not_delay_the_same_message_to_another_endpoint(
-        workspace, slow, fast, settings):
+def test_a_slow_endpoint_does_not_delay_the_same_message_to_another_endpoint(workspace, slow, fast, settings):
     settings.WEBHOOK_TIMEOUT_SECONDS = 30
     settings.OUTBOX_VISIBILITY_SECONDS = 120
     WebhookEndpoint.objects.create(workspace=workspace, url=slow.url, secret=slow.secret)
@@ -368,8 +412,11 @@ def test_a_slow_endpoint_does_not_delay_the_same_message_to_another_endpoint(
     relay = RelayThread(stop)
     relay.start()
     try:
-        wait_for(lambda: slow.requests and fast.requests, timeout=15,
-                 message="both endpoints to receive the message, one of them held")
+        wait_for(
+            lambda: slow.requests and fast.requests,
+            timeout=15,
+            message="both endpoints to receive the message, one of them held",
+        )
         assert not slow.released.is_set()
         slow.released.set()
         wait_for(lambda: delivered(message), timeout=15, message="the message to be delivered")
@@ -380,8 +427,7 @@ def test_a_slow_endpoint_does_not_delay_the_same_message_to_another_endpoint(
     assert [r["headers"]["Webhook-Id"] for r in fast.requests] == [str(message.pk)]
 
 
-def test_an_endpoint_that_times_out_is_not_retried_for_the_rest_of_the_batch(
-        workspace, slow, settings):
+def test_an_endpoint_that_times_out_is_not_retried_for_the_rest_of_the_batch(workspace, slow, settings):
     settings.WEBHOOK_TIMEOUT_SECONDS = 0.5
     WebhookEndpoint.objects.create(workspace=workspace, url=slow.url, secret=slow.secret)
     messages = [message_in(workspace) for _ in range(3)]
@@ -391,6 +437,7 @@ def test_an_endpoint_that_times_out_is_not_retried_for_the_rest_of_the_batch(
     assert len(slow.requests) == 1  # one timeout, not three
     rows = OutboxMessage.objects.filter(pk__in=[m.pk for m in messages])
     assert [(row.last_error, row.attempts, row.delivered_at) for row in rows] == [
-        (f"{slow.url}: timeout", 1, None)] * 3
+        (f"{slow.url}: timeout", 1, None)
+    ] * 3
     # All three back off before the endpoint is tried again.
     assert relay_once() == 0

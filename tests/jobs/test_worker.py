@@ -56,7 +56,10 @@ def test_poison_job_needs_attention_after_max_attempts(workspace, settings):
     last = Attempt.objects.get(job=job, number=3)
     assert last.error == f"reference {reference}: RuntimeError: provider returned 503"
     assert list(Attempt.objects.filter(job=job).values_list("outcome", flat=True)) == [
-        "retry", "retry", "failed"]
+        "retry",
+        "retry",
+        "failed",
+    ]
 
 
 def test_permanent_error_needs_attention_without_retry(workspace):
@@ -121,8 +124,9 @@ def test_stopping_worker_releases_a_cooperative_job_at_its_check_in(workspace):
     runner = threading.Thread(target=run_one_in_thread)
     runner.start()
     try:
-        wait_for(lambda: Job.objects.filter(pk=job.pk, state=State.RUNNING).exists(),
-                 message="the job to start")
+        wait_for(
+            lambda: Job.objects.filter(pk=job.pk, state=State.RUNNING).exists(), message="the job to start"
+        )
         worker.stop()
         runner.join(10)
     finally:
@@ -165,8 +169,7 @@ def test_stopping_worker_releases_prefetched_jobs_it_never_started(workspace):
     worker.release_claimed(worker._claimed)
     states = sorted(Job.objects.values_list("state", flat=True))
     assert states == [State.COMPLETED, State.RETRYING, State.RETRYING]
-    assert sorted(Attempt.objects.values_list("outcome", flat=True)) == [
-        "released", "released", "succeeded"]
+    assert sorted(Attempt.objects.values_list("outcome", flat=True)) == ["released", "released", "succeeded"]
 
 
 def _running_for(worker_id):
@@ -179,7 +182,10 @@ def test_default_claim_takes_one_job_of_a_kind_it_has_not_run(workspace):
     worker = Worker(worker_id="w")
     assert worker.run_one() is True
     assert sorted(Job.objects.values_list("state", flat=True)) == [
-        State.COMPLETED, State.QUEUED, State.QUEUED]
+        State.COMPLETED,
+        State.QUEUED,
+        State.QUEUED,
+    ]
 
 
 def test_default_claim_prefetches_a_kind_this_worker_runs_fast(workspace, settings):
@@ -241,8 +247,7 @@ def test_run_times_mark_only_fast_kinds_short():
     assert not times.is_short("noop")
 
 
-def test_a_group_of_short_jobs_is_accepted_in_one_statement(workspace, settings,
-                                                            django_assert_num_queries):
+def test_a_group_of_short_jobs_is_accepted_in_one_statement(workspace, settings, django_assert_num_queries):
     settings.JOB_PREFETCH_MAX = 5
     worker = Worker(worker_id="w")
     admit(workspace, "noop")
@@ -271,8 +276,7 @@ def test_a_group_member_that_lost_its_lease_is_not_accepted(workspace, settings)
     while worker.run_one():
         pass
     states = dict(Job.objects.filter(pk__in=[j.pk for j in jobs]).values_list("pk", "state"))
-    assert states == {jobs[0].pk: State.CANCELLED, jobs[1].pk: State.COMPLETED,
-                      jobs[2].pk: State.COMPLETED}
+    assert states == {jobs[0].pk: State.CANCELLED, jobs[1].pk: State.COMPLETED, jobs[2].pk: State.COMPLETED}
     assert Attempt.objects.get(job_id=jobs[0].pk).outcome == "cancelled"
 
 
@@ -289,11 +293,14 @@ def test_a_lost_connection_retries_the_job_without_counting_the_attempt(workspac
 
     thread = threading.Thread(target=work)
     thread.start()
-    wait_for(lambda: Job.objects.filter(pk=job.pk, state=State.RUNNING).exists(), timeout=20,
-             message="the claim")
+    wait_for(
+        lambda: Job.objects.filter(pk=job.pk, state=State.RUNNING).exists(), timeout=20, message="the claim"
+    )
     with connection.cursor() as cursor:  # the worker's session ends while its job sleeps
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
     thread.join(30)
     job.refresh_from_db()
     assert (job.state, job.attempt, job.max_attempts) == (State.RETRYING, 1, 3)

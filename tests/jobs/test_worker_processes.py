@@ -15,8 +15,12 @@ from tests.helpers import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
-FAST = {"JOB_LEASE_SECONDS": 2, "JOB_RECOVERY_INTERVAL_SECONDS": 0.25,
-        "JOB_POLL_INTERVAL_SECONDS": 0.2, "JOB_BACKOFF_BASE_SECONDS": 0.5}
+FAST = {
+    "JOB_LEASE_SECONDS": 2,
+    "JOB_RECOVERY_INTERVAL_SECONDS": 0.25,
+    "JOB_POLL_INTERVAL_SECONDS": 0.2,
+    "JOB_BACKOFF_BASE_SECONDS": 0.5,
+}
 
 
 def admit(workspace, kind, payload):
@@ -54,8 +58,11 @@ def test_paused_worker_resumes_after_takeover_and_changes_nothing(workspace, pro
     assert job_row(job.pk).output == {"worker_id": "worker-b", "attempt": 2}
 
     a.send_signal(signal.SIGCONT)
-    wait_for(lambda: Attempt.objects.get(job=job, number=1).outcome == "stale", timeout=15,
-             message="A's late completion to be recorded as stale")
+    wait_for(
+        lambda: Attempt.objects.get(job=job, number=1).outcome == "stale",
+        timeout=15,
+        message="A's late completion to be recorded as stale",
+    )
     stale = Attempt.objects.get(job=job, number=1)
     assert stale.diagnostic["output"] == {"worker_id": "worker-a", "attempt": 1}
     final = job_row(job.pk)
@@ -69,12 +76,14 @@ def test_killed_worker_job_is_recovered_and_completed_once(workspace, processes)
     wait_for(lambda: running_attempt(job.pk, 1), message="A to claim the job")
     b = processes.worker("worker-b", **FAST)
     # Measure recovery, not B's start-up (seconds on a loaded machine).
-    wait_for(lambda: "worker-b started" in processes.output(b), timeout=60,
-             message="B to start")
+    wait_for(lambda: "worker-b started" in processes.output(b), timeout=60, message="B to start")
     a.send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
-    wait_for(lambda: running_attempt(job.pk, 2) or job_row(job.pk).state == State.COMPLETED,
-             timeout=15, message="another worker to take the job")
+    wait_for(
+        lambda: running_attempt(job.pk, 2) or job_row(job.pk).state == State.COMPLETED,
+        timeout=15,
+        message="another worker to take the job",
+    )
     recovery = time.monotonic() - killed_at
     wait_for(lambda: job_row(job.pk).state == State.COMPLETED, message="the job to complete")
     outcomes = list(Attempt.objects.filter(job=job).values_list("number", "outcome", "worker_id"))
@@ -91,16 +100,18 @@ def test_cancelled_job_stops_worker_at_next_heartbeat(workspace, processes):
     wait_for(lambda: running_attempt(job.pk, 1), message="the worker to claim the job")
     job_cancel(job_id=job.pk, by_label="test")
     follow_up = admit(workspace, "noop", {})
-    wait_for(lambda: job_row(follow_up.pk).state == State.COMPLETED, timeout=15,
-             message="the worker to stop the cancelled job and go on")
+    wait_for(
+        lambda: job_row(follow_up.pk).state == State.COMPLETED,
+        timeout=15,
+        message="the worker to stop the cancelled job and go on",
+    )
     cancelled = job_row(job.pk)
     assert (cancelled.state, cancelled.output, cancelled.lease_token) == (State.CANCELLED, None, None)
     assert Attempt.objects.get(job=job).outcome == "cancelled"
 
 
 def test_sigterm_releases_a_job_at_its_check_in(workspace, processes):
-    job = admit(workspace, "sleep", {"attempt_seconds": {"1": 600}, "seconds": 0.05,
-                                     "cooperative": True})
+    job = admit(workspace, "sleep", {"attempt_seconds": {"1": 600}, "seconds": 0.05, "cooperative": True})
     a = processes.worker("worker-a", **FAST)
     wait_for(lambda: running_attempt(job.pk, 1), message="the worker to claim the job")
     a.send_signal(signal.SIGTERM)
@@ -139,8 +150,11 @@ def test_busy_worker_recovers_another_workers_lapsed_lease(workspace, processes)
     assert claim.job_id == orphan.pk
     Job.objects.filter(pk=orphan.pk).update(lease_until=Now() - timedelta(seconds=1))
 
-    wait_for(lambda: job_row(orphan.pk).state != State.RUNNING, timeout=30,
-             message="the busy worker's recovery clock to expire the orphan's lease")
+    wait_for(
+        lambda: job_row(orphan.pk).state != State.RUNNING,
+        timeout=30,
+        message="the busy worker's recovery clock to expire the orphan's lease",
+    )
     assert Attempt.objects.get(job=orphan, number=1).outcome == "expired"
     assert running_attempt(long_job.pk, 1)  # still busy with the long job
 
@@ -162,11 +176,17 @@ def test_idle_worker_wakes_on_notify_before_its_poll_interval(workspace, process
     processes.worker("worker-a", JOB_POLL_INTERVAL_SECONDS=600, JOB_RECOVERY_INTERVAL_SECONDS=600)
     first = admit(workspace, "noop", {})
     # The first job may be found by the start-up claim; wait until the worker idles.
-    wait_for(lambda: job_row(first.pk).state == State.COMPLETED, timeout=30,
-             message="the worker to start and drain")
+    wait_for(
+        lambda: job_row(first.pk).state == State.COMPLETED,
+        timeout=30,
+        message="the worker to start and drain",
+    )
     job = admit(workspace, "noop", {})
-    wait_for(lambda: job_row(job.pk).state == State.COMPLETED, timeout=10,
-             message="NOTIFY to wake the idle worker (it would otherwise poll in 600 s)")
+    wait_for(
+        lambda: job_row(job.pk).state == State.COMPLETED,
+        timeout=10,
+        message="NOTIFY to wake the idle worker (it would otherwise poll in 600 s)",
+    )
 
 
 def test_burst_worker_drains_queue_and_exits(workspace, processes):

@@ -32,8 +32,7 @@ def main(which: str) -> None:
 
     executor = MigrationExecutor(connection)
     leaves = executor.loader.graph.leaf_nodes()
-    targets = leaves if which == "last" else [
-        *FIRST, *(key for key in leaves if key[0] not in FORMER)]
+    targets = leaves if which == "last" else [*FIRST, *(key for key in leaves if key[0] not in FORMER)]
     executor.migrate(targets)
     apps = MigrationExecutor(connection).loader.project_state(targets).apps
 
@@ -41,27 +40,43 @@ def main(which: str) -> None:
         return apps.get_model(*label.split("."))
 
     # The content types and a permission of the time, as `migrate` made them.
-    content_types = {name: model("contenttypes.ContentType").objects.create(app_label="catalog",
-                                                                             model=name)
-                     for name in ("workspace", "membership", "apitoken")}
+    content_types = {
+        name: model("contenttypes.ContentType").objects.create(app_label="catalog", model=name)
+        for name in ("workspace", "membership", "apitoken")
+    }
     permission = model("auth.Permission").objects.create(
-        name="Can change api token", content_type=content_types["apitoken"],
-        codename="change_apitoken")
+        name="Can change api token", content_type=content_types["apitoken"], codename="change_apitoken"
+    )
     user = model("auth.User").objects.create(username="ulla", password="!", is_staff=True)
     user.user_permissions.add(permission)
     workspace = model("catalog.Workspace").objects.create(slug="before", name="Before the move")
     model("catalog.Membership").objects.create(workspace=workspace, user=user, role="reviewer")
-    model("catalog.ApiToken").objects.create(user=user, name="old", prefix=TOKEN[:12],
-                                             token_hash=_token_hash(TOKEN))
+    model("catalog.ApiToken").objects.create(
+        user=user, name="old", prefix=TOKEN[:12], token_hash=_token_hash(TOKEN)
+    )
     supplier = model("catalog.Supplier").objects.create(workspace=workspace, name="Old Supplier")
     job = model("jobs.Job").objects.create(
-        id=JOB_ID, kind="parse_sheet", workspace=workspace, state="completed", attempt=1,
-        max_attempts=5, idempotency_key="old-key", result={"item_count": 1})
+        id=JOB_ID,
+        kind="parse_sheet",
+        workspace=workspace,
+        state="completed",
+        attempt=1,
+        max_attempts=5,
+        idempotency_key="old-key",
+        result={"item_count": 1},
+    )
     revision = model("catalog.CatalogRevision").objects.create(
-        workspace=workspace, supplier=supplier, job=job, attempt=1, item_count=1)
+        workspace=workspace, supplier=supplier, job=job, attempt=1, item_count=1
+    )
     model("catalog.CatalogItem").objects.create(
-        revision=revision, sku="OLD-1", description="Kept across the move", unit_price="1.5",
-        currency="EUR", source_sheet="Sheet1", source_row=2)
+        revision=revision,
+        sku="OLD-1",
+        description="Kept across the move",
+        unit_price="1.5",
+        currency="EUR",
+        source_sheet="Sheet1",
+        source_row=2,
+    )
     print(TOKEN)
 
 

@@ -28,10 +28,14 @@ def items_of(job):
 
 def test_a_corrected_description_and_price_publish_without_a_source_flag(workspace, reviewer):
     job = flagged_job(workspace)
-    result = review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
-                            edits=ReviewEdits(**EUR_PIECE, rows={0: {"description": "Hexagon bolt M8",
-                                                                     "unit_price": "13.10",
-                                                                     "sku": "HB-8"}}))
+    result = review_approve(
+        user=reviewer,
+        job_id=job.pk,
+        expected_version=job.version,
+        edits=ReviewEdits(
+            **EUR_PIECE, rows={0: {"description": "Hexagon bolt M8", "unit_price": "13.10", "sku": "HB-8"}}
+        ),
+    )
     assert result["item_count"] == 3
     item = CatalogItem.objects.get(revision__job=job, sku="HB-8")
     assert (item.description, str(item.unit_price.normalize())) == ("Hexagon bolt M8", "13.1")
@@ -51,8 +55,12 @@ def test_a_value_the_reviewer_set_carries_who_when_and_the_extracted_value(works
 def test_setting_the_extracted_value_back_drops_the_provenance(workspace, reviewer):
     job = flagged_job(workspace)
     version = save(reviewer, job, ReviewEdits(rows={0: {"unit_price": "13.10"}}))
-    review_save_edits(user=reviewer, job_id=job.pk, expected_version=version,
-                      edits=ReviewEdits(rows={0: {"unit_price": "12.50"}}))
+    review_save_edits(
+        user=reviewer,
+        job_id=job.pk,
+        expected_version=version,
+        edits=ReviewEdits(rows={0: {"unit_price": "12.50"}}),
+    )
     item = items_of(job)[0]
     assert "provenance" not in item
     assert item["unit_price"] == "12.50"
@@ -111,20 +119,23 @@ def test_an_omitted_item_can_be_restored_before_approval(workspace, reviewer):
     job = flagged_job(workspace)
     version = save(reviewer, job, ReviewEdits(remove=frozenset({2})))
     assert items_of(job)[2]["omitted"] is True
-    version = review_save_edits(user=reviewer, job_id=job.pk, expected_version=version,
-                                edits=ReviewEdits(restore=frozenset({2})))
+    version = review_save_edits(
+        user=reviewer, job_id=job.pk, expected_version=version, edits=ReviewEdits(restore=frozenset({2}))
+    )
     assert "omitted" not in items_of(job)[2]
-    review_approve(user=reviewer, job_id=job.pk, expected_version=version,
-                   edits=ReviewEdits(**EUR_PIECE))
+    review_approve(user=reviewer, job_id=job.pk, expected_version=version, edits=ReviewEdits(**EUR_PIECE))
     assert CatalogItem.objects.filter(revision__job=job).count() == 3
 
 
 def test_an_omitted_item_does_not_block_and_is_not_published(workspace, reviewer):
     job = flagged_job(workspace, items=sheet_items("EUR"))
-    review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
-                   edits=ReviewEdits(remove=frozenset({2})))
+    review_approve(
+        user=reviewer, job_id=job.pk, expected_version=job.version, edits=ReviewEdits(remove=frozenset({2}))
+    )
     assert sorted(CatalogItem.objects.filter(revision__job=job).values_list("sku", flat=True)) == [
-        "A-1", "A-2"]
+        "A-1",
+        "A-2",
+    ]
 
 
 def test_a_unit_word_is_mapped_once_for_the_sheet(workspace, reviewer):
@@ -152,36 +163,52 @@ def test_a_currency_for_the_flagged_items_leaves_clean_items_alone(workspace, re
 
 def test_the_summary_counts_what_approval_would_publish_omit_and_change(workspace, reviewer):
     job = flagged_job(workspace)
-    summary = review_preview(user=reviewer, job_id=job.pk, expected_version=job.version,
-                             edits=ReviewEdits(currency="EUR", remove=frozenset({2}),
-                                               rows={0: {"description": "Hexagon bolt"}}))
-    assert summary == {"publish": 2, "omitted": 1, "changed_by_hand": 2, "blocking": 0,
-                       "problems": []}
+    summary = review_preview(
+        user=reviewer,
+        job_id=job.pk,
+        expected_version=job.version,
+        edits=ReviewEdits(currency="EUR", remove=frozenset({2}), rows={0: {"description": "Hexagon bolt"}}),
+    )
+    assert summary == {"publish": 2, "omitted": 1, "changed_by_hand": 2, "blocking": 0, "problems": []}
     assert Job.objects.get(pk=job.pk).version == job.version
 
 
 def test_an_extracted_currency_that_is_not_active_blocks_approval(workspace, reviewer):
     job = flagged_job(workspace, items=sheet_items("EUT"))
     with pytest.raises(ApprovalBlocked) as blocked:
-        review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
-                       edits=ReviewEdits(unit="piece"))
+        review_approve(
+            user=reviewer, job_id=job.pk, expected_version=job.version, edits=ReviewEdits(unit="piece")
+        )
     assert {p["code"] for p in blocked.value.problems} == {"missing_currency"}
 
 
-@pytest.mark.parametrize("name, typed, kept", [
-    ("currency", "usd", "USD"), ("currency", "", None), ("unit_price", "1,10", "1.10"),
-    ("unit_price", "12.50", "12.50"), ("pack_size", "6", 6), ("unit", "pc", "pc"),
-])
+@pytest.mark.parametrize(
+    "name, typed, kept",
+    [
+        ("currency", "usd", "USD"),
+        ("currency", "", None),
+        ("unit_price", "1,10", "1.10"),
+        ("unit_price", "12.50", "12.50"),
+        ("pack_size", "6", 6),
+        ("unit", "pc", "pc"),
+    ],
+)
 def test_a_cell_value_of_its_kind_is_kept_as_stored(name, typed, kept):
     assert value_check(name=name, value=typed, description="Hex bolt M8") == (kept, None)
 
 
-@pytest.mark.parametrize("name, typed, says", [
-    ("currency", "dollar", "pick an ISO 4217 code"), ("currency", "EURO", "is not a currency"),
-    ("currency", "US", "is not a currency"), ("unit_price", "on request", "is not a price"),
-    ("unit_price", "0", "is not a price"), ("pack_size", "-2", "is not a pack size"),
-    ("unit", "u", "'u'"),
-])
+@pytest.mark.parametrize(
+    "name, typed, says",
+    [
+        ("currency", "dollar", "pick an ISO 4217 code"),
+        ("currency", "EURO", "is not a currency"),
+        ("currency", "US", "is not a currency"),
+        ("unit_price", "on request", "is not a price"),
+        ("unit_price", "0", "is not a price"),
+        ("pack_size", "-2", "is not a pack size"),
+        ("unit", "u", "'u'"),
+    ],
+)
 def test_a_cell_value_not_of_its_kind_is_refused_with_the_reason(name, typed, says):
     kept, message = value_check(name=name, value=typed, description="Hex bolt M8")
     assert kept is None and says in message

@@ -57,18 +57,28 @@ def test_the_models_unstated_currency_survives_an_edit_of_another_field(unstated
 def test_the_models_unstated_currency_blocks_approval(unstated_currency_job, reviewer):
     job = unstated_currency_job
     with pytest.raises(ApprovalBlocked) as blocked:
-        review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
-                       edits=ReviewEdits(rows={0: {"description": "Green apples"}}))
+        review_approve(
+            user=reviewer,
+            job_id=job.pk,
+            expected_version=job.version,
+            edits=ReviewEdits(rows={0: {"description": "Green apples"}}),
+        )
     assert [(p["index"], p["code"]) for p in blocked.value.problems] == [
-        (0, "currency_not_in_sheet"), (1, "currency_not_in_sheet")]
+        (0, "currency_not_in_sheet"),
+        (1, "currency_not_in_sheet"),
+    ]
     assert Job.objects.get(pk=job.pk).state == State.AWAITING_REVIEW
     assert not CatalogItem.objects.filter(revision__job=job).exists()
 
 
 def test_the_reviewers_currency_clears_the_models_unstated_one(unstated_currency_job, reviewer):
     job = unstated_currency_job
-    review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
-                   edits=ReviewEdits(currency="EUR", currency_scope="all"))
+    review_approve(
+        user=reviewer,
+        job_id=job.pk,
+        expected_version=job.version,
+        edits=ReviewEdits(currency="EUR", currency_scope="all"),
+    )
     assert Job.objects.get(pk=job.pk).state == State.COMPLETED
     assert {i.currency for i in CatalogItem.objects.filter(revision__job=job)} == {"EUR"}
 
@@ -88,9 +98,14 @@ def unread_description_job(workspace, settings):
     from tests.catalog.test_model_checks import model_item
     from tests.fake_llm import FakeProvider
 
-    fake = FakeProvider(default=lambda _body: {"items": [
-        model_item("A-1", "Golden apples, premium", "1.50", "EUR", 2),
-        model_item("B-2", "Pears", "2.25", "EUR", 3)]})
+    fake = FakeProvider(
+        default=lambda _body: {
+            "items": [
+                model_item("A-1", "Golden apples, premium", "1.50", "EUR", 2),
+                model_item("B-2", "Pears", "2.25", "EUR", 3),
+            ]
+        }
+    )
     settings.EXTRACTOR = "openai"
     settings.LLM_BASE_URL = fake.url
     settings.LLM_API_KEY = "test-key"
@@ -107,7 +122,9 @@ def unread_description_job(workspace, settings):
     return job
 
 
-def test_the_models_unread_description_survives_an_edit_of_another_field_and_blocks(unread_description_job, reviewer):
+def test_the_models_unread_description_survives_an_edit_of_another_field_and_blocks(
+    unread_description_job, reviewer
+):
     job = unread_description_job
     save(reviewer, job, ReviewEdits(rows={0: {"unit": "kg"}}))
     job = Job.objects.get(pk=job.pk)
@@ -119,6 +136,10 @@ def test_the_models_unread_description_survives_an_edit_of_another_field_and_blo
 
 def test_the_reviewers_description_clears_the_models_unread_one(unread_description_job, reviewer):
     job = unread_description_job
-    review_approve(user=reviewer, job_id=job.pk, expected_version=job.version,
-                   edits=ReviewEdits(rows={0: {"description": "Apples"}}))
+    review_approve(
+        user=reviewer,
+        job_id=job.pk,
+        expected_version=job.version,
+        edits=ReviewEdits(rows={0: {"description": "Apples"}}),
+    )
     assert Job.objects.get(pk=job.pk).state == State.COMPLETED

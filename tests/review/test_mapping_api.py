@@ -32,18 +32,45 @@ def bands_csv(bands=("0-1 kg", "1-2 kg", "2-5 kg", "5-10 kg"), *, extra_column: 
 
 def headerless_csv(rows: int = 4, *, prefix: str = "K") -> bytes:
     """An item list without a header row: code, name, unit, price."""
-    return "".join(f"{prefix}-{100 + n},Invented widget {prefix}{n},piece,{n + 1}.25\n"
-                   for n in range(rows)).encode()
+    return "".join(
+        f"{prefix}-{100 + n},Invented widget {prefix}{n},piece,{n + 1}.25\n" for n in range(rows)
+    ).encode()
 
 
-MAPPING = {"sheets": [{"sheet": "Sheet1", "header_row": 1,
-                       "columns": {"sku": None, "description": "A", "unit": None, "pack_size": None,
-                                   "unit_price": "B", "currency": None}}],
-           "currency": "EUR"}
-HEADERLESS_MAPPING = {"sheets": [{"sheet": "Sheet1", "header_row": None,
-                                  "columns": {"sku": "A", "description": "B", "unit": "C",
-                                              "pack_size": None, "unit_price": "D", "currency": None}}],
-                      "currency": "EUR"}
+MAPPING = {
+    "sheets": [
+        {
+            "sheet": "Sheet1",
+            "header_row": 1,
+            "columns": {
+                "sku": None,
+                "description": "A",
+                "unit": None,
+                "pack_size": None,
+                "unit_price": "B",
+                "currency": None,
+            },
+        }
+    ],
+    "currency": "EUR",
+}
+HEADERLESS_MAPPING = {
+    "sheets": [
+        {
+            "sheet": "Sheet1",
+            "header_row": None,
+            "columns": {
+                "sku": "A",
+                "description": "B",
+                "unit": "C",
+                "pack_size": None,
+                "unit_price": "D",
+                "currency": None,
+            },
+        }
+    ],
+    "currency": "EUR",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -59,9 +86,12 @@ def bearer(user) -> Client:
 def admit(workspace, data: bytes, name="list.csv"):
     supplier = supplier_get_or_create(workspace=workspace, name=SUPPLIER)
     sheet = pricesheet_store(workspace=workspace, chunks=[data], original_name=name, supplier=supplier)
-    job, _ = job_admit(workspace_id=workspace.pk, kind="parse_sheet",
-                       payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk},
-                       fingerprint=sheet.sha256)
+    job, _ = job_admit(
+        workspace_id=workspace.pk,
+        kind="parse_sheet",
+        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier.pk},
+        fingerprint=sheet.sha256,
+    )
     return job
 
 
@@ -82,8 +112,7 @@ def post_mapping(client, job, body=None, **changes):
     body = dict(MAPPING if body is None else body)
     body.setdefault("version", job.version)
     body.update(changes)
-    return client.post(f"/api/jobs/{job.pk}/mapping", json.dumps(body),
-                       content_type="application/json")
+    return client.post(f"/api/jobs/{job.pk}/mapping", json.dumps(body), content_type="application/json")
 
 
 def test_a_refused_sheet_reports_its_columns_and_where_to_send_a_mapping(workspace, reviewer):
@@ -112,8 +141,7 @@ def test_mapping_answers_202_and_the_job_is_queued_with_it_and_a_fresh_budget(wo
     assert OutboxMessage.objects.filter(topic="job.requeued", payload__job_id=str(job.pk)).count() == 1
 
 
-def test_a_mapped_sheet_comes_back_to_review_then_publishes_and_its_layout_is_remembered(
-        workspace, reviewer):
+def test_a_mapped_sheet_comes_back_to_review_then_publishes_and_its_layout_is_remembered(workspace, reviewer):
     job = refused_job(workspace)
     assert post_mapping(bearer(reviewer), job).status_code == 202
     run_until_idle()
@@ -121,10 +149,12 @@ def test_a_mapped_sheet_comes_back_to_review_then_publishes_and_its_layout_is_re
     assert job.state == State.AWAITING_REVIEW
     assert job.output["layout"]["source"] == "reviewer"
     assert job.output["layout"]["approved_by"] == "rey"
-    assert [(i["description"], i["unit_price"], i["currency"], i["flags"])
-            for i in job.output["items"]] == [
-        ("0-1 kg", "0.4", "EUR", []), ("1-2 kg", "0.6", "EUR", []),
-        ("2-5 kg", "0.8", "EUR", []), ("5-10 kg", "1", "EUR", [])]
+    assert [(i["description"], i["unit_price"], i["currency"], i["flags"]) for i in job.output["items"]] == [
+        ("0-1 kg", "0.4", "EUR", []),
+        ("1-2 kg", "0.6", "EUR", []),
+        ("2-5 kg", "0.8", "EUR", []),
+        ("5-10 kg", "1", "EUR", []),
+    ]
     status = bearer(reviewer).get(f"/api/jobs/{job.pk}").json()
     assert status["columns"][0]["header_row"] == 1
     roles = {c["column"]: c["role"] for c in status["columns"][0]["columns"]}
@@ -140,8 +170,7 @@ def test_a_mapped_sheet_comes_back_to_review_then_publishes_and_its_layout_is_re
     assert layout.mapping == {"sheets": MAPPING["sheets"], "currency": "EUR"}
 
 
-def test_a_headerless_sheet_waits_for_confirmation_and_a_confirmed_mapping_is_remembered(
-        workspace, reviewer):
+def test_a_headerless_sheet_waits_for_confirmation_and_a_confirmed_mapping_is_remembered(workspace, reviewer):
     job = admit(workspace, headerless_csv())
     run_until_idle()
     job.refresh_from_db()
@@ -151,7 +180,10 @@ def test_a_headerless_sheet_waits_for_confirmation_and_a_confirmed_mapping_is_re
     run_until_idle()
     job.refresh_from_db()
     assert job.state == State.AWAITING_REVIEW
-    assert [(i["sku"], i["currency"]) for i in job.output["items"]][:2] == [("K-100", "EUR"), ("K-101", "EUR")]
+    assert [(i["sku"], i["currency"]) for i in job.output["items"]][:2] == [
+        ("K-100", "EUR"),
+        ("K-101", "EUR"),
+    ]
     review_approve(user=reviewer, job_id=job.pk, expected_version=job.version)
 
     following = admit(workspace, headerless_csv(6, prefix="N"), name="list-2.csv")
@@ -173,19 +205,31 @@ def _remember_layout(workspace, reviewer):
 
 def test_the_next_sheet_of_the_same_layout_publishes_without_review(workspace, reviewer):
     layout = _remember_layout(workspace, reviewer)
-    job = admit(workspace, bands_csv(("0-0.5 kg", "0.5-1 kg", "1-3 kg", "3-5 kg", "5-10 kg")), name="list-2.csv")
+    job = admit(
+        workspace, bands_csv(("0-0.5 kg", "0.5-1 kg", "1-3 kg", "3-5 kg", "5-10 kg")), name="list-2.csv"
+    )
     run_until_idle()
     job.refresh_from_db()
     assert job.state == State.COMPLETED
     revision = CatalogRevision.objects.get(job=job)
     assert sorted(revision.items.values_list("description", flat=True)) == [
-        "0-0.5 kg", "0.5-1 kg", "1-3 kg", "3-5 kg", "5-10 kg"]
+        "0-0.5 kg",
+        "0.5-1 kg",
+        "1-3 kg",
+        "3-5 kg",
+        "5-10 kg",
+    ]
     assert set(revision.items.values_list("currency", flat=True)) == {"EUR"}
     status = bearer(reviewer).get(f"/api/jobs/{job.pk}").json()
-    assert status["layout"] == {"source": "remembered", "approved_by": "rey",
-                                "approved_at": layout.approved_at.isoformat(), "layout_id": layout.pk}
-    assert any(note.startswith("read with the layout remembered for this supplier")
-               for note in job.output["notes"])
+    assert status["layout"] == {
+        "source": "remembered",
+        "approved_by": "rey",
+        "approved_at": layout.approved_at.isoformat(),
+        "layout_id": layout.pk,
+    }
+    assert any(
+        note.startswith("read with the layout remembered for this supplier") for note in job.output["notes"]
+    )
 
 
 def test_a_changed_layout_falls_back_to_inference_and_says_so(workspace, reviewer):
@@ -232,9 +276,11 @@ def test_a_member_without_the_reviewer_role_gets_403(workspace, reviewer, member
 def test_another_workspace_gets_the_same_404_as_an_unknown_job(workspace, reviewer, outsider):
     job = refused_job(workspace)
     response = post_mapping(bearer(outsider), job)
-    unknown = bearer(outsider).post("/api/jobs/00000000-0000-0000-0000-000000000000/mapping",
-                                    json.dumps({**MAPPING, "version": 1}),
-                                    content_type="application/json")
+    unknown = bearer(outsider).post(
+        "/api/jobs/00000000-0000-0000-0000-000000000000/mapping",
+        json.dumps({**MAPPING, "version": 1}),
+        content_type="application/json",
+    )
     assert response.status_code == unknown.status_code == 404
     assert response.content == unknown.content
 
@@ -244,12 +290,15 @@ def test_no_credentials_is_a_401(workspace, reviewer):
     assert post_mapping(Client(), job).status_code == 401
 
 
-@pytest.mark.parametrize("columns, message", [
-    ({"unit_price": None}, "name the unit price column"),
-    ({"sku": None, "description": None}, "a description column or a SKU column"),
-    ({"unit": "Q"}, "unit column Q does not exist"),
-    ({"unit": "B"}, "column B is given two roles"),
-])
+@pytest.mark.parametrize(
+    "columns, message",
+    [
+        ({"unit_price": None}, "name the unit price column"),
+        ({"sku": None, "description": None}, "a description column or a SKU column"),
+        ({"unit": "Q"}, "unit column Q does not exist"),
+        ({"unit": "B"}, "column B is given two roles"),
+    ],
+)
 def test_an_impossible_mapping_is_a_422_and_changes_nothing(workspace, reviewer, columns, message):
     job = refused_job(workspace)
     sheet = dict(MAPPING["sheets"][0])
@@ -266,8 +315,9 @@ def test_an_impossible_mapping_is_a_422_and_changes_nothing(workspace, reviewer,
 def test_a_missing_version_or_a_body_that_is_not_json_is_a_400(workspace, reviewer):
     job = refused_job(workspace)
     client = bearer(reviewer)
-    no_version = client.post(f"/api/jobs/{job.pk}/mapping", json.dumps(MAPPING),
-                             content_type="application/json")
+    no_version = client.post(
+        f"/api/jobs/{job.pk}/mapping", json.dumps(MAPPING), content_type="application/json"
+    )
     not_json = client.post(f"/api/jobs/{job.pk}/mapping", "sheets", content_type="application/json")
     assert no_version.status_code == not_json.status_code == 400
 
@@ -277,9 +327,16 @@ def test_a_job_awaiting_review_can_be_remapped_and_returns_to_review(workspace, 
     run_until_idle()
     job.refresh_from_db()
     assert job.state == State.AWAITING_REVIEW  # no currency
-    mapping = {"sheets": [{"sheet": "Sheet1", "header_row": 1,
-                           "columns": {"sku": "A", "description": "B", "unit_price": "C"}}],
-               "currency": "GBP"}
+    mapping = {
+        "sheets": [
+            {
+                "sheet": "Sheet1",
+                "header_row": 1,
+                "columns": {"sku": "A", "description": "B", "unit_price": "C"},
+            }
+        ],
+        "currency": "GBP",
+    }
     assert post_mapping(bearer(reviewer), job, mapping).status_code == 202
     run_until_idle()
     job.refresh_from_db()

@@ -6,9 +6,16 @@ import pytest
 from jobs.models import Job, State
 from tests.review.test_mapping_api import MAPPING, post_mapping, bearer, refused_job
 
-FORM = {"sheet-0-name": "Sheet1", "sheet-0-read": "1", "sheet-0-header_row": "1",
-        "sheet-0-col-A": "description", "sheet-0-col-B": "unit_price", "sheet-0-col-C": "other",
-        "sheet-0-col-D": "other", "currency": "EUR"}
+FORM = {
+    "sheet-0-name": "Sheet1",
+    "sheet-0-read": "1",
+    "sheet-0-header_row": "1",
+    "sheet-0-col-A": "description",
+    "sheet-0-col-B": "unit_price",
+    "sheet-0-col-C": "other",
+    "sheet-0-col-D": "other",
+    "currency": "EUR",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -45,8 +52,9 @@ def test_the_job_page_offers_the_mapping_link_only_to_reviewers(client, workspac
     assert 'id="mapping-card"' in page and f'href="/review/{job.pk}/mapping/"' not in page
 
 
-def test_a_member_without_the_role_gets_403_and_an_outsider_404(client, workspace, reviewer, member,
-                                                                  outsider):
+def test_a_member_without_the_role_gets_403_and_an_outsider_404(
+    client, workspace, reviewer, member, outsider
+):
     job = refused_job(workspace)
     assert signed_in(client, "mia").get(f"/review/{job.pk}/mapping/").status_code == 403
     client.logout()
@@ -55,8 +63,7 @@ def test_a_member_without_the_role_gets_403_and_an_outsider_404(client, workspac
 
 def test_the_form_applies_the_mapping_and_goes_to_the_job_page(client, workspace, reviewer):
     job = refused_job(workspace)
-    response = signed_in(client, "rey").post(f"/review/{job.pk}/mapping/",
-                                              {**FORM, "version": job.version})
+    response = signed_in(client, "rey").post(f"/review/{job.pk}/mapping/", {**FORM, "version": job.version})
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     job.refresh_from_db()
     assert job.state == State.QUEUED
@@ -85,8 +92,7 @@ def test_a_stale_page_changes_nothing_and_says_who_changed_what(client, workspac
     job = refused_job(workspace)
     assert post_mapping(bearer(reviewer), job).status_code == 202  # someone else, first
     client = signed_in(client, "rey")
-    response = client.post(f"/review/{job.pk}/mapping/", {**FORM, "version": job.version},
-                           follow=True)
+    response = client.post(f"/review/{job.pk}/mapping/", {**FORM, "version": job.version}, follow=True)
     text = response.content.decode()
     assert "Nothing was changed" in text and "column mapping applied by rey" in text
     assert Job.objects.get(pk=job.pk).version == job.version + 1

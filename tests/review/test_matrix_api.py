@@ -18,8 +18,10 @@ def media(settings, tmp_path):
 
 
 def matrix_mapping(gen, **changes) -> dict:
-    return {"sheets": [{"sheet": "Sheet1", "header_row": None, "matrix": {**gen.form, **changes}}],
-            "currency": "EUR"}
+    return {
+        "sheets": [{"sheet": "Sheet1", "header_row": None, "matrix": {**gen.form, **changes}}],
+        "currency": "EUR",
+    }
 
 
 def proposed_job(workspace, gen):
@@ -36,8 +38,13 @@ def test_a_matrix_waits_for_review_with_its_proposed_matrix_in_the_status(worksp
     status = bearer(reviewer).get(f"/api/jobs/{job.pk}").json()
     (sheet,) = status["columns"]
     assert sheet["kind"] == "matrix" and sheet["needs_confirmation"] is True
-    assert sheet["matrix"] == {"row_labels": ["A"], "column_header_rows": [2], "body": "B3:F6",
-                               "dimension_unit": None, "product": None}
+    assert sheet["matrix"] == {
+        "row_labels": ["A"],
+        "column_header_rows": [2],
+        "body": "B3:F6",
+        "dimension_unit": None,
+        "product": None,
+    }
     assert sheet["cells"] == {"priced": 19, "empty": 1, "no_price": 0, "unlabeled": 0}
     items = bearer(reviewer).get(f"/api/jobs/{job.pk}/items").json()["items"]
     assert items[0]["source"] == {"sheet": "Sheet1", "row": 3, "column": "B", "price_places": 2}
@@ -51,21 +58,28 @@ def test_a_matrix_mapped_over_the_api_becomes_reviewed_items_and_the_next_one_pu
     job.refresh_from_db()
     assert job.state == State.AWAITING_REVIEW
     assert job.output["layout"]["source"] == "reviewer"
-    got = {(i["source"]["row"], i["source"]["column"]): (i["description"], i["unit_price"])
-           for i in job.output["items"]}
+    got = {
+        (i["source"]["row"], i["source"]["column"]): (i["description"], i["unit_price"])
+        for i in job.output["items"]
+    }
     assert got == gen.expected
     assert got[(3, "B")] == ("Roller blind, 60 × 100 cm", "60")
     assert all(i["currency"] == "EUR" and i["flags"] == [] for i in job.output["items"])
-    assert any("19 priced cells became items; 1 empty or not offered skipped" in n for n in job.output["notes"])
+    assert any(
+        "19 priced cells became items; 1 empty or not offered skipped" in n for n in job.output["notes"]
+    )
 
     review_approve(user=reviewer, job_id=job.pk, expected_version=job.version)
     job.refresh_from_db()
     assert job.state == State.COMPLETED
     revision = CatalogRevision.objects.get(job=job)
     assert revision.items.count() == 19
-    published = bearer(reviewer).get(f"/api/revisions/{revision.public_id}/items?page_size=100").json()["results"]
+    published = (
+        bearer(reviewer).get(f"/api/revisions/{revision.public_id}/items?page_size=100").json()["results"]
+    )
     assert {(i["source"]["row"], i["source"]["column"]): i["description"] for i in published} == {
-        cell: description for cell, (description, _price) in gen.expected.items()}
+        cell: description for cell, (description, _price) in gen.expected.items()
+    }
     layout = SupplierLayout.objects.get()
     assert layout.mapping["sheets"][0]["matrix"]["body"] == "B3:F"
 
@@ -103,13 +117,18 @@ def test_a_rate_card_stays_refused_until_a_reviewer_maps_it_as_a_matrix(workspac
     assert job.state == State.AWAITING_REVIEW and len(job.output["items"]) == 9
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"body": "B3:Z6"}, "reaches outside the sheet"),
-    ({"column_header_rows": [4]}, "column header row 4 is inside the body B3:F6"),
-    ({"row_labels": ["B"]}, "row label column B is inside the body"),
-    ({"body": "B3-F6"}, "is not a range"),
-])
-def test_an_impossible_matrix_is_a_422_that_says_why_and_changes_nothing(workspace, reviewer, change, message):
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"body": "B3:Z6"}, "reaches outside the sheet"),
+        ({"column_header_rows": [4]}, "column header row 4 is inside the body B3:F6"),
+        ({"row_labels": ["B"]}, "row label column B is inside the body"),
+        ({"body": "B3-F6"}, "is not a range"),
+    ],
+)
+def test_an_impossible_matrix_is_a_422_that_says_why_and_changes_nothing(
+    workspace, reviewer, change, message
+):
     gen = matrixgen.width_by_height()
     job = proposed_job(workspace, gen)
     response = post_mapping(bearer(reviewer), job, matrix_mapping(gen, **change))

@@ -31,9 +31,12 @@ def test_the_scan_finds_a_parser_of_its_own():
 
 
 def test_the_review_app_has_no_number_parser_of_its_own():
-    offending = [f"{path.relative_to(ROOT)}: {what}"
-                 for path in sorted((ROOT / "review").rglob("*.py")) if "migrations" not in path.parts
-                 for what in _parses_numbers_itself(path.read_text())]
+    offending = [
+        f"{path.relative_to(ROOT)}: {what}"
+        for path in sorted((ROOT / "review").rglob("*.py"))
+        if "migrations" not in path.parts
+        for what in _parses_numbers_itself(path.read_text())
+    ]
     assert offending == []
 
 

@@ -32,8 +32,9 @@ FIX_ALL = ReviewEdits(currency="EUR", unit="piece")
 
 
 def approve(user, job, edits=FIX_ALL, version=None):
-    return review_approve(user=user, job_id=job.pk,
-                          expected_version=job.version if version is None else version, edits=edits)
+    return review_approve(
+        user=user, job_id=job.pk, expected_version=job.version if version is None else version, edits=edits
+    )
 
 
 def published_items(job):
@@ -48,7 +49,10 @@ def test_approve_publishes_the_edited_items_as_one_revision(workspace, reviewer)
     assert revision.approved_by == reviewer
     items = published_items(job)
     assert {sku: (i.currency, i.unit) for sku, i in items.items()} == {
-        "A-1": ("EUR", "pcs"), "A-2": ("EUR", "ea"), "A-3": ("EUR", "piece")}
+        "A-1": ("EUR", "pcs"),
+        "A-2": ("EUR", "ea"),
+        "A-3": ("EUR", "piece"),
+    }
     job.refresh_from_db()
     assert job.state == State.COMPLETED
     assert all(item["flags"] == [] for item in job.output["items"])
@@ -66,13 +70,22 @@ def test_approval_is_recorded_with_field_level_changes(workspace, reviewer):
     approve(reviewer, job, ReviewEdits(currency="EUR", rows={2: {"unit": "kg"}}))
     decision = ReviewDecision.objects.get(job=job)
     assert (decision.decision, decision.reviewer, decision.reviewer_name, decision.version_seen) == (
-        "approve", reviewer, "rey", job.version)
-    assert decision.changes["overrides"]["currency"] == {"value": "EUR", "scope": "missing",
-                                                         "rows": [0, 1, 2]}
+        "approve",
+        reviewer,
+        "rey",
+        job.version,
+    )
+    assert decision.changes["overrides"]["currency"] == {
+        "value": "EUR",
+        "scope": "missing",
+        "rows": [0, 1, 2],
+    }
     row = decision.changes["rows"][2]
     assert (row["index"], row["sku"]) == (2, "A-3")
-    assert row["fields"] == {"unit": {"before": "u", "after": "kg"},
-                             "currency": {"before": None, "after": "EUR"}}
+    assert row["fields"] == {
+        "unit": {"before": "u", "after": "kg"},
+        "currency": {"before": None, "after": "EUR"},
+    }
 
 
 def test_approval_with_remaining_flags_is_blocked_and_writes_nothing(workspace, reviewer):
@@ -92,15 +105,17 @@ def test_approval_without_edits_lists_every_problem(workspace, reviewer):
     with pytest.raises(ApprovalBlocked) as blocked:
         approve(reviewer, job, ReviewEdits())
     assert sorted((p["sku"], p["code"]) for p in blocked.value.problems) == [
-        ("A-1", "missing_currency"), ("A-2", "missing_currency"),
-        ("A-3", "ambiguous_unit"), ("A-3", "missing_currency")]
+        ("A-1", "missing_currency"),
+        ("A-2", "missing_currency"),
+        ("A-3", "ambiguous_unit"),
+        ("A-3", "missing_currency"),
+    ]
 
 
 def test_a_price_that_is_not_a_positive_decimal_is_refused_and_publishes_nothing(workspace, reviewer):
     job = flagged_job(workspace)
     with pytest.raises(EditRejected) as rejected:
-        approve(reviewer, job, ReviewEdits(currency="EUR", unit="piece",
-                                           rows={0: {"unit_price": "twelve"}}))
+        approve(reviewer, job, ReviewEdits(currency="EUR", unit="piece", rows={0: {"unit_price": "twelve"}}))
     assert "'twelve' is not a positive decimal number" in rejected.value.message
     assert not CatalogRevision.objects.exists()
 
@@ -114,10 +129,16 @@ def test_a_duplicate_sku_introduced_by_an_edit_blocks_approval(workspace, review
 
 def test_a_rows_own_currency_wins_over_the_sheet_wide_one(workspace, reviewer):
     job = flagged_job(workspace)
-    approve(reviewer, job, ReviewEdits(currency="EUR", currency_scope="all", unit="piece",
-                                       rows={1: {"currency": "usd"}}))
+    approve(
+        reviewer,
+        job,
+        ReviewEdits(currency="EUR", currency_scope="all", unit="piece", rows={1: {"currency": "usd"}}),
+    )
     assert {sku: i.currency for sku, i in published_items(job).items()} == {
-        "A-1": "EUR", "A-2": "USD", "A-3": "EUR"}
+        "A-1": "EUR",
+        "A-2": "USD",
+        "A-3": "EUR",
+    }
 
 
 def test_sheet_wide_currency_for_missing_keeps_stated_currencies(workspace, reviewer):
@@ -126,7 +147,10 @@ def test_sheet_wide_currency_for_missing_keeps_stated_currencies(workspace, revi
     job = flagged_job(workspace, items=items)
     approve(reviewer, job, ReviewEdits(currency="EUR", unit="piece"))
     assert {sku: i.currency for sku, i in published_items(job).items()} == {
-        "A-1": "GBP", "A-2": "EUR", "A-3": "EUR"}
+        "A-1": "GBP",
+        "A-2": "EUR",
+        "A-3": "EUR",
+    }
 
 
 def test_sheet_wide_currency_for_all_replaces_stated_currencies(workspace, reviewer):
@@ -143,7 +167,10 @@ def test_sheet_wide_unit_fills_only_missing_or_ambiguous_units(workspace, review
     job = flagged_job(workspace, items=items)
     approve(reviewer, job, ReviewEdits(unit="piece"))
     assert {sku: i.unit for sku, i in published_items(job).items()} == {
-        "A-1": "piece", "A-2": "ea", "A-3": "piece"}
+        "A-1": "piece",
+        "A-2": "ea",
+        "A-3": "piece",
+    }
 
 
 def test_left_out_item_is_not_published(workspace, reviewer):
@@ -167,8 +194,12 @@ def test_an_extractor_doubt_does_not_block_approval_and_is_recorded_as_answered(
 def test_a_pack_size_that_is_not_a_number_is_refused(workspace, reviewer):
     job = flagged_job(workspace)
     with pytest.raises(EditRejected) as rejected:
-        review_save_edits(user=reviewer, job_id=job.pk, expected_version=job.version,
-                          edits=ReviewEdits(rows={0: {"pack_size": "ten"}}))
+        review_save_edits(
+            user=reviewer,
+            job_id=job.pk,
+            expected_version=job.version,
+            edits=ReviewEdits(rows={0: {"pack_size": "ten"}}),
+        )
     assert "ten" in rejected.value.message
     assert Job.objects.get(pk=job.pk).version == job.version
 
@@ -182,8 +213,12 @@ def test_a_sheet_wide_currency_that_is_not_iso_is_refused(workspace, reviewer):
 
 def test_save_edits_bumps_the_version_and_revalidates(workspace, reviewer):
     job = flagged_job(workspace)
-    version = review_save_edits(user=reviewer, job_id=job.pk, expected_version=job.version,
-                                edits=ReviewEdits(currency="EUR", rows={0: {"pack_size": "10"}}))
+    version = review_save_edits(
+        user=reviewer,
+        job_id=job.pk,
+        expected_version=job.version,
+        edits=ReviewEdits(currency="EUR", rows={0: {"pack_size": "10"}}),
+    )
     job.refresh_from_db()
     assert version == job.version
     assert job.state == State.AWAITING_REVIEW
@@ -193,28 +228,44 @@ def test_save_edits_bumps_the_version_and_revalidates(workspace, reviewer):
 
 def test_save_edits_records_before_and_after(workspace, reviewer):
     job = flagged_job(workspace)
-    review_save_edits(user=reviewer, job_id=job.pk, expected_version=job.version,
-                      edits=ReviewEdits(rows={2: {"unit": "kg", "sku": "A-3"}}))
+    review_save_edits(
+        user=reviewer,
+        job_id=job.pk,
+        expected_version=job.version,
+        edits=ReviewEdits(rows={2: {"unit": "kg", "sku": "A-3"}}),
+    )
     decision = ReviewDecision.objects.get(job=job)
     assert decision.decision == "edit"
-    assert decision.changes["rows"] == [{"index": 2, "sku": "A-3", "source": {"sheet": "Prices", "row": 6},
-                                         "fields": {"unit": {"before": "u", "after": "kg"}}}]
+    assert decision.changes["rows"] == [
+        {
+            "index": 2,
+            "sku": "A-3",
+            "source": {"sheet": "Prices", "row": 6},
+            "fields": {"unit": {"before": "u", "after": "kg"}},
+        }
+    ]
 
 
 def test_saving_nothing_changes_nothing(workspace, reviewer):
     job = flagged_job(workspace)
-    version = review_save_edits(user=reviewer, job_id=job.pk, expected_version=job.version,
-                                edits=ReviewEdits(rows={0: {"sku": "A-1", "unit": "pcs"}}))
+    version = review_save_edits(
+        user=reviewer,
+        job_id=job.pk,
+        expected_version=job.version,
+        edits=ReviewEdits(rows={0: {"sku": "A-1", "unit": "pcs"}}),
+    )
     assert version == job.version == Job.objects.get(pk=job.pk).version
     assert not ReviewDecision.objects.exists()
 
 
 def test_approve_after_saved_edits_uses_the_saved_items(workspace, reviewer):
     job = flagged_job(workspace)
-    version = review_save_edits(user=reviewer, job_id=job.pk, expected_version=job.version,
-                                edits=ReviewEdits(currency="CHF"))
-    review_approve(user=reviewer, job_id=job.pk, expected_version=version,
-                   edits=ReviewEdits(rows={2: {"unit": "piece"}}))
+    version = review_save_edits(
+        user=reviewer, job_id=job.pk, expected_version=job.version, edits=ReviewEdits(currency="CHF")
+    )
+    review_approve(
+        user=reviewer, job_id=job.pk, expected_version=version, edits=ReviewEdits(rows={2: {"unit": "piece"}})
+    )
     assert {i.currency for i in published_items(job).values()} == {"CHF"}
 
 
@@ -263,8 +314,9 @@ def test_stale_approval_after_retry_publishes_nothing(workspace, reviewer):
 def test_stale_approval_after_another_reviewers_edit_publishes_nothing(workspace, reviewer):
     other = membership_add(workspace=workspace, username="ria", role=Membership.Role.ADMIN).user
     job = flagged_job(workspace)
-    review_save_edits(user=other, job_id=job.pk, expected_version=job.version,
-                      edits=ReviewEdits(currency="USD"))
+    review_save_edits(
+        user=other, job_id=job.pk, expected_version=job.version, edits=ReviewEdits(currency="USD")
+    )
     with pytest.raises(ReviewStale) as stale:
         approve(reviewer, job)
     assert "ria saved edits" in stale.value.message
@@ -353,8 +405,11 @@ def test_worker_accept_racing_a_cancel_never_both_cancels_and_publishes(workspac
     for _ in range(RACE_ROUNDS):
         claim = _claimed(workspace, None, SHEET)
         accept, cancel = _race(
-            lambda claim=claim: job_accept_output(claim=claim, output={"items": sheet_items("EUR")[:2]},
-                                                  publish=lambda job: revision_publish(job=job)),
+            lambda claim=claim: job_accept_output(
+                claim=claim,
+                output={"items": sheet_items("EUR")[:2]},
+                publish=lambda job: revision_publish(job=job),
+            ),
             lambda claim=claim: job_cancel(job_id=claim.job_id, by_label="staff"),
         )
         assert isinstance(accept, (str, LeaseLost)), accept
@@ -399,8 +454,9 @@ def test_version_conflict_is_what_the_guard_raises(workspace):
 
     job = flagged_job(workspace)
     with pytest.raises(VersionConflict):
-        job_approve(job_id=job.pk, expected_version=job.version - 1, output=job.output,
-                    publish=lambda locked: None)
+        job_approve(
+            job_id=job.pk, expected_version=job.version - 1, output=job.output, publish=lambda locked: None
+        )
 
 
 def test_a_job_entering_review_has_its_grid_snapshot_built_by_the_accept(workspace):

@@ -12,8 +12,8 @@ def test_unit_suggestions_list_every_unit_with_its_code(client, workspace, revie
 
     page = client.get(reverse("review:detail", args=[job.pk])).content.decode()
 
-    datalist = page[page.index('<datalist id="unit-list">'):]
-    datalist = datalist[:datalist.index("</datalist>")]
+    datalist = page[page.index('<datalist id="unit-list">') :]
+    datalist = datalist[: datalist.index("</datalist>")]
     assert datalist.count("<option ") == len(UNITS)
     assert '<option value="jar" label="jar (JR)">' in datalist
     assert '<option value="kg" label="kilogram (KGM)">' in datalist

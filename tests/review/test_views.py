@@ -62,11 +62,18 @@ def test_member_without_reviewer_role_gets_403(client, member, job):
 
 def test_member_without_reviewer_role_cannot_act(client, member, job):
     client.force_login(member)
-    assert client.post(reverse("review:reject", args=[job.pk]),
-                       {"version": job.version, "reason": "no"}).status_code == 403
+    assert (
+        client.post(
+            reverse("review:reject", args=[job.pk]), {"version": job.version, "reason": "no"}
+        ).status_code
+        == 403
+    )
     for name in ("save", "preview"):
-        response = post_json(client, reverse(f"review:{name}", args=[job.pk]),
-                             {"version": job.version, "set": {"currency": "EUR"}})
+        response = post_json(
+            client,
+            reverse(f"review:{name}", args=[job.pk]),
+            {"version": job.version, "set": {"currency": "EUR"}},
+        )
         assert response.status_code == 403
     after = Job.objects.get(pk=job.pk)
     assert (after.state, after.version) == (State.AWAITING_REVIEW, job.version)
@@ -84,10 +91,15 @@ def test_member_of_another_workspace_gets_the_same_404_as_an_unknown_id(client, 
 
 def test_member_of_another_workspace_cannot_act(client, outsider, job):
     client.force_login(outsider)
-    assert client.post(reverse("review:reject", args=[job.pk]),
-                       {"version": job.version, "reason": "no"}).status_code == 404
-    response = post_json(client, reverse("review:save", args=[job.pk]),
-                         {"version": job.version, "set": {"currency": "EUR"}})
+    assert (
+        client.post(
+            reverse("review:reject", args=[job.pk]), {"version": job.version, "reason": "no"}
+        ).status_code
+        == 404
+    )
+    response = post_json(
+        client, reverse("review:save", args=[job.pk]), {"version": job.version, "set": {"currency": "EUR"}}
+    )
     assert response.status_code == 404
     assert Job.objects.get(pk=job.pk).state == State.AWAITING_REVIEW
 
@@ -97,10 +109,14 @@ def test_queue_lists_waiting_jobs_oldest_first_with_flag_counts(reviewer_client,
     older = flagged_job(workspace, supplier=make_supplier(workspace, "Older Ltd"))
     Job.objects.filter(pk=older.pk).update(created_at=newer.created_at - timedelta(hours=2))
     response = reviewer_client.get(reverse("review:queue"))
-    rows = [(job.pk, source["supplier"], source["file"], job.flag_count, job.flagged_items)
-            for job, source in response.context["rows"]]
-    assert rows == [(older.pk, "Older Ltd", "acme-prices.csv", 4, 3),
-                    (newer.pk, "Newer Ltd", "acme-prices.csv", 4, 3)]
+    rows = [
+        (job.pk, source["supplier"], source["file"], job.flag_count, job.flagged_items)
+        for job, source in response.context["rows"]
+    ]
+    assert rows == [
+        (older.pk, "Older Ltd", "acme-prices.csv", 4, 3),
+        (newer.pk, "Newer Ltd", "acme-prices.csv", 4, 3),
+    ]
     assert "4 flags" in response.content.decode()
 
 
@@ -151,14 +167,19 @@ def test_items_come_in_pages_with_flags_and_index(reviewer_client, job):
 
 
 def test_source_rows_come_around_the_cited_row(reviewer_client, job):
-    data = reviewer_client.get(reverse("review:source", args=[job.pk]) + "?sheet=Prices&row=5&around=1").json()
+    data = reviewer_client.get(
+        reverse("review:source", args=[job.pk]) + "?sheet=Prices&row=5&around=1"
+    ).json()
     assert (data["first"], data["total"]) == (4, 6)
     assert [r[0] for r in data["rows"]] == ["A-1", "A-2", "A-3"]
 
 
 def test_saving_json_edits_records_the_change(reviewer_client, job):
-    response = post_json(reviewer_client, reverse("review:save", args=[job.pk]),
-                         {"version": job.version, "set": {"currency": "EUR"}})
+    response = post_json(
+        reviewer_client,
+        reverse("review:save", args=[job.pk]),
+        {"version": job.version, "set": {"currency": "EUR"}},
+    )
     answer = response.json()
     assert (answer["version"], answer["changed"]) == (job.version + 1, True)
     html = reviewer_client.get(detail_url(job.pk)).content.decode()
@@ -166,18 +187,26 @@ def test_saving_json_edits_records_the_change(reviewer_client, job):
 
 
 def test_preview_summarises_without_writing(reviewer_client, job):
-    response = post_json(reviewer_client, reverse("review:preview", args=[job.pk]),
-                         {"version": job.version, "set": {"currency": "EUR"},
-                          "items": [{"index": 2, "omit": True}]})
+    response = post_json(
+        reviewer_client,
+        reverse("review:preview", args=[job.pk]),
+        {"version": job.version, "set": {"currency": "EUR"}, "items": [{"index": 2, "omit": True}]},
+    )
     assert response.json()["publish"] == 2 and response.json()["omitted"] == 1
     assert Job.objects.get(pk=job.pk).version == job.version
 
 
 def test_after_approving_the_reviewer_lands_on_the_next_job(reviewer_client, workspace, job):
     following = flagged_job(workspace)
-    response = post_json(reviewer_client, f"/api/jobs/{job.pk}/approve",
-                         {"version": job.version, "set": {"currency": "EUR"},
-                          "items": [{"index": 2, "set": {"unit": "piece"}}]})
+    response = post_json(
+        reviewer_client,
+        f"/api/jobs/{job.pk}/approve",
+        {
+            "version": job.version,
+            "set": {"currency": "EUR"},
+            "items": [{"index": 2, "set": {"unit": "piece"}}],
+        },
+    )
     assert response.status_code == 200
     response = reviewer_client.get(reverse("review:next", args=[job.pk]))
     assert response["Location"] == detail_url(following.pk)
@@ -208,8 +237,11 @@ def test_a_reject_without_version_is_refused(reviewer_client, job):
 
 
 def test_saving_answers_what_the_grid_redraws_without_a_reload(reviewer_client, job):
-    response = post_json(reviewer_client, reverse("review:save", args=[job.pk]),
-                         {"version": job.version, "set": {"currency": "EUR"}})
+    response = post_json(
+        reviewer_client,
+        reverse("review:save", args=[job.pk]),
+        {"version": job.version, "set": {"currency": "EUR"}},
+    )
     answer = response.json()
     # Only A-3's unit is left: one blocking flag on the third item.
     assert answer["flagged"] == [[2, 2]] and answer["total"] == 3
@@ -221,7 +253,10 @@ def test_the_grid_finds_the_items_of_one_flag_code_on_every_page(reviewer_client
     url = reverse("review:matches", args=[job.pk])
     assert reviewer_client.get(url + "?flag=missing_currency").json()["ranges"] == [[0, 2]]
     assert reviewer_client.get(url + "?flag=ambiguous_unit&field=unit").json() == {
-        "version": job.version, "count": 1, "ranges": [[2, 2]]}
+        "version": job.version,
+        "count": 1,
+        "ranges": [[2, 2]],
+    }
     assert reviewer_client.get(url + "?field=sku").json()["count"] == 0
 
 
@@ -238,7 +273,9 @@ def test_the_summary_counts_blocking_and_advisory_flags_apart_by_name(reviewer_c
 def test_a_cell_is_checked_as_it_is_committed(reviewer_client, job):
     url = reverse("review:check", args=[job.pk])
     assert reviewer_client.get(url, {"field": "currency", "value": "eur"}).json() == {
-        "ok": True, "value": "EUR"}
+        "ok": True,
+        "value": "EUR",
+    }
     refused = reviewer_client.get(url, {"field": "unit", "value": "u", "description": "Nut M8"}).json()
     assert refused["ok"] is False and "'u'" in refused["message"]
     assert reviewer_client.get(url, {"field": "colour", "value": "red"}).status_code == 400
@@ -247,9 +284,15 @@ def test_a_cell_is_checked_as_it_is_committed(reviewer_client, job):
 def test_the_approval_message_names_the_suppliers_revision_number(reviewer_client, workspace, job):
     other = make_supplier(workspace, "Other Supplier")
     published_job(workspace, items=sheet_items("EUR")[:1], supplier=other)  # takes an id first
-    response = post_json(reviewer_client, f"/api/jobs/{job.pk}/approve",
-                         {"version": job.version, "set": {"currency": "EUR"},
-                          "items": [{"index": 2, "set": {"unit": "piece"}}]})
+    response = post_json(
+        reviewer_client,
+        f"/api/jobs/{job.pk}/approve",
+        {
+            "version": job.version,
+            "set": {"currency": "EUR"},
+            "items": [{"index": 2, "set": {"unit": "piece"}}],
+        },
+    )
     assert response.status_code == 200
     revision = CatalogRevision.objects.get(job=job)
     assert (revision.number, revision.pk != revision.number) == (1, True)

@@ -13,11 +13,11 @@ class Command(BaseCommand):
         parser.add_argument("slug")
         parser.add_argument("username")
         parser.add_argument("--role", required=True, choices=Membership.Role.values)
-        parser.add_argument("--password", default=None,
-                            help="set this password (prompted for a new user when omitted)")
+        parser.add_argument(
+            "--password", default=None, help="set this password (prompted for a new user when omitted)"
+        )
 
-    def handle(self, *args, slug: str, username: str, role: str, password: str | None,
-               **options) -> None:
+    def handle(self, *args, slug: str, username: str, role: str, password: str | None, **options) -> None:
         try:
             workspace = Workspace.objects.get(slug=slug)
         except Workspace.DoesNotExist:

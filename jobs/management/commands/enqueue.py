@@ -23,6 +23,5 @@ class Command(BaseCommand):
             raise CommandError(f"no workspace {workspace!r}") from None
         admitted = 0
         while admitted < count:
-            admitted += jobs_admit_many(workspace_id=space.pk, kind=kind,
-                                        count=min(5000, count - admitted))
+            admitted += jobs_admit_many(workspace_id=space.pk, kind=kind, count=min(5000, count - admitted))
         self.stdout.write(f"{admitted} {kind} job(s) queued in {space.slug}")

@@ -6,8 +6,10 @@ from jobs.sessions import use_job_session_limits
 
 
 class Command(BaseCommand):
-    help = ("One recovery pass: move running jobs whose lease expired, ending the database "
-            "session that still holds one long after its lease ran out.")
+    help = (
+        "One recovery pass: move running jobs whose lease expired, ending the database "
+        "session that still holds one long after its lease ran out."
+    )
 
     def handle(self, *args, **options) -> None:
         use_job_session_limits()

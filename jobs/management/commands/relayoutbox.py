@@ -12,12 +12,13 @@ log = logging.getLogger("jobs.relay")
 
 
 class Command(BaseCommand):
-    help = ("Deliver outbox messages to webhook endpoints until stopped "
-            "(SIGTERM: finish the message in hand, give back the rest).")
+    help = (
+        "Deliver outbox messages to webhook endpoints until stopped "
+        "(SIGTERM: finish the message in hand, give back the rest)."
+    )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--burst", action="store_true",
-                            help="exit once nothing is deliverable now")
+        parser.add_argument("--burst", action="store_true", help="exit once nothing is deliverable now")
 
     def handle(self, *args, burst: bool, **options) -> None:
         use_job_session_limits()

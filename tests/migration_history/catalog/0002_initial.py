@@ -6,85 +6,131 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('catalog', '0001_initial'),
-        ('jobs', '0001_initial'),
+        ("catalog", "0001_initial"),
+        ("jobs", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='catalogrevision',
-            name='job',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='revision', to='jobs.job'),
+            model_name="catalogrevision",
+            name="job",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.PROTECT, related_name="revision", to="jobs.job"
+            ),
         ),
         migrations.AddField(
-            model_name='catalogitem',
-            name='revision',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='catalog.catalogrevision'),
+            model_name="catalogitem",
+            name="revision",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="items",
+                to="catalog.catalogrevision",
+            ),
         ),
         migrations.AddField(
-            model_name='membership',
-            name='user',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL),
+            model_name="membership",
+            name="user",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="memberships",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='pricesheet',
-            name='uploaded_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="pricesheet",
+            name="uploaded_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='supplier',
-            name='current_revision',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='catalog.catalogrevision'),
+            model_name="supplier",
+            name="current_revision",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="catalog.catalogrevision",
+            ),
         ),
         migrations.AddField(
-            model_name='pricesheet',
-            name='supplier',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='sheets', to='catalog.supplier'),
+            model_name="pricesheet",
+            name="supplier",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="sheets",
+                to="catalog.supplier",
+            ),
         ),
         migrations.AddField(
-            model_name='catalogrevision',
-            name='supplier',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='revisions', to='catalog.supplier'),
+            model_name="catalogrevision",
+            name="supplier",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="revisions",
+                to="catalog.supplier",
+            ),
         ),
         migrations.AddField(
-            model_name='supplier',
-            name='workspace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='suppliers', to='catalog.workspace'),
+            model_name="supplier",
+            name="workspace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="suppliers", to="catalog.workspace"
+            ),
         ),
         migrations.AddField(
-            model_name='pricesheet',
-            name='workspace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sheets', to='catalog.workspace'),
+            model_name="pricesheet",
+            name="workspace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="sheets", to="catalog.workspace"
+            ),
         ),
         migrations.AddField(
-            model_name='membership',
-            name='workspace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='catalog.workspace'),
+            model_name="membership",
+            name="workspace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="memberships",
+                to="catalog.workspace",
+            ),
         ),
         migrations.AddField(
-            model_name='catalogrevision',
-            name='workspace',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='revisions', to='catalog.workspace'),
+            model_name="catalogrevision",
+            name="workspace",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="revisions", to="catalog.workspace"
+            ),
         ),
         migrations.AddIndex(
-            model_name='catalogitem',
-            index=models.Index(fields=['revision', 'sku'], name='catalog_cat_revisio_a5e2d5_idx'),
+            model_name="catalogitem",
+            index=models.Index(fields=["revision", "sku"], name="catalog_cat_revisio_a5e2d5_idx"),
         ),
         migrations.AddConstraint(
-            model_name='supplier',
-            constraint=models.UniqueConstraint(fields=('workspace', 'name'), name='supplier_unique_name'),
+            model_name="supplier",
+            constraint=models.UniqueConstraint(fields=("workspace", "name"), name="supplier_unique_name"),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('workspace', 'user'), name='membership_unique'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(fields=("workspace", "user"), name="membership_unique"),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['member', 'reviewer', 'admin'])), name='membership_role_valid'),
+            model_name="membership",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["member", "reviewer", "admin"])),
+                name="membership_role_valid",
+            ),
         ),
     ]

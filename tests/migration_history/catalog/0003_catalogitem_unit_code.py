@@ -15,16 +15,15 @@ def fill_unit_codes(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('catalog', '0002_initial'),
+        ("catalog", "0002_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='catalogitem',
-            name='unit_code',
-            field=models.CharField(blank=True, default='', max_length=3),
+            model_name="catalogitem",
+            name="unit_code",
+            field=models.CharField(blank=True, default="", max_length=3),
         ),
         migrations.RunPython(fill_unit_codes, migrations.RunPython.noop),
     ]

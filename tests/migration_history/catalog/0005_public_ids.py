@@ -34,20 +34,27 @@ def restore_integer_results(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("catalog", "0004_apitoken_scope"),
         ("jobs", "0002_webhook_delivery"),
     ]
 
     operations = [
-        migrations.AddField(model_name="supplier", name="public_id",
-                            field=models.UUIDField(editable=False, null=True)),
-        migrations.AddField(model_name="catalogrevision", name="public_id",
-                            field=models.UUIDField(editable=False, null=True)),
+        migrations.AddField(
+            model_name="supplier", name="public_id", field=models.UUIDField(editable=False, null=True)
+        ),
+        migrations.AddField(
+            model_name="catalogrevision", name="public_id", field=models.UUIDField(editable=False, null=True)
+        ),
         migrations.RunPython(fill_public_ids, restore_integer_results),
-        migrations.AlterField(model_name="supplier", name="public_id",
-                              field=models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
-        migrations.AlterField(model_name="catalogrevision", name="public_id",
-                              field=models.UUIDField(default=uuid.uuid4, editable=False, unique=True)),
+        migrations.AlterField(
+            model_name="supplier",
+            name="public_id",
+            field=models.UUIDField(default=uuid.uuid4, editable=False, unique=True),
+        ),
+        migrations.AlterField(
+            model_name="catalogrevision",
+            name="public_id",
+            field=models.UUIDField(default=uuid.uuid4, editable=False, unique=True),
+        ),
     ]

@@ -8,158 +8,308 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('catalog', '0001_initial'),
+        ("catalog", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('kind', models.CharField(max_length=50)),
-                ('payload', models.JSONField(blank=True, default=dict)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('retrying', 'Retrying'), ('awaiting_review', 'Awaiting Review'), ('completed', 'Completed'), ('needs_attention', 'Needs Attention'), ('cancelled', 'Cancelled')], default='queued', max_length=20)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('attempt', models.PositiveIntegerField(default=0)),
-                ('max_attempts', models.PositiveIntegerField()),
-                ('lease_token', models.UUIDField(blank=True, null=True)),
-                ('lease_until', models.DateTimeField(blank=True, null=True)),
-                ('worker_id', models.CharField(blank=True, max_length=100)),
-                ('run_after', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('idempotency_key', models.CharField(blank=True, max_length=255, null=True)),
-                ('request_fingerprint', models.CharField(blank=True, max_length=128)),
-                ('progress_done', models.PositiveIntegerField(default=0)),
-                ('progress_total', models.PositiveIntegerField(default=0)),
-                ('reason', models.TextField(blank=True)),
-                ('output', models.JSONField(blank=True, null=True)),
-                ('review_required', models.BooleanField(default=False)),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('state_changed_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('waiting_seconds', models.FloatField(default=0)),
-                ('running_seconds', models.FloatField(default=0)),
-                ('review_seconds', models.FloatField(default=0)),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('updated_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='catalog.workspace')),
+                (
+                    "id",
+                    models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False),
+                ),
+                ("kind", models.CharField(max_length=50)),
+                ("payload", models.JSONField(blank=True, default=dict)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("retrying", "Retrying"),
+                            ("awaiting_review", "Awaiting Review"),
+                            ("completed", "Completed"),
+                            ("needs_attention", "Needs Attention"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("attempt", models.PositiveIntegerField(default=0)),
+                ("max_attempts", models.PositiveIntegerField()),
+                ("lease_token", models.UUIDField(blank=True, null=True)),
+                ("lease_until", models.DateTimeField(blank=True, null=True)),
+                ("worker_id", models.CharField(blank=True, max_length=100)),
+                ("run_after", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                ("idempotency_key", models.CharField(blank=True, max_length=255, null=True)),
+                ("request_fingerprint", models.CharField(blank=True, max_length=128)),
+                ("progress_done", models.PositiveIntegerField(default=0)),
+                ("progress_total", models.PositiveIntegerField(default=0)),
+                ("reason", models.TextField(blank=True)),
+                ("output", models.JSONField(blank=True, null=True)),
+                ("review_required", models.BooleanField(default=False)),
+                ("result", models.JSONField(blank=True, null=True)),
+                (
+                    "state_changed_at",
+                    models.DateTimeField(db_default=django.db.models.functions.datetime.Now()),
+                ),
+                ("waiting_seconds", models.FloatField(default=0)),
+                ("running_seconds", models.FloatField(default=0)),
+                ("review_seconds", models.FloatField(default=0)),
+                ("created_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                ("updated_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="jobs",
+                        to="catalog.workspace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'permissions': [('cancel_job', 'Can cancel jobs'), ('retry_job', 'Can retry jobs')],
+                "ordering": ["-created_at"],
+                "permissions": [("cancel_job", "Can cancel jobs"), ("retry_job", "Can retry jobs")],
             },
         ),
         migrations.CreateModel(
-            name='Attempt',
+            name="Attempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('lease_token', models.UUIDField()),
-                ('worker_id', models.CharField(blank=True, max_length=100)),
-                ('started_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('outcome', models.CharField(choices=[('running', 'Running'), ('succeeded', 'Succeeded'), ('retry', 'Retry'), ('failed', 'Failed'), ('expired', 'Expired'), ('released', 'Released'), ('cancelled', 'Cancelled'), ('stale', 'Stale')], default='running', max_length=16)),
-                ('error', models.TextField(blank=True)),
-                ('diagnostic', models.JSONField(blank=True, null=True)),
-                ('provider_request_ids', models.JSONField(blank=True, default=list)),
-                ('token_usage', models.JSONField(blank=True, null=True)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempts', to='jobs.job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                ("lease_token", models.UUIDField()),
+                ("worker_id", models.CharField(blank=True, max_length=100)),
+                ("started_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("retry", "Retry"),
+                            ("failed", "Failed"),
+                            ("expired", "Expired"),
+                            ("released", "Released"),
+                            ("cancelled", "Cancelled"),
+                            ("stale", "Stale"),
+                        ],
+                        default="running",
+                        max_length=16,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("diagnostic", models.JSONField(blank=True, null=True)),
+                ("provider_request_ids", models.JSONField(blank=True, default=list)),
+                ("token_usage", models.JSONField(blank=True, null=True)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="attempts", to="jobs.job"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['job', 'number'],
+                "ordering": ["job", "number"],
             },
         ),
         migrations.CreateModel(
-            name='JobCheckpoint',
+            name="JobCheckpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('attempt', models.PositiveIntegerField()),
-                ('data', models.JSONField()),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_rows', to='jobs.job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("attempt", models.PositiveIntegerField()),
+                ("data", models.JSONField()),
+                ("created_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="checkpoint_rows",
+                        to="jobs.job",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='OutboxMessage',
+            name="OutboxMessage",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('topic', models.CharField(max_length=50)),
-                ('payload', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('available_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('failed_at', models.DateTimeField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='catalog.workspace')),
+                (
+                    "id",
+                    models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False),
+                ),
+                ("topic", models.CharField(max_length=50)),
+                ("payload", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                ("available_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("delivered_at", models.DateTimeField(blank=True, null=True)),
+                ("failed_at", models.DateTimeField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="catalog.workspace"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at'],
+                "ordering": ["created_at"],
             },
         ),
         migrations.CreateModel(
-            name='WebhookEndpoint',
+            name="WebhookEndpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.URLField()),
-                ('secret', models.CharField(max_length=200)),
-                ('active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('workspace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='webhooks', to='catalog.workspace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("url", models.URLField()),
+                ("secret", models.CharField(max_length=200)),
+                ("active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "workspace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="webhooks",
+                        to="catalog.workspace",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(condition=models.Q(('state__in', ['queued', 'retrying'])), fields=['run_after'], name='job_claimable'),
+            model_name="job",
+            index=models.Index(
+                condition=models.Q(("state__in", ["queued", "retrying"])),
+                fields=["run_after"],
+                name="job_claimable",
+            ),
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(condition=models.Q(('state', 'running')), fields=['lease_until'], name='job_running_lease'),
+            model_name="job",
+            index=models.Index(
+                condition=models.Q(("state", "running")), fields=["lease_until"], name="job_running_lease"
+            ),
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(fields=['workspace', 'state', 'created_at'], name='job_workspace_state'),
+            model_name="job",
+            index=models.Index(fields=["workspace", "state", "created_at"], name="job_workspace_state"),
         ),
         migrations.AddIndex(
-            model_name='job',
-            index=models.Index(fields=['state', 'finished_at'], name='job_finished'),
+            model_name="job",
+            index=models.Index(fields=["state", "finished_at"], name="job_finished"),
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.CheckConstraint(condition=models.Q(('state__in', ['queued', 'running', 'retrying', 'awaiting_review', 'completed', 'needs_attention', 'cancelled'])), name='job_state_valid'),
+            model_name="job",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "state__in",
+                        [
+                            "queued",
+                            "running",
+                            "retrying",
+                            "awaiting_review",
+                            "completed",
+                            "needs_attention",
+                            "cancelled",
+                        ],
+                    )
+                ),
+                name="job_state_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('lease_token__isnull', False), ('lease_until__isnull', False), ('state', 'running')), models.Q(models.Q(('state', 'running'), _negated=True), ('lease_token__isnull', True)), _connector='OR'), name='job_lease_only_when_running'),
+            model_name="job",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("lease_token__isnull", False), ("lease_until__isnull", False), ("state", "running")
+                    ),
+                    models.Q(models.Q(("state", "running"), _negated=True), ("lease_token__isnull", True)),
+                    _connector="OR",
+                ),
+                name="job_lease_only_when_running",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.CheckConstraint(condition=models.Q(('max_attempts__gte', 1)), name='job_max_attempts_positive'),
+            model_name="job",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("max_attempts__gte", 1)), name="job_max_attempts_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='job',
-            constraint=models.UniqueConstraint(fields=('workspace', 'idempotency_key'), name='job_idempotency_key_unique'),
+            model_name="job",
+            constraint=models.UniqueConstraint(
+                fields=("workspace", "idempotency_key"), name="job_idempotency_key_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='attempt',
-            constraint=models.UniqueConstraint(fields=('job', 'number'), name='attempt_unique_number'),
+            model_name="attempt",
+            constraint=models.UniqueConstraint(fields=("job", "number"), name="attempt_unique_number"),
         ),
         migrations.AddConstraint(
-            model_name='attempt',
-            constraint=models.CheckConstraint(condition=models.Q(('outcome__in', ['running', 'succeeded', 'retry', 'failed', 'expired', 'released', 'cancelled', 'stale'])), name='attempt_outcome_valid'),
+            model_name="attempt",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "outcome__in",
+                        [
+                            "running",
+                            "succeeded",
+                            "retry",
+                            "failed",
+                            "expired",
+                            "released",
+                            "cancelled",
+                            "stale",
+                        ],
+                    )
+                ),
+                name="attempt_outcome_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='jobcheckpoint',
-            constraint=models.UniqueConstraint(fields=('job', 'name'), name='checkpoint_unique_name'),
+            model_name="jobcheckpoint",
+            constraint=models.UniqueConstraint(fields=("job", "name"), name="checkpoint_unique_name"),
         ),
         migrations.AddIndex(
-            model_name='outboxmessage',
-            index=models.Index(condition=models.Q(('delivered_at__isnull', True), ('failed_at__isnull', True)), fields=['available_at'], name='outbox_pending'),
+            model_name="outboxmessage",
+            index=models.Index(
+                condition=models.Q(("delivered_at__isnull", True), ("failed_at__isnull", True)),
+                fields=["available_at"],
+                name="outbox_pending",
+            ),
         ),
     ]

@@ -6,30 +6,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0001_initial'),
+        ("jobs", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WebhookDelivery',
+            name="WebhookDelivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.URLField()),
-                ('attempt', models.PositiveIntegerField(help_text="The message's reservation this POST belonged to.")),
-                ('succeeded', models.BooleanField()),
-                ('status_code', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('duration_ms', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('endpoint', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='deliveries', to='jobs.webhookendpoint')),
-                ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='jobs.outboxmessage')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("url", models.URLField()),
+                (
+                    "attempt",
+                    models.PositiveIntegerField(help_text="The message's reservation this POST belonged to."),
+                ),
+                ("succeeded", models.BooleanField()),
+                ("status_code", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("duration_ms", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="deliveries",
+                        to="jobs.webhookendpoint",
+                    ),
+                ),
+                (
+                    "message",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deliveries",
+                        to="jobs.outboxmessage",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'webhook deliveries',
-                'ordering': ['created_at'],
-                'indexes': [models.Index(condition=models.Q(('succeeded', True)), fields=['message', 'endpoint'], name='webhook_delivery_succeeded')],
+                "verbose_name_plural": "webhook deliveries",
+                "ordering": ["created_at"],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("succeeded", True)),
+                        fields=["message", "endpoint"],
+                        name="webhook_delivery_succeeded",
+                    )
+                ],
             },
         ),
     ]

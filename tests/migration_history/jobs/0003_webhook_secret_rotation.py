@@ -5,25 +5,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0002_webhook_delivery'),
+        ("jobs", "0002_webhook_delivery"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='webhookendpoint',
-            name='previous_secret',
+            model_name="webhookendpoint",
+            name="previous_secret",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.AddField(
-            model_name='webhookendpoint',
-            name='previous_secret_expires_at',
+            model_name="webhookendpoint",
+            name="previous_secret_expires_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='webhookendpoint',
-            name='secret',
+            model_name="webhookendpoint",
+            name="secret",
             field=models.CharField(default=jobs.webhooks.secret_generate, max_length=200),
         ),
     ]

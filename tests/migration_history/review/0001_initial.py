@@ -7,32 +7,73 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('jobs', '0002_webhook_delivery'),
+        ("jobs", "0002_webhook_delivery"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReviewDecision',
+            name="ReviewDecision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reviewer_name', models.CharField(max_length=150)),
-                ('decision', models.CharField(choices=[('approve', 'Approve'), ('reject', 'Reject'), ('edit', 'Edit')], max_length=10)),
-                ('at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
-                ('version_seen', models.PositiveIntegerField(help_text='The job version the reviewer decided on.')),
-                ('changes', models.JSONField(blank=True, default=dict)),
-                ('reason', models.TextField(blank=True)),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='review_decisions', to='jobs.job')),
-                ('reviewer', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("reviewer_name", models.CharField(max_length=150)),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[("approve", "Approve"), ("reject", "Reject"), ("edit", "Edit")],
+                        max_length=10,
+                    ),
+                ),
+                ("at", models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),
+                (
+                    "version_seen",
+                    models.PositiveIntegerField(help_text="The job version the reviewer decided on."),
+                ),
+                ("changes", models.JSONField(blank=True, default=dict)),
+                ("reason", models.TextField(blank=True)),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_decisions",
+                        to="jobs.job",
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at', 'pk'],
-                'indexes': [models.Index(fields=['job', 'at'], name='reviewdecision_job_at')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('decision__in', ['approve', 'reject', 'edit'])), name='reviewdecision_decision_valid'), models.CheckConstraint(condition=models.Q(models.Q(('decision', 'reject'), _negated=True), models.Q(('reason', ''), _negated=True), _connector='OR'), name='reviewdecision_reject_has_reason')],
+                "ordering": ["at", "pk"],
+                "indexes": [models.Index(fields=["job", "at"], name="reviewdecision_job_at")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("decision__in", ["approve", "reject", "edit"])),
+                        name="reviewdecision_decision_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("decision", "reject"), _negated=True),
+                            models.Q(("reason", ""), _negated=True),
+                            _connector="OR",
+                        ),
+                        name="reviewdecision_reject_has_reason",
+                    ),
+                ],
             },
         ),
     ]
