@@ -98,7 +98,8 @@ class Report:
             f"outbox: {', '.join(f'{k} {v}' for k, v in sorted(self.outbox.items()))}; "
             f"webhook POSTs received: {self.webhook_posts}",
             f"faults injected: {sum(self.faults.values())} ({faults})",
-            f"stale completions rejected: {self.stale_rejected}",
+            f"stale completions rejected: {self.stale_rejected}"
+            + ("" if self.stale_rejected else " (no fault hit a job in flight)"),
             *self._noisy_lines(),
             f"violations: {len(self.violations)}",
             *[f"  VIOLATION: {v}" for v in self.violations],
@@ -747,9 +748,9 @@ def check(report: Report, answers: dict[str, set[str]], receiver: Receiver) -> N
         broken = rows(sql)[0][0]
         if broken:
             v.append(message.format(broken))
+    # Coverage, not a promise: whether a fault hit a job in flight (the soak
+    # test asks for one; a short run with quick jobs may see none).
     report.stale_rejected = rows("SELECT count(*) FROM jobs_attempt WHERE outcome = 'stale'")[0][0]
-    if report.stale_rejected == 0:
-        v.append("no stale completion was rejected: the faults did not hit a job in flight")
     _check_answers(v, answers, rows)
     _check_outbox(report, receiver, rows)
 
@@ -982,7 +983,9 @@ def main() -> None:
     )
     for line in report.lines():
         print(line)
-    sys.exit(1 if report.violations else 0)
+    # The full soak must also show a stale completion refused (the noisy run's quick jobs may not).
+    untested = not config.noisy_jobs and not report.stale_rejected
+    sys.exit(1 if report.violations or untested else 0)
 
 
 if __name__ == "__main__":

@@ -259,9 +259,9 @@ def sheets_of_references_xlsx(sheets: int = 50, rows: int = 500, length: int = 3
 
 
 def long_descriptions_csv(rows: int = 200, length: int = 16_000) -> bytes:
-    """Descriptions of 16,000 characters: within every limit, longer than any real one."""
-    text = _long_text(length, 17)
-    return (HEADER + "".join(f"S-{r},{text},kg,{r}.5,EUR\n" for r in range(rows))).encode()
+    """Descriptions of 16,000 characters, one per row: within every limit, longer than any real one."""
+    text = _long_text(length - 8, 17)
+    return (HEADER + "".join(f"S-{r},Item {r:03d} {text},kg,{r}.5,EUR\n" for r in range(rows))).encode()
 
 
 def odd_length_utf16_csv() -> bytes:

@@ -102,7 +102,7 @@ def test_the_caller_stopping_kills_the_child_at_once():
             raise Cancelled()
 
     with pytest.raises(Cancelled):
-        run_parse(request(big_csv(150_000, 8)), limits=ParseLimits(), should_stop=should_stop)
+        run_parse(request(big_csv(140_000, 8)), limits=ParseLimits(), should_stop=should_stop)
     assert not alive(sandbox.last_report.pid)
     assert sandbox.last_report.seconds < 60  # well before the child could have finished
 
@@ -132,7 +132,7 @@ def test_a_child_killed_from_outside_is_not_blamed_on_a_limit():
         os.kill(sandbox.last_report.pid, signal.SIGKILL)
 
     with pytest.raises(ParserKilled) as caught:
-        run_parse(request(big_csv(150_000, 8)), limits=ParseLimits(), should_stop=kill_the_child)
+        run_parse(request(big_csv(140_000, 8)), limits=ParseLimits(), should_stop=kill_the_child)
     assert str(caught.value) == "the parser was killed (signal 9)"
     assert not isinstance(caught.value, ParseLimitExceeded)
     assert sandbox.last_report.outcome == "killed"
