@@ -183,6 +183,7 @@ from jobs.signals import job_staged_for_review
 class PlainRun:
     def __init__(self, job):
         self.job_id, self.payload, self.version = job.pk, job.payload, job.version
+        self.workspace_id = job.workspace_id
 
     def check(self):
         pass
