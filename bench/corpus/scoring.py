@@ -10,7 +10,11 @@ unreadable), extract and validate it the way a parse job does, and compare:
   containment rule) and the SKU against the cell text of the labeled column;
 - the outcome (publish, review, refuse) against the label's;
 - wrong values without a flag on their field or a ``needs_confirmation`` on
-  the column they were taken from: the figure that must be 0.
+  the column they were taken from: the figure that must be 0;
+- rows taken as items that are not items (a group row, a total, a note), and
+  item rows a reviewer must look at (no price, on request, a range), that
+  carry no flag at all: a reviewer is pointed at none of them, so this
+  figure must be 0 too.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class FileScore:
     right: collections.Counter = field(default_factory=collections.Counter)
     wrong: collections.Counter = field(default_factory=collections.Counter)  # wrong, flagged or not
     unflagged: collections.Counter = field(default_factory=collections.Counter)  # wrong with no flag
+    # Rows taken as items without any flag: not an item at all, or a labeled review row.
+    unflagged_rows: collections.Counter = field(default_factory=collections.Counter)
     examples: list = field(default_factory=list)
     reason: str | None = None
 
@@ -150,6 +156,12 @@ def score_file(
         )
         doubted = _column_doubts(reports.get(sheet.name, {}))
         mine = by_sheet.get(sheet.name, {})
+        items_here, review_here = set(truth_rows), set(rows_of(lab.get("review_rows")))
+        for r, item in mine.items():
+            if not item.get("flags") and (r not in items_here or r in review_here):
+                s.unflagged_rows["not an item" if r not in items_here else "review row"] += 1
+                if len(s.examples) < 5:
+                    s.examples.append((sheet.name, r, "row"))
         for r in truth_rows:
             item = mine.get(r)
             if item is None or r > len(sheet.rows):
@@ -180,9 +192,11 @@ def summarize(scores: list[FileScore]) -> dict:
     confusion = collections.Counter((s.expected, s.outcome) for s in read)
     right = collections.Counter()
     unflagged = collections.Counter()
+    unflagged_rows = collections.Counter()
     for s in read:
         right.update(s.right)
         unflagged.update(s.unflagged)
+        unflagged_rows.update(s.unflagged_rows)
     return {
         "files": len(scores),
         "read": len(read),
@@ -201,6 +215,8 @@ def summarize(scores: list[FileScore]) -> dict:
         "non_items_accepted": [s.file for s in read if s.kind in NON_ITEM_KINDS and s.outcome != "refuse"],
         "unflagged": unflagged,
         "unflagged_total": sum(unflagged.values()),
+        "unflagged_rows": unflagged_rows,
+        "unflagged_rows_total": sum(unflagged_rows.values()),
     }
 
 
@@ -212,10 +228,10 @@ def print_summary(name: str, scores: list[FileScore], verbose: bool = False) -> 
     if verbose:
         for s in scores:
             mark = "" if s.outcome == s.expected else "  <- outcome"
-            wrong = sum(s.unflagged.values())
+            wrong, rows = sum(s.unflagged.values()), sum(s.unflagged_rows.values())
             print(
                 f"  {s.file[:58]:58s} {s.kind[:10]:>10s} {s.expected:>8s} {s.outcome:>10s} "
-                f"rows {s.tp:>5d}/{s.truth:<5d} extracted {s.mine:>5d} unflagged wrong {wrong:>4d}{mark}"
+                f"rows {s.tp:>5d}/{s.truth:<5d} extracted {s.mine:>5d} unflagged wrong {wrong:>4d} rows {rows:>3d}{mark}"
             )
     print(
         f"  item rows: precision {m['precision']:.3f}  recall {m['recall']:.3f}  F1 {m['f1']:.3f}  "
@@ -238,6 +254,8 @@ def print_summary(name: str, scores: list[FileScore], verbose: bool = False) -> 
     print(f"  non-item tables accepted: {len(m['non_items_accepted'])} of {m['non_items']}")
     fields = ", ".join(f"{f} {m['unflagged'][f]}" for f in FIELDS)
     print(f"  WRONG VALUES WITHOUT A FLAG ON THEIR FIELD OR THEIR COLUMN: {m['unflagged_total']} ({fields})")
+    rows = ", ".join(f"{k} {m['unflagged_rows'][k]}" for k in ("not an item", "review row"))
+    print(f"  ROWS TAKEN AS ITEMS THAT ARE NOT ITEMS OR NEED REVIEW, WITHOUT ANY FLAG: {m['unflagged_rows_total']} ({rows})")
     return m
 
 

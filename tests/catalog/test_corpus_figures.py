@@ -91,6 +91,9 @@ def test_what_a_parse_job_does_keeps_the_rules_figures_and_shows_the_models_doub
     assert got["f1"] >= PARSED_FLOOR["f1"]
     assert got["outcome_right"] >= PARSED_FLOOR["outcome_right"]
     assert got["unflagged_total"] <= PARSED_FLOOR["max_unflagged"], got["unflagged"]
+    # A row that is no item (a group row, a total), or an item a reviewer must look at,
+    # never reaches the catalog without a flag that points a reviewer at it.
+    assert got["unflagged_rows_total"] == 0, got["unflagged_rows"]
     assert len(got["lists_refused"]) <= PARSED_FLOOR["max_lists_refused"], got["lists_refused"]
     assert len(got["non_items_accepted"]) <= PARSED_FLOOR["max_non_items_accepted"], got["non_items_accepted"]
 
