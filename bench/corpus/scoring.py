@@ -255,7 +255,9 @@ def print_summary(name: str, scores: list[FileScore], verbose: bool = False) -> 
     fields = ", ".join(f"{f} {m['unflagged'][f]}" for f in FIELDS)
     print(f"  WRONG VALUES WITHOUT A FLAG ON THEIR FIELD OR THEIR COLUMN: {m['unflagged_total']} ({fields})")
     rows = ", ".join(f"{k} {m['unflagged_rows'][k]}" for k in ("not an item", "review row"))
-    print(f"  ROWS TAKEN AS ITEMS THAT ARE NOT ITEMS OR NEED REVIEW, WITHOUT ANY FLAG: {m['unflagged_rows_total']} ({rows})")
+    print(
+        f"  ROWS TAKEN AS ITEMS THAT ARE NOT ITEMS OR NEED REVIEW, WITHOUT ANY FLAG: {m['unflagged_rows_total']} ({rows})"
+    )
     return m
 
 

@@ -84,7 +84,6 @@ SKU_WORDS = (
     "mã sp",
     "kode",
     "kode barang",
-    "item",
     "referência",
     "cód",
     "cód.",
@@ -112,13 +111,10 @@ SKU_WORDS = (
     "貨號",
 )
 SKU_WEAK_WORDS = (
-    "model",
     "model no",
     "модель",
     "mpn",
-    "manufacturer part number",
     "mfr part",
-    "ean",
     "barcode",
     "gtin",
     "upc",
@@ -245,10 +241,8 @@ DESC_NOT_WORDS = (
 )
 DESC_WEAK_WORDS = (
     "category name",
-    "category",
     "kategorie",
     "группа",
-    "type",
     "тип",
     "categoria",
     "kategorie",
@@ -569,7 +563,6 @@ QUANTITY_WORDS = (
     "quantità",
     "giacenza",
     "количество",
-    "кол-во",
     "остаток",
     "наличие",
     "кількість",
@@ -672,34 +665,51 @@ def phrases(words) -> re.Pattern:
     parts = [r"(?<![\w])(?:" + "|".join(latin) + r")(?![\w])"] if latin else []
     if cjk:
         parts.append("(?:" + "|".join(cjk) + ")")
-    return re.compile("|".join(parts))
+    return re.compile("|".join(parts) or "(?!)")  # no words: a pattern that never matches
 
 
-RE = {
-    "sku": phrases(SKU_WORDS),
-    "sku_weak": phrases(SKU_WEAK_WORDS),
-    "desc": phrases(DESC_WORDS),
-    "desc_weak": phrases(DESC_WEAK_WORDS),
-    "desc_not": phrases(DESC_NOT_WORDS),
-    "price": phrases(PRICE_WORDS),
-    "price_strong": phrases(PRICE_STRONG_WORDS),
-    "price_secondary": phrases(PRICE_SECONDARY_WORDS),
-    "price_not": phrases(PRICE_NOT_WORDS),
-    "unit": phrases(UNIT_WORDS),
-    "pack": phrases(PACK_WORDS),
-    "currency": phrases(CURRENCY_WORDS),
-    "quantity": phrases(QUANTITY_WORDS),
-    "total_row": phrases(TOTAL_ROW_WORDS),
-    "statistic": phrases(STATISTIC_WORDS),
-    "vat": phrases(_VAT_WORDS),
+# Every word list by the name its pattern goes by in ``RE``.
+VOCABULARY = {
+    "sku": SKU_WORDS,
+    "sku_weak": SKU_WEAK_WORDS,
+    "desc": DESC_WORDS,
+    "desc_weak": DESC_WEAK_WORDS,
+    "desc_not": DESC_NOT_WORDS,
+    "price": PRICE_WORDS,
+    "price_strong": PRICE_STRONG_WORDS,
+    "price_secondary": PRICE_SECONDARY_WORDS,
+    "price_not": PRICE_NOT_WORDS,
+    "unit": UNIT_WORDS,
+    "pack": PACK_WORDS,
+    "currency": CURRENCY_WORDS,
+    "quantity": QUANTITY_WORDS,
+    "total_row": TOTAL_ROW_WORDS,
+    "statistic": STATISTIC_WORDS,
+    "vat": _VAT_WORDS,
 }
+RE: dict[str, re.Pattern] = {}
+# Long words also match inside a longer token ("Artikelbezeichnung"), by role.
+_LONG_WORDS: dict[str, list[str]] = {}
+
+
+def use_vocabulary(vocabulary: dict[str, tuple[str, ...]]) -> None:
+    """Compile ``RE`` (and the long words) from ``vocabulary``, in place: the
+    extractor's modules hold these very dicts. ``bench/corpus/vocabulary.py``
+    scores the corpus with a smaller vocabulary through it."""
+    RE.clear()
+    RE.update({name: phrases(words) for name, words in vocabulary.items()})
+    long = {"description": "desc", "sku": "sku", "unit_price": "price", "quantity": "quantity"}
+    _LONG_WORDS.clear()
+    _LONG_WORDS.update(
+        {
+            role: [fold(w) for w in vocabulary[name] if len(w) >= 6 and not _is_cjk(w)]
+            for role, name in long.items()
+        }
+    )
+
+
+use_vocabulary(VOCABULARY)
 HEADER_CELL_MAX = 80  # a header label is short; long text is a title or a note
-_LONG_WORDS = {
-    "description": [fold(w) for w in DESC_WORDS if len(w) >= 6 and not _is_cjk(w)],
-    "sku": [fold(w) for w in SKU_WORDS if len(w) >= 6 and not _is_cjk(w)],
-    "unit_price": [fold(w) for w in PRICE_WORDS if len(w) >= 6 and not _is_cjk(w)],
-    "quantity": [fold(w) for w in QUANTITY_WORDS if len(w) >= 6 and not _is_cjk(w)],
-}
 _WORD_SPLIT = re.compile(r"[^\w]++")
 
 
