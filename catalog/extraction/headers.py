@@ -658,9 +658,18 @@ def _is_cjk(text: str) -> bool:
     return any("\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" for ch in text)
 
 
+_LATIN_END = re.compile(r"[a-z]$")
+
+
+def _with_plural(word: str) -> str:
+    """A phrase ending in a Latin letter also matches its plural: "codes", "precios", "références"."""
+    return re.escape(word) + ("(?:e?s)?" if _LATIN_END.search(word) else "")
+
+
 def phrases(words) -> re.Pattern:
-    """Whole-word match of alphabetic phrases; CJK phrases match as substrings."""
-    latin = sorted({re.escape(fold(w)) for w in words if not _is_cjk(w)}, key=len, reverse=True)
+    """Whole-word match of alphabetic phrases (and their plurals in -s and -es); CJK phrases match
+    as substrings."""
+    latin = sorted({_with_plural(fold(w)) for w in words if not _is_cjk(w)}, key=len, reverse=True)
     cjk = sorted({re.escape(fold(w)) for w in words if _is_cjk(w)}, key=len, reverse=True)
     parts = [r"(?<![\w])(?:" + "|".join(latin) + r")(?![\w])"] if latin else []
     if cjk:

@@ -203,3 +203,26 @@ def test_two_close_description_columns_put_the_description_in_doubt_and_flag_it(
         any(f["code"] == "uncertain_column" and f["field"] == "description" for f in i["flags"])
         for i in ex.items
     )
+
+
+@pytest.mark.parametrize(
+    ("label", "role"),
+    [
+        ("Descriptions", "description"),
+        ("Item codes", "sku"),
+        ("SKUs", "sku"),
+        ("Article numbers", "sku"),
+        ("Precios", "unit_price"),
+        ("Unit prices", "unit_price"),
+    ],
+)
+def test_a_header_word_in_the_plural_names_its_role(label, role):
+    from catalog.extraction.headers import classify_header
+
+    assert classify_header(label)[0] == role
+
+
+def test_an_empty_word_list_matches_nothing():
+    from catalog.extraction.headers import phrases
+
+    assert phrases(()).search("Price") is None
