@@ -23,12 +23,15 @@ def cap(text: str) -> str:
 
 
 def fold(text: str) -> str:
-    """Lower-case, accents removed, '_' and runs of space collapsed."""
+    """Lower-case, accents and invisible format characters (direction marks, zero-width
+    spaces, a byte order mark) removed, '_' and runs of space collapsed."""
     cached = _FOLD_CACHE.get(text)
     if cached is not None:
         return cached
     decomposed = unicodedata.normalize("NFKD", cap(text))
-    out = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    out = "".join(
+        ch for ch in decomposed if not unicodedata.combining(ch) and unicodedata.category(ch) != "Cf"
+    )
     out = _SPACE_RUN.sub(" ", out.casefold().replace("ı", "i")).strip()
     if len(_FOLD_CACHE) < 50_000 and len(text) < 200:
         _FOLD_CACHE[text] = out

@@ -226,3 +226,10 @@ def test_an_empty_word_list_matches_nothing():
     from catalog.extraction.headers import phrases
 
     assert phrases(()).search("Price") is None
+
+
+@pytest.mark.parametrize("label", ["\u200fPrice", "\u202bPrice\u202c", "\ufeffPrice", "Pri\u00adce"])
+def test_invisible_direction_marks_and_format_characters_do_not_hide_a_header_word(label):
+    from catalog.extraction.headers import classify_header
+
+    assert classify_header(label)[0] == "unit_price"
