@@ -37,6 +37,7 @@ from django.db.models import (
 from django.db.models.expressions import RawSQL
 from psycopg.types.json import Jsonb
 
+from config.prepared import prepared_cursor
 from jobs.backoff import backoff_seconds
 from jobs.models import (
     CANCELLABLE_STATES,
@@ -207,7 +208,7 @@ def _notify(kind: str) -> None:
 def _send_notify(kind: str) -> None:
     # One statement, one round trip: run after the commit (autocommit), it
     # is a transaction of its own, and the setting is local to it.
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             "SELECT set_config('synchronous_commit', 'off', true), pg_notify(%s, %s)", [NOTIFY_CHANNEL, kind]
         )
@@ -346,7 +347,7 @@ def job_admit(
     sql, returned = _admit_sql(tuple(type(obj) for obj in rows))
     params = [value for obj in [job, *rows] for value in _insert_values(obj)]
     # One statement is one transaction of its own (or joins the caller's).
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
