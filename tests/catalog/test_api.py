@@ -93,6 +93,19 @@ def admitted_job(workspace, *, key="k", state=None, **changes):
 # --- admission ------------------------------------------------------------------------
 
 
+def test_status_url_is_the_reversed_url_under_any_script_prefix():
+    from django.urls import reverse, set_script_prefix
+
+    job_id = uuid.uuid4()
+    for prefix in ("/", "/pricesheet/"):
+        set_script_prefix(prefix)
+        try:
+            assert api.job_status_url(job_id) == reverse("api:job", args=[job_id])
+        finally:
+            set_script_prefix("/")
+    assert api.job_status_url(job_id) == f"/api/jobs/{job_id}"
+
+
 def test_admission_answers_202_with_location_and_status_url(api_client):
     response = upload(api_client)
     assert response.status_code == 202
