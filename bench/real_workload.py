@@ -177,6 +177,7 @@ from psycopg.types.json import Jsonb
 from catalog.handlers import parse_sheet
 from jobs.errors import PermanentError
 from jobs.models import Job
+from jobs.registry import get_kind
 from jobs.signals import job_staged_for_review
 
 
@@ -218,6 +219,8 @@ class PlainRun:
 
 jobs = list(Job.objects.order_by("created_at", "id"))
 refused = 0
+# As a worker does before its first claim (and before the drain's start line).
+get_kind("parse_sheet").warm_up()
 t0 = time.perf_counter()
 for job in jobs:
     try:
