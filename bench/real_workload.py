@@ -169,7 +169,8 @@ for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):
 # review to job_staged_for_review (the review grid's snapshot), as the accept
 # does. What it leaves out is the machinery: no claim, lease or renewal, no
 # heartbeat, no checkpoint, no fence, no attempt row, no job state change,
-# no job event in the outbox.
+# no job event in the outbox. The parse fork server is started before the
+# clock, as each worker starts its own before the drain's start line.
 BASELINE = """
 import json, time
 from django.db import connection, transaction
