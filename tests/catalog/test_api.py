@@ -126,6 +126,20 @@ def test_admission_creates_a_queued_parse_sheet_job_and_its_outbox_message(api_c
     assert OutboxMessage.objects.filter(topic="job.accepted", payload__job_id=body["id"]).exists()
 
 
+def test_admission_statements_are_prepared_and_logged_with_their_text(api_client):
+    # The first upload prepares them on this connection, the second runs them prepared.
+    assert upload(api_client, key="prepare-1").status_code == 202
+    with CaptureQueriesContext(connection) as captured:
+        assert upload(api_client, CSV + b"P-2,Pear,kg,2.00,EUR\n", key="prepare-2").status_code == 202
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [" ".join(row[0].split()) for row in cursor.fetchall()]
+    assert any(statement.startswith('WITH job AS (INSERT INTO "jobs_job"') for statement in prepared)
+    assert any(statement.startswith("WITH mine AS") for statement in prepared)  # the upload target
+    assert all(query["sql"] for query in captured.captured_queries)
+    assert any('INSERT INTO "jobs_job"' in query["sql"] for query in captured.captured_queries)
+
+
 def test_admission_stores_the_sheet_under_its_sha256(api_client, media):
     import hashlib
 
