@@ -14,16 +14,29 @@ that cannot keep a session's prepared statements) they are run unprepared,
 still with server-side binding.
 """
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.base import ServerBindingCursor
+
+# psycopg prepares only on a connection with a threshold, and Django sets
+# none. It is set only while one of these statements runs: with a threshold
+# in place, psycopg would also count every other statement by its text,
+# keeping up to a hundred of them (a checkpoint's or an accept's megabytes
+# among them) in the worker's memory.
+_THRESHOLD = 2**31 - 1
 
 
 class _PreparingCursor(ServerBindingCursor):
     def execute(self, query, params=None, *, prepare=None, binary=None):
+        if not settings.DATABASE_PREPARED_STATEMENTS:
+            return super().execute(query, params, prepare=False, binary=binary)
         # psycopg keeps the statement prepared per connection, keyed by its
-        # text and its parameters' types; without a threshold on the
-        # connection (DATABASE_PREPARED_STATEMENTS=false) it prepares nothing.
-        return super().execute(query, params, prepare=True, binary=binary)
+        # text and its parameters' types, and forgets them all at a rollback.
+        self.connection.prepare_threshold = _THRESHOLD
+        try:
+            return super().execute(query, params, prepare=True, binary=binary)
+        finally:
+            self.connection.prepare_threshold = None
 
     def _send_query_prepared(self, name, pgq, *, binary=None):
         # psycopg keeps the statement it ran only when it sends its text; Django's

@@ -117,12 +117,7 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default="") or None}
 # The statements every API request runs are prepared once per connection
 # (config.prepared); false for a transaction-mode pooler that cannot keep them.
-# psycopg prepares nothing without a threshold (Django sets none), and a
-# client-binding cursor, the ORM's, never prepares: with a threshold no
-# statement reaches, only config.prepared's cursor, which asks, prepares.
 DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
-if DATABASE_PREPARED_STATEMENTS:
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 2**31 - 1
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
