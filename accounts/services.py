@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import ApiToken, Membership, Workspace
+from config.prepared import prepared_cursor
 
 TOKEN_PREFIX = "psk_"
 
@@ -55,7 +56,7 @@ def apitoken_create(*, user, name: str = "", scope: str = ApiToken.Scope.FULL) -
 def apitoken_authenticate(*, token: str) -> ApiToken | None:
     """The live token row (with its user and scope), or None (unknown, revoked,
     or its user deactivated)."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_token_lookup_sql(), [_token_hash(token)])
         found = cursor.fetchone()
     if found is None:

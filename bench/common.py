@@ -153,10 +153,18 @@ def subprocess_env(database_url: str, **overrides: object) -> dict[str, str]:
     return env
 
 
-def fresh_database(name: str) -> BenchDatabase:
-    """Drop and create `name` on the server, migrate it, add a workspace."""
+def database_name(name: str) -> str:
+    """`name` with `BENCH_DATABASE_SUFFIX` appended, so two checkouts can
+    run the same benchmark against one shared server without dropping each
+    other's database."""
     if not name.startswith("bench_"):
         raise SystemExit(f"benchmark databases are named bench_*, not {name!r}")
+    return name + os.environ.get("BENCH_DATABASE_SUFFIX", "")
+
+
+def fresh_database(name: str) -> BenchDatabase:
+    """Drop and create `name` on the server, migrate it, add a workspace."""
+    name = database_name(name)
     srv = server()
     with psycopg.connect(srv.database_url("postgres"), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

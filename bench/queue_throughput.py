@@ -181,7 +181,7 @@ def run_peer(
     srv: common.Server, python: Path, *, peer: str, processes: int, concurrency: int, batch: int, jobs: int
 ) -> float:
     """jobs/s of one peer draining `jobs` no-op jobs in an empty database on the same server."""
-    name = "bench_peer_" + peer.replace("-", "_")
+    name = common.database_name("bench_peer_" + peer.replace("-", "_"))
     with psycopg.connect(srv.database_url("postgres"), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')

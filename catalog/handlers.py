@@ -126,6 +126,12 @@ def _supplier_made(ctx) -> None:
         supplier_for_publication(workspace_id=ctx.workspace_id, name=name)
 
 
+def _warm_up() -> None:
+    from catalog.sandbox import warm_up
+
+    warm_up(remote=_endpoint() is not None)
+
+
 def parse_sheet(ctx) -> None:
     from catalog.selectors import supplier_current_items
     from catalog.validation import needs_review, review_flags
@@ -168,4 +174,5 @@ register(
     admin_output=sheet_output_html,
     page_link=sheet_job_page,
     review_link=sheet_job_review,
+    warm_up=_warm_up,
 )(parse_sheet)

@@ -269,6 +269,19 @@ def _mp_context(*, remote: bool = False):
     return _context
 
 
+def warm_up(*, remote: bool = False) -> None:
+    """Start the fork server and wait until it has imported the parsers (a
+    second of CPU), by forking one child that does nothing: the first
+    parse of a new worker then does not wait for it."""
+    child = _mp_context(remote=remote).Process(target=_nothing, name="parse-warm-up", daemon=True)
+    child.start()
+    child.join()
+
+
+def _nothing() -> None:
+    pass
+
+
 def _status_kb(pid: int, key: str) -> int:
     try:
         with open(f"/proc/{pid}/status") as f:

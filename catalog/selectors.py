@@ -21,6 +21,7 @@ from accounts.models import Membership, Workspace
 from catalog.export import PROVENANCE_FIELDS, price_text
 from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
+from config.prepared import prepared_cursor
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
 
 User = AbstractBaseUser | AnonymousUser
@@ -451,7 +452,7 @@ def upload_target(*, user_id: int, slug: str, key: str, supplier_name: str, limi
     oldest of them leaves the window), and the supplier named
     `supplier_name` (see catalog.services.supplier_find). One statement: it
     runs before every upload."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(
             _UPLOAD_TARGET_SQL,
             {

@@ -3,6 +3,7 @@ and only inside the transaction whose guarded UPDATE proved ownership."""
 
 import hashlib
 import os
+import uuid
 from collections.abc import Iterable
 from decimal import Decimal
 
@@ -80,14 +81,16 @@ def pricesheet_store(
     stored input never changes, so every attempt of a job reads exactly what
     was uploaded."""
     stored = sheet_file_store(chunks, max_bytes=max_bytes)
-    sheet = _pricesheet_new(
-        stored,
-        workspace=workspace,
-        original_name=original_name,
-        content_type=content_type,
-        supplier_id=supplier.pk if supplier else None,
-        supplier_name=supplier_name or (supplier.name if supplier else ""),
-        uploaded_by=uploaded_by,
+    sheet = PriceSheet(
+        **_pricesheet_new(
+            stored,
+            workspace=workspace,
+            original_name=original_name,
+            content_type=content_type,
+            supplier_id=supplier.pk if supplier else None,
+            supplier_name=supplier_name or (supplier.name if supplier else ""),
+            uploaded_by=uploaded_by,
+        )
     )
     sheet.save(force_insert=True)
     return sheet
@@ -102,19 +105,20 @@ def _pricesheet_new(
     supplier_id: int | None,
     supplier_name: str,
     uploaded_by,
-) -> PriceSheet:
-    """The (unsaved) row recording a stored upload."""
-    return PriceSheet(
-        workspace=workspace,
-        supplier_id=supplier_id,
-        sha256=stored.sha256,
-        size=stored.size,
-        supplier_name=supplier_name,
-        original_name=os.path.basename(original_name)[:255] or "upload",
-        content_type=content_type[:100],
-        storage_path=stored.name,
-        uploaded_by=uploaded_by,
-    )
+) -> dict:
+    """The fields (by attname) of the row recording a stored upload."""
+    return {
+        "id": uuid.uuid4(),
+        "workspace_id": workspace.pk,
+        "supplier_id": supplier_id,
+        "sha256": stored.sha256,
+        "size": stored.size,
+        "supplier_name": supplier_name,
+        "original_name": os.path.basename(original_name)[:255] or "upload",
+        "content_type": content_type[:100],
+        "storage_path": stored.name,
+        "uploaded_by_id": uploaded_by.pk if uploaded_by is not None else None,
+    }
 
 
 def pricesheet_fingerprint(*, sha256: str, supplier_name: str) -> str:
@@ -172,11 +176,11 @@ def pricesheet_admit(
     return job_admit(
         workspace_id=workspace.pk,
         kind="parse_sheet",
-        payload={"sheet_id": str(sheet.pk), "supplier_id": supplier_id, "supplier_name": supplier_name},
+        payload={"sheet_id": str(sheet["id"]), "supplier_id": supplier_id, "supplier_name": supplier_name},
         idempotency_key=idempotency_key,
         fingerprint=pricesheet_fingerprint(sha256=stored.sha256, supplier_name=supplier_name),
         created_by_id=user.pk,
-        rows=[sheet],
+        rows=[(PriceSheet, sheet)],
     )
 
 

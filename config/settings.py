@@ -115,6 +115,9 @@ DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME", default="") or None}
+# The statements every API request runs are prepared once per connection
+# (config.prepared); false for a transaction-mode pooler that cannot keep them.
+DATABASE_PREPARED_STATEMENTS = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -41,6 +41,9 @@ class JobKind:
       page (safe HTML); without it the output shows as JSON.
     - ``page_link(job)`` and ``review_link(job)``: the addresses of the job's
       own page and of its review (shown while it waits for one), or None.
+    - ``warm_up()``: run once by a worker that runs the kind, as it starts
+      and before its first claim (e.g. start a pool of processes), so the
+      first job does not wait for it.
     """
 
     name: str
@@ -51,6 +54,7 @@ class JobKind:
     admin_output: JobView | None = None
     page_link: JobView | None = None
     review_link: JobView | None = None
+    warm_up: Callable[[], None] | None = None
 
 
 _kinds: dict[str, JobKind] = {}

@@ -522,6 +522,7 @@ class Worker:
             signal.signal(signal.SIGINT, self._on_signal)
         self._wakers = [threading.Event() for _ in range(self.concurrency)]
         self._keeper.start()
+        self.warm_up()
         try:
             self.recover()  # once at start (a burst run may end before the first interval)
         except DatabaseError:
@@ -560,6 +561,17 @@ class Worker:
                 thread.join(5)
             connection.close()
             log.info("worker %s stopped", self.worker_id)
+
+    def warm_up(self) -> None:
+        """What the kinds this worker runs prepare before the first claim; a
+        failure is logged, and the first job of the kind meets it again."""
+        for name in self.kinds:
+            kind = registry.get_kind(name)
+            if kind is not None and kind.warm_up is not None:
+                try:
+                    kind.warm_up()
+                except Exception:  # noqa: BLE001  the jobs themselves report what is wrong
+                    log.exception("warming up job kind %s failed", name)
 
     def _loop(self, index: int) -> None:
         wake = self._wakers[index]

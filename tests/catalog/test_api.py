@@ -93,6 +93,19 @@ def admitted_job(workspace, *, key="k", state=None, **changes):
 # --- admission ------------------------------------------------------------------------
 
 
+def test_status_url_is_the_reversed_url_under_any_script_prefix():
+    from django.urls import reverse, set_script_prefix
+
+    job_id = uuid.uuid4()
+    for prefix in ("/", "/pricesheet/"):
+        set_script_prefix(prefix)
+        try:
+            assert api.job_status_url(job_id) == reverse("api:job", args=[job_id])
+        finally:
+            set_script_prefix("/")
+    assert api.job_status_url(job_id) == f"/api/jobs/{job_id}"
+
+
 def test_admission_answers_202_with_location_and_status_url(api_client):
     response = upload(api_client)
     assert response.status_code == 202
@@ -111,6 +124,23 @@ def test_admission_creates_a_queued_parse_sheet_job_and_its_outbox_message(api_c
     assert job.payload["supplier_name"] == sheet.supplier_name == "Northwind"
     assert job.payload["supplier_id"] is None
     assert OutboxMessage.objects.filter(topic="job.accepted", payload__job_id=body["id"]).exists()
+
+
+def test_admission_statements_are_prepared_and_logged_with_their_text(api_client):
+    # The first upload prepares them on this connection, the second runs them prepared.
+    assert upload(api_client, key="prepare-1").status_code == 202
+    with CaptureQueriesContext(connection) as captured:
+        assert upload(api_client, CSV + b"P-2,Pear,kg,2.00,EUR\n", key="prepare-2").status_code == 202
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [" ".join(row[0].split()) for row in cursor.fetchall()]
+    assert any(statement.startswith('WITH job AS (INSERT INTO "jobs_job"') for statement in prepared)
+    assert any(statement.startswith("WITH mine AS") for statement in prepared)  # the upload target
+    assert all(query["sql"] for query in captured.captured_queries)
+    # Only while those run: psycopg would otherwise count every other
+    # statement by its text, keeping the large ones in memory.
+    assert connection.connection.prepare_threshold is None
+    assert any('INSERT INTO "jobs_job"' in query["sql"] for query in captured.captured_queries)
 
 
 def test_admission_stores_the_sheet_under_its_sha256(api_client, media):

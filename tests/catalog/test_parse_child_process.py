@@ -42,6 +42,14 @@ def parse_children(worker_pid: int) -> set[int]:
     return {pid for server in children(worker_pid) for pid in children(server)}
 
 
+def job_parse_child(worker_pid: int, job: Job) -> set[int]:
+    """The parse child of `job`: the worker's grandchildren once the job is
+    claimed (the child its warm-up forks has ended before the first claim)."""
+    if Job.objects.get(pk=job.pk).state != State.RUNNING:
+        return set()
+    return parse_children(worker_pid)
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -56,7 +64,7 @@ def alive(pid: int) -> bool:
 def test_cancelling_a_parsing_job_kills_its_child_and_the_worker_goes_on(workspace, processes, media):
     slow = admit_sheet(workspace, "blank.csv", blank_lines_then_item_csv())
     worker = processes.worker("w", MEDIA_ROOT=media, JOB_LEASE_SECONDS=3, JOB_POLL_INTERVAL_SECONDS=0.2)
-    child = wait_for(lambda: parse_children(worker.pid), timeout=60, message="the parse child").pop()
+    child = wait_for(lambda: job_parse_child(worker.pid, slow), timeout=60, message="the parse child").pop()
     job_cancel(job_id=slow.pk, by_label="test")
     # The lease keeper notices within a renewal (1 s here); the child is
     # killed long before it could have finished reading 20 million lines.
@@ -73,7 +81,7 @@ def test_cancelling_a_parsing_job_kills_its_child_and_the_worker_goes_on(workspa
 def test_sigterm_lets_the_parse_child_finish_and_the_job_end_first_time(workspace, processes, media):
     slow = admit_sheet(workspace, "blank.csv", blank_lines_then_item_csv())
     worker = processes.worker("w", MEDIA_ROOT=media, JOB_LEASE_SECONDS=3, JOB_POLL_INTERVAL_SECONDS=0.2)
-    wait_for(lambda: parse_children(worker.pid), timeout=60, message="the parse child")
+    wait_for(lambda: job_parse_child(worker.pid, slow), timeout=60, message="the parse child")
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=120) == 0, processes.output(worker)
     slow.refresh_from_db()

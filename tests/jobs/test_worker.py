@@ -8,6 +8,7 @@ import pytest
 from django.db import connection, connections
 from django.db.models.functions import Now
 
+from jobs import registry
 from jobs.models import Attempt, Job, OutboxMessage, State
 from jobs.services import job_admit, job_cancel, jobs_claim_batch
 from jobs.worker import JobContext, Worker, WorkerStopping
@@ -305,3 +306,21 @@ def test_a_lost_connection_retries_the_job_without_counting_the_attempt(workspac
     job.refresh_from_db()
     assert (job.state, job.attempt, job.max_attempts) == (State.RETRYING, 1, 3)
     assert "interrupted" in job.reason and "not counted" in job.reason
+
+
+def test_warm_up_runs_each_kinds_warm_up_once_and_survives_a_failing_one(db, caplog):
+    calls = []
+
+    def broken():
+        calls.append("broken")
+        raise OSError("no room for a process")
+
+    registry.register("warm", warm_up=lambda: calls.append("warm"))(lambda ctx: None)
+    registry.register("broken-warm", warm_up=broken)(lambda ctx: None)
+    try:
+        Worker(worker_id="w").warm_up()
+    finally:
+        registry.unregister("warm")
+        registry.unregister("broken-warm")
+    assert sorted(calls) == ["broken", "warm"]
+    assert "warming up job kind broken-warm failed" in caplog.text
