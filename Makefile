@@ -52,14 +52,20 @@ run: setup
 	  for i in $$(seq $(WORKERS)); do $(BIN)/python manage.py runworker --relay & done; \
 	  set +m; wait'
 
+# pytest-xdist: PYTEST_WORKERS processes run the tests, each on a test database of its own
+# (pytest-django names them test_…_gw0, test_…_gw1); tests that must share a process carry
+# xdist_group, and the longest go first (tests/conftest.py). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
+XDIST = -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
 test: $(VENV)/.installed-dev db
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The suite without the browser tests and the chaos soak: the part to run
 # after each change (FAST_MARKERS narrows it further).
 FAST_MARKERS ?= not browser and not soak
 test-fast: $(VENV)/.installed-dev db
-	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 
 # Print a new API token for TOKEN_USER (the demo user by default), with the
 # settings `make run` uses: `TOKEN=$$(make -s apitoken)`; a read-only one:

@@ -14,6 +14,15 @@ def local_webhook_receivers(settings):
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """The soak, then the tests marked `once` (the corpus figures, the generated API requests) go
+    first: they are the longest by far, and under pytest-xdist (`make test` runs two workers) a
+    long test that starts last ends the run alone. After pytest-django's ordering (trylast), which
+    the sort keeps within each part."""
+    items.sort(key=lambda item: (not item.get_closest_marker("soak"), not item.get_closest_marker("once")))
+
+
 def pytest_configure(config):
     from django.conf import settings
 
