@@ -53,10 +53,10 @@ run: setup
 	  set +m; wait'
 
 # pytest-xdist: PYTEST_WORKERS processes run the tests, each on a test database of its own
-# (pytest-django names them test_…_gw0, test_…_gw1); tests that must share a process carry
-# xdist_group, and the longest go first (tests/conftest.py). PYTEST_WORKERS=0 runs in one process.
+# (pytest-django names them test_…_gw0, test_…_gw1); tests/conftest.py keeps a module whole where
+# its tests share a fixture and sends the longest first. PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
-XDIST = -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+XDIST = -n $(PYTEST_WORKERS)
 
 test: $(VENV)/.installed-dev db
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)

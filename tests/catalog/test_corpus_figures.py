@@ -16,8 +16,6 @@ from catalog.extraction.column_model import MODEL_PATH, header_tokens, load_mode
 pytestmark = [
     pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus folder ../shared/corpus is absent"),
     pytest.mark.once,
-    # One worker computes the figures below once (module fixtures), under pytest-xdist too.
-    pytest.mark.xdist_group("corpus_figures"),
 ]
 
 # What the development part reaches with the roles taken from the column model
