@@ -144,11 +144,12 @@ def test_development_part_outcomes_do_not_drop(development):
     assert len(development["lists_refused"]) <= MAX_LISTS_REFUSED, development["lists_refused"]
 
 
-def test_every_header_word_of_the_model_appears_under_one_role_in_two_development_files():
+def test_every_header_word_of_the_model_appears_under_one_role_in_two_development_files(development_files):
     from bench.corpus.train import MIN_WORD_FILES, examples
 
+    tables = {label["file"]: table for label, table in development_files if table is not None}
     files: dict[tuple[str, str], set[str]] = {}
-    for file, role, _values, header, *_where in examples(load_all(), split()["development"]):
+    for file, role, _values, header, *_where in examples(load_all(), split()["development"], tables):
         for token in header_tokens(header):
             files.setdefault((role, token), set()).add(file)
     backed = {token for (_role, token), fs in files.items() if len(fs) >= MIN_WORD_FILES}
