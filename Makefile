@@ -53,9 +53,11 @@ run: setup
 	  set +m; wait'
 
 # pytest-xdist: PYTEST_WORKERS processes run the tests, each on a test database of its own
-# (pytest-django names them test_…_gw0, test_…_gw1); tests/conftest.py keeps a module whole where
-# its tests share a fixture and sends the longest first. PYTEST_WORKERS=0 runs in one process.
-PYTEST_WORKERS ?= 2
+# (pytest-django names them test_…_gw0, test_…_gw1, …); tests/conftest.py keeps a module whole
+# where its tests share a fixture and sends the longest first. Three on two cores: the two soak
+# tests mostly wait on their own processes, and the third process keeps the cores busy meanwhile.
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 3
 XDIST = -n $(PYTEST_WORKERS)
 
 test: $(VENV)/.installed-dev db

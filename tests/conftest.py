@@ -19,16 +19,21 @@ def local_webhook_receivers(settings):
 WHOLE_MODULES = frozenset({"tests/catalog/test_corpus_figures.py", "tests/catalog/test_generated_sheets.py"})
 
 
-def _first(item) -> tuple[bool, bool]:
-    return (not item.get_closest_marker("soak"), not item.get_closest_marker("once"))
+def _first(item) -> tuple[bool, bool, bool]:
+    return (
+        not item.get_closest_marker("soak"),
+        not item.get_closest_marker("once"),
+        item.nodeid.split("::", 1)[0] not in WHOLE_MODULES,
+    )
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """The soak, then the tests marked `once` (the corpus figures, the generated API requests) go
-    first: they are the longest by far, and under pytest-xdist (`make test` runs two workers) a
-    long test that starts last ends the run alone. After pytest-django's ordering (trylast), which
-    the sort keeps within each part."""
+    """The soak, then the tests marked `once` (the corpus figures' module, then the generated API
+    requests) go first: they are the longest by far, and under pytest-xdist (`make test` runs three
+    workers) a long test that starts last ends the run alone; a worker is given its next unit
+    while it runs one, so the first units each start on a worker of their own. After
+    pytest-django's ordering (trylast), which the sort keeps within each part."""
     items.sort(key=_first)
 
 
