@@ -14,9 +14,17 @@ def local_webhook_receivers(settings):
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 
 
-# Modules whose tests share what a module fixture computed once: under pytest-xdist each runs
-# whole in one worker; every other test is scheduled on its own, wherever a worker is free.
-WHOLE_MODULES = frozenset({"tests/catalog/test_corpus_figures.py", "tests/catalog/test_generated_sheets.py"})
+# Modules whose tests share what a module fixture computed once, or must not run at once (each
+# `make run` of tests/test_readme.py writes the project's .port, which `make -s api` reads): under
+# pytest-xdist each runs whole in one worker, one test after another; every other test is
+# scheduled on its own, wherever a worker is free.
+WHOLE_MODULES = frozenset(
+    {
+        "tests/catalog/test_corpus_figures.py",
+        "tests/catalog/test_generated_sheets.py",
+        "tests/test_readme.py",
+    }
+)
 
 
 def _first(item) -> tuple[bool, bool, bool]:
