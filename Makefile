@@ -52,14 +52,22 @@ run: setup
 	  for i in $$(seq $(WORKERS)); do $(BIN)/python manage.py runworker --relay & done; \
 	  set +m; wait'
 
+# pytest-xdist: PYTEST_WORKERS processes run the tests, each on a test database of its own
+# (pytest-django names them test_…_gw0, test_…_gw1, …); tests/conftest.py keeps a module whole
+# where its tests share a fixture and sends the longest first. Three on two cores: the two soak
+# tests mostly wait on their own processes, and the third process keeps the cores busy meanwhile.
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 3
+XDIST = -n $(PYTEST_WORKERS)
+
 test: $(VENV)/.installed-dev db
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The suite without the browser tests and the chaos soak: the part to run
 # after each change (FAST_MARKERS narrows it further).
 FAST_MARKERS ?= not browser and not soak
 test-fast: $(VENV)/.installed-dev db
-	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 
 # Print a new API token for TOKEN_USER (the demo user by default), with the
 # settings `make run` uses: `TOKEN=$$(make -s apitoken)`; a read-only one:

@@ -14,6 +14,52 @@ def local_webhook_receivers(settings):
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 
 
+# Modules whose tests share what a module fixture computed once, or must not run at once (each
+# `make run` of tests/test_readme.py writes the project's .port, which `make -s api` reads): under
+# pytest-xdist each runs whole in one worker, one test after another; every other test is
+# scheduled on its own, wherever a worker is free.
+WHOLE_MODULES = frozenset(
+    {
+        "tests/catalog/test_corpus_figures.py",
+        "tests/catalog/test_generated_sheets.py",
+        "tests/test_readme.py",
+    }
+)
+
+
+def _first(item) -> tuple[bool, bool, bool]:
+    return (
+        not item.get_closest_marker("soak"),
+        not item.get_closest_marker("once"),
+        item.nodeid.split("::", 1)[0] not in WHOLE_MODULES,
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """The soak, then the tests marked `once` (the corpus figures' module, then the generated API
+    requests) go first: they are the longest by far, and under pytest-xdist (`make test` runs three
+    workers) a long test that starts last ends the run alone; a worker is given its next unit
+    while it runs one, so the first units each start on a worker of their own. After
+    pytest-django's ordering (trylast), which the sort keeps within each part."""
+    items.sort(key=_first)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Each test is a unit of work, but a module of WHOLE_MODULES is one; units go out in the
+    order above. (pytest-xdist's own xdist_group mark does not reach pytest 9's test ids.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in WHOLE_MODULES else nodeid
+
+    config.option.loadscopereorder = False  # the collection's order, not the largest unit first
+    return Scheduling(config, log)
+
+
 def pytest_configure(config):
     from django.conf import settings
 

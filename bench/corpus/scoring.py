@@ -108,12 +108,14 @@ def _compare_item(
     return out
 
 
-def run_file(path: Path, column_model: bool = False, model_doubt: bool | None = None):
-    """(table, Extraction, validated items, outcome) the way a parse job sees the file."""
+def run_file(path: Path, column_model: bool = False, model_doubt: bool | None = None, table=None):
+    """(table, Extraction, validated items, outcome) the way a parse job sees the file; `table`,
+    when given, is the file already read (extraction only reads it)."""
     from catalog.extraction import extract, show_held_doubt
     from catalog.validation import needs_review, review_flags, validate_items
 
-    table = read_table(path, filename=path.name)
+    if table is None:
+        table = read_table(path, filename=path.name)
     result = extract(table, column_model=column_model, model_doubt=model_doubt)
     if result.refusal:
         return table, result, [], "refuse"
@@ -125,11 +127,15 @@ def run_file(path: Path, column_model: bool = False, model_doubt: bool | None = 
 
 
 def score_file(
-    label: dict, corpus: Path = CORPUS, column_model: bool = False, model_doubt: bool | None = None
+    label: dict,
+    corpus: Path = CORPUS,
+    column_model: bool = False,
+    model_doubt: bool | None = None,
+    table=None,
 ) -> FileScore:
     s = FileScore(label["file"], label["kind"], label["outcome"])
     try:
-        table, result, items, s.outcome = run_file(corpus / label["file"], column_model, model_doubt)
+        table, result, items, s.outcome = run_file(corpus / label["file"], column_model, model_doubt, table)
     except UnreadableSheet as exc:
         s.reason = str(exc)
         return s

@@ -67,12 +67,14 @@ FOLDS = 5
 C = 1.0
 
 
-def labeled_columns(label: dict, corpus: Path = CORPUS):
-    """(file, role, value features, header text) of every labeled column; unreadable files give none."""
-    try:
-        table = read_table(corpus / label["file"], filename=Path(label["file"]).name)
-    except UnreadableSheet:
-        return
+def labeled_columns(label: dict, corpus: Path = CORPUS, table=None):
+    """(file, role, value features, header text) of every labeled column; unreadable files give none.
+    `table`, when given, is the file already read."""
+    if table is None:
+        try:
+            table = read_table(corpus / label["file"], filename=Path(label["file"]).name)
+        except UnreadableSheet:
+            return
     for lab in label.get("sheets") or []:
         if lab["sheet"] >= len(table.sheets):
             continue
@@ -200,8 +202,10 @@ def agreement_rows(pairs, threshold: float, named_threshold: float) -> list[str]
     return out
 
 
-def examples(labels: dict[str, dict], files: list[str]) -> list[tuple]:
-    return [ex for f in files if f in labels for ex in labeled_columns(labels[f])]
+def examples(labels: dict[str, dict], files: list[str], tables: dict | None = None) -> list[tuple]:
+    """Every labeled column of `files`; `tables` may hold files already read, by name."""
+    tables = tables or {}
+    return [ex for f in files if f in labels for ex in labeled_columns(labels[f], table=tables.get(f))]
 
 
 def _vocabulary(rows: list[tuple]) -> list[str]:

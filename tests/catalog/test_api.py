@@ -442,8 +442,9 @@ def test_member_of_several_workspaces_must_name_one(api_client, member):
 # --- authentication and CSRF -----------------------------------------------------------------
 
 
+# A fixed id: pytest-xdist's processes must collect the same test names.
 @pytest.mark.parametrize(
-    "method,path", [("get", "/api/jobs"), ("post", "/api/jobs"), ("get", f"/api/jobs/{uuid.uuid4()}")]
+    "method,path", [("get", "/api/jobs"), ("post", "/api/jobs"), ("get", f"/api/jobs/{uuid.UUID(int=1)}")]
 )
 def test_no_credentials_is_401_problem(client, db, method, path):
     response = getattr(client, method)(path)

@@ -41,25 +41,43 @@ HYBRID_FLOOR = {"f1": 0.996, "outcome_right": 84, "max_unflagged": 0}
 
 
 @pytest.fixture(scope="module")
-def development():
-    from bench.corpus.scoring import score_file, summarize
+def development_files():
+    """(label, table) of every labeled development file, each read once for the three ways of
+    extracting it below (a table is only read by extraction); an unreadable file's table is None,
+    so scoring reads it again and records why it is unreadable."""
+    from bench.corpus.scoring import read_table
+    from catalog.errors import UnreadableSheet
 
     labels = load_all()
+    files = []
+    for f in split()["development"]:
+        if f not in labels:
+            continue
+        try:
+            table = read_table(CORPUS / f, filename=(CORPUS / f).name)
+        except UnreadableSheet:
+            table = None
+        files.append((labels[f], table))
+    return files
+
+
+@pytest.fixture(scope="module")
+def development(development_files):
+    from bench.corpus.scoring import score_file, summarize
+
     return summarize(
-        [score_file(labels[f], column_model=True) for f in split()["development"] if f in labels]
+        [score_file(label, column_model=True, table=table) for label, table in development_files]
     )
 
 
 @pytest.fixture(scope="module")
-def development_with_model_doubt():
+def development_with_model_doubt(development_files):
     from bench.corpus.scoring import score_file, summarize
 
-    labels = load_all()
     return summarize(
         [
-            score_file(labels[f], column_model=False, model_doubt=True)
-            for f in split()["development"]
-            if f in labels
+            score_file(label, column_model=False, model_doubt=True, table=table)
+            for label, table in development_files
         ]
     )
 
@@ -75,11 +93,10 @@ def test_model_doubt_keeps_the_rules_item_rows_and_outcomes_and_flags_their_doub
 
 
 @pytest.fixture(scope="module")
-def development_as_parsed():
+def development_as_parsed(development_files):
     from bench.corpus.scoring import score_file, summarize
 
-    labels = load_all()
-    return summarize([score_file(labels[f]) for f in split()["development"] if f in labels])
+    return summarize([score_file(label, table=table) for label, table in development_files])
 
 
 def test_what_a_parse_job_does_keeps_the_rules_figures_and_shows_the_models_doubt_on_reviewed_files(
@@ -130,11 +147,12 @@ def test_development_part_outcomes_do_not_drop(development):
     assert len(development["lists_refused"]) <= MAX_LISTS_REFUSED, development["lists_refused"]
 
 
-def test_every_header_word_of_the_model_appears_under_one_role_in_two_development_files():
+def test_every_header_word_of_the_model_appears_under_one_role_in_two_development_files(development_files):
     from bench.corpus.train import MIN_WORD_FILES, examples
 
+    tables = {label["file"]: table for label, table in development_files if table is not None}
     files: dict[tuple[str, str], set[str]] = {}
-    for file, role, _values, header, *_where in examples(load_all(), split()["development"]):
+    for file, role, _values, header, *_where in examples(load_all(), split()["development"], tables):
         for token in header_tokens(header):
             files.setdefault((role, token), set()).add(file)
     backed = {token for (_role, token), fs in files.items() if len(fs) >= MIN_WORD_FILES}
