@@ -27,10 +27,16 @@ WHOLE_MODULES = frozenset(
 )
 
 
-def _first(item) -> tuple[bool, bool, bool]:
+# The browser tests run one after another in one worker, on one Chromium: several Chromiums at
+# once on two cores starve each other (one closed mid-run).
+BROWSER_TESTS = "tests/browser/"
+
+
+def _first(item) -> tuple[bool, bool, bool, bool]:
     return (
         not item.get_closest_marker("soak"),
         not item.get_closest_marker("once"),
+        not item.nodeid.startswith(BROWSER_TESTS),
         item.nodeid.split("::", 1)[0] not in WHOLE_MODULES,
     )
 
@@ -47,12 +53,14 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Each test is a unit of work, but a module of WHOLE_MODULES is one; units go out in the
-    order above. (pytest-xdist's own xdist_group mark does not reach pytest 9's test ids.)"""
+    """Each test is a unit of work, but a module of WHOLE_MODULES is one, and so are all the
+    browser tests; units go out in the order above. (pytest-xdist's own xdist_group mark does not reach pytest 9's test ids.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(BROWSER_TESTS):
+                return BROWSER_TESTS
             module = nodeid.split("::", 1)[0]
             return module if module in WHOLE_MODULES else nodeid
 
