@@ -35,9 +35,6 @@ PARSED_FLOOR = {
     "max_lists_refused": 0,
     "max_non_items_accepted": 9,
 }
-# The rules' roles with the column model's doubt on every file (extract(..., model_doubt=True)) on the
-# development part: the rules' item rows, and no wrong value unflagged.
-HYBRID_FLOOR = {"f1": 0.996, "outcome_right": 84, "max_unflagged": 0}
 
 
 @pytest.fixture(scope="module")
@@ -68,28 +65,6 @@ def development(development_files):
     return summarize(
         [score_file(label, column_model=True, table=table) for label, table in development_files]
     )
-
-
-@pytest.fixture(scope="module")
-def development_with_model_doubt(development_files):
-    from bench.corpus.scoring import score_file, summarize
-
-    return summarize(
-        [
-            score_file(label, column_model=False, model_doubt=True, table=table)
-            for label, table in development_files
-        ]
-    )
-
-
-def test_model_doubt_keeps_the_rules_item_rows_and_outcomes_and_flags_their_doubtful_columns(
-    development_with_model_doubt,
-):
-    got = development_with_model_doubt
-    assert got["f1"] >= HYBRID_FLOOR["f1"]
-    assert got["outcome_right"] >= HYBRID_FLOOR["outcome_right"]
-    assert got["unflagged_total"] <= HYBRID_FLOOR["max_unflagged"], got["unflagged"]
-    assert got["unflagged"]["unit_price"] == got["unflagged"]["description"] == 0
 
 
 @pytest.fixture(scope="module")
@@ -157,17 +132,6 @@ def test_every_header_word_of_the_model_appears_under_one_role_in_two_developmen
             files.setdefault((role, token), set()).add(file)
     backed = {token for (_role, token), fs in files.items() if len(fs) >= MIN_WORD_FILES}
     assert set(load_model().vocabulary) <= backed
-
-
-def test_no_header_word_of_the_rules_is_contradicted_by_the_development_part():
-    # A word whose development headers name another role more often than its list's,
-    # in two files or more, points the rules at the wrong column: it has no place there.
-    from bench.corpus.vocabulary import contradicted_words
-
-    contradicted = {
-        name: words for name, words in contradicted_words(split()["development"]).items() if words
-    }
-    assert contradicted == {}
 
 
 def test_the_column_thresholds_come_from_the_model_file():
