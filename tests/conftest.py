@@ -84,6 +84,9 @@ def pytest_configure(config):
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+    # ...and WhiteNoise in the test process scans no STATIC_ROOT: the README's `make run` test
+    # runs collectstatic into the project's staticfiles/ while other test processes start clients.
+    settings.STATIC_ROOT = None
 
 
 @pytest.fixture(autouse=True)
