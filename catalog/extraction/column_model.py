@@ -217,6 +217,16 @@ def column_values(body: list[list[str]], col: int) -> tuple[list[str], int]:
     return [r[col] for r in sample if col < len(r) and r[col]], len(sample)
 
 
+def sheet_features(body: list[list[str]], width: int) -> list[dict[str, float]]:
+    """``value_features`` of every column of ``body``, over one sample: the rules' vetoes and
+    the model's probabilities read the same features, computed once per sheet."""
+    sample = [r for r in body if r][:SAMPLE_ROWS]
+    return [
+        value_features([r[c] for r in sample if c < len(r) and r[c]], len(sample), c, width)
+        for c in range(width)
+    ]
+
+
 @dataclass(frozen=True)
 class ColumnModel:
     version: str

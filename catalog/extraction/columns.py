@@ -20,9 +20,8 @@ from __future__ import annotations
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
     MAJORITY,
-    column_values,
     load_model,
-    value_features,
+    sheet_features,
     value_vetoes,
     with_context,
 )
@@ -44,11 +43,12 @@ def _renormalized(probs: dict[str, float], vetoed: dict[str, str]) -> dict[str, 
 
 
 def column_probabilities(
-    body: list[list[str]], width: int, labels: list[str]
+    body: list[list[str]], width: int, labels: list[str], features: list[dict] | None = None
 ) -> list[tuple[dict, dict, dict]]:
-    """Per column: (role -> probability after the vetoes, the vetoes, the value features)."""
+    """Per column: (role -> probability after the vetoes, the vetoes, the value features);
+    ``features`` are ``sheet_features(body, width)`` when already computed."""
     model = load_model()
-    feats = with_context([value_features(*column_values(body, c), c, width) for c in range(width)])
+    feats = with_context(features if features is not None else sheet_features(body, width))
     out = []
     for c, f in enumerate(feats):
         label = labels[c] if c < len(labels) else ""
@@ -258,7 +258,9 @@ def _rules_absences(rules, probs: list[dict]) -> dict[str, tuple[int, str]]:
     return out
 
 
-def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) -> Assignment:
+def second_opinion(
+    rules, body: list[list[str]], width: int, labels: list[str], features: list[dict] | None = None
+) -> Assignment:
     """The rules' roles (``rules_columns.assign_roles``), with the model's doubt on each of them.
 
     A column the rules gave a role is confident only when the model agrees
@@ -267,7 +269,7 @@ def second_opinion(rules, body: list[list[str]], width: int, labels: list[str]) 
     on the development part by ``make train``); otherwise it needs
     confirmation and its values are flagged on that field.
     """
-    scored = column_probabilities(body, width, labels)
+    scored = column_probabilities(body, width, labels, features)
     doubted: dict[str, tuple[int, str]] = {}
     for role, col in rules.roles.items():
         if role in rules.doubted:

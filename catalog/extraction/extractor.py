@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import catalog.extraction.rules_columns as rules_columns
 from catalog.errors import NotAnItemList
+from catalog.extraction.column_model import sheet_features
 from catalog.extraction.columns import ROLES, assign_roles, second_opinion
 from catalog.extraction.formulas import price_relations
 from catalog.extraction.headers import classify_header
@@ -482,11 +483,12 @@ def _read_sheet(
     if column_model:
         assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
     else:
+        features = sheet_features(body, width)
         assignment = rules_columns.assign_roles(
-            rules_columns.profile_columns(body, width), header.labels, mapped and mapped["columns"]
+            rules_columns.profile_columns(body, width, features), header.labels, mapped and mapped["columns"]
         )
         second = (
-            second_opinion(assignment, body, width, header.labels)
+            second_opinion(assignment, body, width, header.labels, features)
             if model_doubt is not False and not mapped
             else None
         )

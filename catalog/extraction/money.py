@@ -11,6 +11,7 @@ decimal point or comma (``typed_price``).
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
@@ -303,6 +304,8 @@ def _to_plain(s: str, decimal: str | None) -> str | None:
     return s
 
 
+# The same cell is read as a number by several column features, the rules and validation.
+@functools.lru_cache(maxsize=1 << 16)
 def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
     """Parse a price as written: "1.234,50", "1,234.50", "1 234,50", "1'234.50", "€ 12".
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from catalog.extraction.assignment import Assignment, Column
-from catalog.extraction.column_model import MAJORITY, value_features, value_vetoes
+from catalog.extraction.column_model import MAJORITY, sheet_features, value_vetoes
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
 from catalog.extraction.packs import normalize_unit, split_pack
@@ -120,9 +120,14 @@ def _is_unit_text(text: str) -> bool:
     return pack is not None and unit is not None and normalize_unit(unit) is not None
 
 
-def profile_columns(rows: list[list[str]], width: int) -> list[Profile]:
-    """A profile of every column over ``rows`` (the body: rows below the header)."""
+def profile_columns(
+    rows: list[list[str]], width: int, features: list[dict[str, float]] | None = None
+) -> list[Profile]:
+    """A profile of every column over ``rows`` (the body: rows below the header); ``features``
+    are ``column_model.sheet_features`` of the same rows when already computed."""
     sample = [r for r in rows if r][:SAMPLE_ROWS]
+    if features is None:
+        features = sheet_features(rows, width)
     profiles = []
     for col in range(width):
         values = [r[col] for r in sample if col < len(r) and r[col]]
@@ -132,7 +137,7 @@ def profile_columns(rows: list[list[str]], width: int) -> list[Profile]:
             p.filled = len(texts) / max(1, len(sample))
             for key, value in {**_value_stats(texts), **_text_stats(texts)}.items():
                 setattr(p, key, value)
-            p.vetoes = value_vetoes(value_features(values, len(sample), col, width))
+            p.vetoes = value_vetoes(features[col])
         profiles.append(p)
     return profiles
 

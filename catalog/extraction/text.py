@@ -14,6 +14,7 @@ import unicodedata
 MAX_CELL_CHARS = 32_767  # Excel's own limit for one cell
 
 _FOLD_CACHE: dict[str, str] = {}
+_FOLD_CACHE_SIZE = 50_000  # folded short texts kept; emptied when full
 _SPACE_RUN = re.compile(r"[\s_]++")
 
 
@@ -28,12 +29,19 @@ def fold(text: str) -> str:
     cached = _FOLD_CACHE.get(text)
     if cached is not None:
         return cached
-    decomposed = unicodedata.normalize("NFKD", cap(text))
-    out = "".join(
-        ch for ch in decomposed if not unicodedata.combining(ch) and unicodedata.category(ch) != "Cf"
-    )
-    out = _SPACE_RUN.sub(" ", out.casefold().replace("ı", "i")).strip()
-    if len(_FOLD_CACHE) < 50_000 and len(text) < 200:
+    text = cap(text)
+    if text.isascii():  # nothing to decompose, no accent or format character
+        out = text.lower()
+    else:
+        decomposed = unicodedata.normalize("NFKD", text)
+        out = "".join(
+            ch for ch in decomposed if not unicodedata.combining(ch) and unicodedata.category(ch) != "Cf"
+        )
+        out = out.casefold().replace("ı", "i")
+    out = _SPACE_RUN.sub(" ", out).strip()
+    if len(text) < 200:
+        if len(_FOLD_CACHE) >= _FOLD_CACHE_SIZE:
+            _FOLD_CACHE.clear()
         _FOLD_CACHE[text] = out
     return out
 
