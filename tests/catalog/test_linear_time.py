@@ -104,7 +104,7 @@ def _ratio(func, unit: str, small_n: int = SMALL, large_n: int = LARGE) -> float
     small_text, large_text = adversarial(unit, small_n), adversarial(unit, large_n)
     func(large_text)  # warm up: the first pass over a large text pays for its allocation
     once = _best_time(func, small_text, 1, repeat=1)
-    loops = max(1, min(200, int(0.002 / max(once, 1e-7))))  # about 2 ms per small run
+    loops = max(1, min(100, int(0.001 / max(once, 1e-7))))  # about 1 ms per small run
     small = _best_time(func, small_text, loops)
     large = _best_time(func, large_text, max(1, loops // 10))
     return large / max(small, 1e-7)
