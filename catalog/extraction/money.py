@@ -304,8 +304,6 @@ def _to_plain(s: str, decimal: str | None) -> str | None:
     return s
 
 
-# The same cell is read as a number by several column features, the rules and validation.
-@functools.lru_cache(maxsize=1 << 16)
 def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
     """Parse a price as written: "1.234,50", "1,234.50", "1 234,50", "1'234.50", "€ 12".
 
@@ -319,6 +317,13 @@ def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
         return None
     if FAST_DECIMAL.fullmatch(text) and (decimal != "," or "." not in text):
         return Decimal(text)
+    return _parse_written(text, decimal)
+
+
+# The same cell is read as a number by several column features, the rules and validation; the
+# cache holds texts of at most _MAX_NUMBER_CHARS characters.
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_written(text: str, decimal: str | None) -> Decimal | None:
     s, negative = _strip_affixes(text.strip())
     s = _join_spaced_groups(s)
     if s is None or not _NUMBER_BODY.fullmatch(s):
