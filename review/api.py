@@ -34,6 +34,7 @@ from jobs.http import (
     json_int,
     validation_problem,
 )
+from catalog.flags import CODES
 from jobs.models import Job
 from jobs.problems import Problem, api_view, not_found, register_titles
 from review.parsing import BadEdits, edits_from_json, filter_from_json, version_from_json
@@ -110,9 +111,11 @@ class ItemEdit(Schema):
 class ItemFilter(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    flag: Text | None = Field(None, description="A flag code (catalog/flags.py); any code when left out.")
-    field: Literal[(*EDITABLE_FIELDS, "row")] | None = Field(  # type: ignore[valid-type]
-        None, description='The flag\'s field, or "row"; any when left out.'
+    flag: Literal[("", *CODES)] | None = Field(  # type: ignore[valid-type]
+        None, description='A flag code (catalog/flags.py); any code when left out or "".'
+    )
+    field: Literal[("", *EDITABLE_FIELDS, "row")] | None = Field(  # type: ignore[valid-type]
+        None, description='The flag\'s field, or "row"; any when left out or "".'
     )
     blocking: JsonBool = Field(False, description="Only flags that block approval.")
 

@@ -103,9 +103,9 @@ def filter_from_json(raw: Any, where: str = "filter") -> ItemFilter:
         or name not in ("", "row", *EDITABLE_FIELDS)
     ):
         raise BadEdits(MSG_FILTER.format(where=where))
-    if flag.strip() and flag.strip() not in CODES:
+    if flag and flag not in CODES:
         raise BadEdits(MSG_FILTER_CODE.format(where=where, code=flag, codes=", ".join(CODES)))
-    return ItemFilter(flag=flag.strip(), field=name, blocking=blocking)
+    return ItemFilter(flag=flag, field=name, blocking=blocking)
 
 
 def _sheet_sets(raw: Any) -> list[SheetSet]:
@@ -115,7 +115,7 @@ def _sheet_sets(raw: Any) -> list[SheetSet]:
             raise BadEdits(MSG_SETS.format(scopes=", ".join(SCOPES)))
         _unknown(rule, ("field", "value", "scope", "where"))
         value = _values({rule.get("field"): rule.get("value")}, "sets[].").popitem()[1]
-        where = filter_from_json(rule["where"], "sets[].where") if "where" in rule else None
+        where = filter_from_json(rule["where"], "sets[].where") if rule.get("where") is not None else None
         out.append(SheetSet(rule["field"], value, rule.get("scope", "all"), where))
     return out
 

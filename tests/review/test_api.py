@@ -200,7 +200,21 @@ def test_a_filter_that_is_not_one_is_400(client, reviewer, job):
     assert "omit.code" in response.json()["detail"]
 
 
-def test_a_filter_naming_an_unknown_flag_code_is_400(client, reviewer, job):
-    response = approve(client, job, {"version": job.version, "omit": {"flag": "no_such_code"}}, reviewer)
+@pytest.mark.parametrize("flag", ["no_such_code", " ambiguous_unit"])
+def test_a_filter_flag_that_is_not_a_code_as_the_document_lists_it_is_400(client, reviewer, job, flag):
+    response = approve(client, job, {"version": job.version, "omit": {"flag": flag}}, reviewer)
     assert response.status_code == 400
-    assert "'no_such_code', which is not a flag code" in response.json()["detail"]
+    detail = response.json()["detail"]
+    assert "`omit.flag`" in detail and "'ambiguous_unit'" in detail
+
+
+def test_a_sheet_value_with_where_null_reaches_every_item(client, reviewer, job):
+    """The document allows `"where": null` (no filter), so the server reads it as no filter."""
+    body = {
+        "version": job.version,
+        "omit": {"flag": "ambiguous_unit"},
+        "sets": [{"field": "currency", "value": "EUR", "where": None}],
+    }
+    response = approve(client, job, body, reviewer)
+    assert response.status_code == 200, response.content
+    assert {i.currency for i in CatalogRevision.objects.get(job=job).items.all()} == {"EUR"}
