@@ -121,7 +121,8 @@ def test_the_extractor_has_patterns_to_check():
 
 
 def test_a_pattern_that_backtracks_quadratically_is_over_the_limit():
-    assert _ratio(re.compile(r"1*b").search, "1") >= _limit("1")
+    # On 500 and 5,000 characters: the same ratio, without seconds per search.
+    assert _ratio(re.compile(r"1*b").search, "1", SMALL // 10, LARGE // 10) >= _limit("1")
 
 
 @pytest.mark.parametrize("name", sorted(PATTERNS))
