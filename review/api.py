@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from accounts.auth import authenticate
+from catalog.flags import CODES
 from jobs.http import (
     BoundedJsonParser,
     JobVersion,
@@ -34,7 +35,6 @@ from jobs.http import (
     json_int,
     validation_problem,
 )
-from catalog.flags import CODES
 from jobs.models import Job
 from jobs.problems import Problem, api_view, not_found, register_titles
 from review.parsing import BadEdits, edits_from_json, filter_from_json, version_from_json
