@@ -95,6 +95,17 @@ def _reviewer_value(value):
 
 
 Value = Annotated[Text | int | float | None, BeforeValidator(_reviewer_value)]
+MSG_FLAG_CODE = "{code!r}, which is not a flag code; codes are: {codes}."
+
+
+def _flag_code(value):
+    """The wrong code named in the error (the enum's own error only lists the codes)."""
+    if value is None or value == "" or (isinstance(value, str) and value in CODES):
+        return value
+    raise ValueError(MSG_FLAG_CODE.format(code=value, codes=", ".join(CODES)))
+
+
+FlagCode = Annotated[Literal[("", *CODES)] | None, BeforeValidator(_flag_code)]  # type: ignore[valid-type]
 Scope = Literal[SCOPES]  # type: ignore[valid-type]
 
 
@@ -111,9 +122,7 @@ class ItemEdit(Schema):
 class ItemFilter(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    flag: Literal[("", *CODES)] | None = Field(  # type: ignore[valid-type]
-        None, description='A flag code (catalog/flags.py); any code when left out or "".'
-    )
+    flag: FlagCode = Field(None, description='A flag code (catalog/flags.py); any code when left out or "".')
     field: Literal[("", *EDITABLE_FIELDS, "row")] | None = Field(  # type: ignore[valid-type]
         None, description='The flag\'s field, or "row"; any when left out or "".'
     )
