@@ -34,6 +34,12 @@ MSG_NUL = (
 )
 
 
+SINGLE_BYTE = ("cp1251", "cp1252", "cp1250", "koi8_r", "latin_1", "iso8859_2", "cp1254")
+# What a spreadsheet saves as "CSV" on a Korean, Chinese (simplified and
+# traditional) or Japanese Windows.
+MULTI_BYTE = ("cp949", "gb18030", "cp950", "cp932")
+
+
 def _decode(data: bytes) -> str:
     text = _decode_bytes(data)
     # A NUL can be neither stored nor published (PostgreSQL text refuses it):
@@ -62,15 +68,16 @@ def _decode_bytes(data: bytes) -> str:
         pass
     from charset_normalizer import from_bytes
 
-    # Legacy single-byte encodings only: by now we know it is not UTF-8.
-    best = from_bytes(
-        data[:200_000],
-        cp_isolation=["cp1251", "cp1252", "cp1250", "koi8_r", "latin_1", "iso8859_2", "cp1254"],
-    ).best()
-    encoding = best.encoding if best is not None else "cp1252"
-    # The detector can pick a neighbouring code page; the language decides.
-    from catalog.codepages import best_code_page
+    from catalog.codepages import SAMPLE_BYTES, best_code_page
 
+    # Legacy code pages only: by now we know it is not UTF-8.
+    best = from_bytes(data[:SAMPLE_BYTES], cp_isolation=[*SINGLE_BYTE, *MULTI_BYTE]).best()
+    encoding = best.encoding if best is not None else "cp1252"
+    if encoding in MULTI_BYTE:
+        # A stray byte past the sample shows as U+FFFD in its cell, where a
+        # single-byte page would garble every character of the file.
+        return data.decode(encoding, errors="replace")
+    # The detector can pick a neighbouring code page; the language decides.
     encoding = best_code_page(data, preferred=encoding)
     try:
         return data.decode(encoding)

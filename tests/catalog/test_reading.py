@@ -55,6 +55,39 @@ def test_cp1252_csv_is_detected(tmp_path):
     assert rows[1] == ["1", "Größe L Äpfel süß", "1,50 €"]
 
 
+@pytest.mark.parametrize(
+    ("encoding", "rows"),
+    [
+        ("cp949", [["품번", "품명", "단가"], ["K-01", "스테인리스 볼트 10mm", "1500"], ["K-02", "육각 너트", "320"]]),
+        ("gb18030", [["编号", "品名", "单价"], ["Z-01", "不锈钢螺栓 10毫米", "1.50"], ["Z-02", "六角螺母", "0.32"]]),
+        ("cp950", [["編號", "品名", "單價"], ["T-01", "不鏽鋼螺栓 10毫米", "15"], ["T-02", "六角螺帽", "3"]]),
+        ("cp932", [["品番", "品名", "単価"], ["J-01", "ステンレスボルト 10mm", "150"], ["J-02", "六角ナット", "32"]]),
+    ],
+)
+def test_east_asian_code_pages_are_detected(tmp_path, encoding, rows):
+    """A spreadsheet saved as CSV on a Korean, Chinese or Japanese Windows."""
+    body = rows + [[f"{rows[1][0]}{n}", f"{rows[1][1]} {n}", rows[1][2]] for n in range(40)]
+    text = "\n".join(",".join(r) for r in body) + "\n"
+    path = write(tmp_path, "sheet.csv", text.encode(encoding))
+    assert read_table(path, filename="sheet.csv").sheets[0].rows[:3] == rows
+
+
+def test_a_stray_byte_after_the_sample_costs_one_character_not_the_file(tmp_path):
+    from catalog.codepages import SAMPLE_BYTES
+
+    words = ["편지", "봉투", "대형", "볼트", "너트", "스테인리스", "육각", "소형"]
+    lines, size = [], 0
+    while size <= SAMPLE_BYTES:
+        n = len(lines)
+        lines.append(f"{words[n % 8]} {words[n // 8 % 8]} {n},{500 + n}\n".encode("cp949"))
+        size += len(lines[-1])
+    data = b"".join(lines) + b"\x80,1\n"
+    path = write(tmp_path, "sheet.csv", data)
+    rows = read_table(path, filename="sheet.csv").sheets[0].rows
+    assert rows[0] == ["편지 편지 0", "500"]
+    assert rows[-1] == ["\ufffd", "1"]
+
+
 def test_semicolon_delimiter_is_sniffed(tmp_path):
     path = write(tmp_path, "a.csv", b"SKU;Name;Price\nA;Apple, red;1,50\nB;Pear;2,00\n")
     assert read_table(path, filename="a.csv").sheets[0].rows[1] == ["A", "Apple, red", "1,50"]
