@@ -100,13 +100,13 @@ def _best_time(func, text: str, loops: int, repeat: int = 7) -> float:
     return best
 
 
-def _ratio(func, unit: str, small_n: int = SMALL, large_n: int = LARGE) -> float:
+def _ratio(func, unit: str, small_n: int = SMALL, large_n: int = LARGE, repeat: int = 7) -> float:
     small_text, large_text = adversarial(unit, small_n), adversarial(unit, large_n)
     func(large_text)  # warm up: the first pass over a large text pays for its allocation
     once = _best_time(func, small_text, 1, repeat=1)
     loops = max(1, min(100, int(0.001 / max(once, 1e-7))))  # about 1 ms per small run
-    small = _best_time(func, small_text, loops)
-    large = _best_time(func, large_text, max(1, loops // 10))
+    small = _best_time(func, small_text, loops, repeat)
+    large = _best_time(func, large_text, max(1, loops // 10), repeat)
     return large / max(small, 1e-7)
 
 
@@ -116,24 +116,39 @@ def _limit(unit: str) -> float:
     return max(MAX_RATIO, 3 * _ratio(BASELINE.search, unit))
 
 
+# A first measure takes the best of 2 runs; only a ratio past this share of
+# the limit (linear patterns measured at most 18 of 70) is measured again
+# with the best of 7, and that measure decides.
+SCREEN = 0.4
+
+
+def _over(func, units, small_n: int = SMALL, large_n: int = LARGE) -> list[tuple[str, float, float]]:
+    """(unit, ratio, limit) for each unit on which `func` grows faster than linearly."""
+    over = []
+    for unit in units:
+        limit = _limit(unit)
+        ratio = _ratio(func, unit, small_n, large_n, repeat=2)
+        if ratio >= SCREEN * limit:
+            ratio = _ratio(func, unit, small_n, large_n)
+        if ratio >= limit:
+            over.append((unit, ratio, limit))
+    return over
+
+
 def test_the_extractor_has_patterns_to_check():
     assert len(PATTERNS) >= 30
 
 
 def test_a_pattern_that_backtracks_quadratically_is_over_the_limit():
     # On 500 and 5,000 characters: the same ratio, without seconds per search.
-    assert _ratio(re.compile(r"1*b").search, "1", SMALL // 10, LARGE // 10) >= _limit("1")
+    assert [unit for unit, *_ in _over(re.compile(r"1*b").search, ["1", "a"], SMALL // 10, LARGE // 10)] == [
+        "1"
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_pattern_grows_linearly_on_adversarial_text(name):
-    pattern = PATTERNS[name]
-    over = [
-        (unit, ratio, limit)
-        for unit in UNITS
-        if (ratio := _ratio(pattern.search, unit)) >= (limit := _limit(unit))
-    ]
-    assert over == []
+    assert _over(PATTERNS[name].search, UNITS) == []
 
 
 def _one_row_extract(text: str):
@@ -164,11 +179,7 @@ FUNCTIONS = {
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_text_function_grows_linearly_on_adversarial_text(name):
-    func = FUNCTIONS[name]
-    over = [
-        (unit, ratio, limit) for unit in UNITS if (ratio := _ratio(func, unit)) >= (limit := _limit(unit))
-    ]
-    assert over == []
+    assert _over(FUNCTIONS[name], UNITS) == []
 
 
 def test_cell_text_is_capped_at_excels_limit_before_any_pattern():
@@ -209,9 +220,4 @@ FORMAT_PATTERNS = {
 @pytest.mark.parametrize("name", sorted(FORMAT_FUNCTIONS) + sorted(FORMAT_PATTERNS))
 def test_number_format_reading_grows_linearly_on_adversarial_formats(name):
     func = FORMAT_FUNCTIONS.get(name) or FORMAT_PATTERNS[name].search
-    over = [
-        (unit, ratio, limit)
-        for unit in FORMAT_UNITS
-        if (ratio := _ratio(func, unit, 1_000, 10_000)) >= (limit := _limit(unit))
-    ]
-    assert over == []
+    assert _over(func, FORMAT_UNITS, 1_000, 10_000) == []
