@@ -432,14 +432,21 @@ class Faults:
                     kind = "pg_restart"
                 getattr(self, kind)()
             # The soak must prove a stale completion is refused: make sure at
-            # least one pause caught a worker with a job in hand.
+            # least one pause caught a worker with a job in hand, while a job
+            # is left to catch (a drained queue leaves none: each pause
+            # would only wait out its lease).
             for _ in range(20):
-                if self.paused_holding:
+                if self.paused_holding or not self._jobs_left():
                     break
                 self.pause_worker()
             self.fleet.restart_dead()
         finally:
             connection.close()
+
+    def _jobs_left(self) -> bool:
+        from jobs.models import Job
+
+        return Job.objects.filter(state__in=UNFINISHED).exists()
 
     def _holding_worker(self) -> tuple[str, subprocess.Popen] | None:
         from jobs.models import Job
