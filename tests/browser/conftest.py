@@ -30,7 +30,7 @@ def chromium_path() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def browser():
+def _chromium():
     path = chromium_path()
     if path is None:
         message = (
@@ -43,9 +43,23 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+        launched = []
+
+        def connected():
+            """The session's Chromium; launched again when an earlier test lost it,
+            so a crash fails that test and not every one after it."""
+            if not launched or not launched[-1].is_connected():
+                launched.append(playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS))
+            return launched[-1]
+
+        yield connected
+        if launched and launched[-1].is_connected():
+            launched[-1].close()
+
+
+@pytest.fixture
+def browser(_chromium):
+    return _chromium()
 
 
 @pytest.fixture
