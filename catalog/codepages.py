@@ -5,19 +5,43 @@ pages, and a statistical detector may pick a neighbour (cp1250 for an Italian
 cp1252 file: "velocitŕ"). The rule here: the right code page is the one whose
 reading uses the letters of one language's alphabet; a reading that mixes
 letters no single language writes together (Italian read as cp1250 gives
-Slovak "ŕ" beside Czech "ě"), or Latin and Cyrillic letters in one word, or
-a word in odd case ("хУРМА"), is wrong. Ties go to the most common code page
-in ``CANDIDATES`` order.
+Slovak "ŕ" beside Czech "ě"), or two scripts in one word (Latin and
+Cyrillic, Latin and Greek), or a word of a cased script in odd case
+("хУРМА"), or a sign, a digit or another script's mark inside a word
+("Sanda³y", "f๖hnen"), is wrong. Ties go to a caseless script (Hebrew,
+Arabic, Thai) over a cased one whose letters are all of one case (Hebrew
+read as cp1251 is lower-case Cyrillic), then to the first page in
+``CANDIDATES`` order.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 
-CANDIDATES = ("cp1252", "cp1251", "cp1250", "cp1254", "iso8859_2", "koi8_r")
+# Each language's Windows code page, then the ISO and KOI8 pages, with the
+# script each writes beyond ASCII; ties go to the first.
+CANDIDATES = {
+    "cp1252": "LATIN",  # Western Europe
+    "cp1251": "CYRILLIC",
+    "cp1250": "LATIN",  # Central Europe
+    "cp1254": "LATIN",  # Turkish
+    "cp1257": "LATIN",  # Baltic
+    "cp1253": "GREEK",
+    "cp1255": "HEBREW",
+    "cp1256": "ARABIC",
+    "cp874": "THAI",
+    "iso8859_2": "LATIN",
+    "koi8_r": "CYRILLIC",
+}
 SAMPLE_BYTES = 200_000
 
-_CYRILLIC = "".join(chr(c) for c in range(0x430, 0x460)) + "ґ"
+
+def _span(first: int, last: int) -> str:
+    return "".join(chr(c) for c in range(first, last + 1))
+
+
 # The letters beyond ASCII that each language writes (lower case).
 ALPHABETS = {
     "italian": "àèéìíòóùú",
@@ -34,46 +58,108 @@ ALPHABETS = {
     "hungarian": "áéíóöőúüű",
     "croatian": "čćđšž",
     "romanian": "ăâîșțşţ",
-    "turkish": "çğıöşüâî",
-    "cyrillic": _CYRILLIC,
+    "turkish": "çğıöşüâîİ",  # "İ" lowers to two characters: kept as it is
+    "lithuanian": "ąčęėįšųūž",
+    "latvian": "āčēģīķļņšūž",
+    "estonian": "äõöüšž",
+    "cyrillic": _span(0x430, 0x45F) + "ґ",
+    "greek": _span(0x3AC, 0x3CE) + "ΐ",
+    "hebrew": _span(0x5D0, 0x5EA),
+    "arabic": _span(0x621, 0x64A) + _span(0x671, 0x6D3),
+    "thai": _span(0xE01, 0xE2E) + _span(0xE30, 0xE33) + _span(0xE40, 0xE46),
 }
+# Scripts whose words are written in lower, UPPER or Capitalized case.
+CASED = {"LATIN", "CYRILLIC", "GREEK"}
+_SCRIPTS = CASED | {"HEBREW", "ARABIC", "THAI"}
 
 
 _WORD = re.compile(r"[^\W\d_]++")
 
 
+@functools.lru_cache(maxsize=4096)
+def _script(ch: str) -> str | None:
+    """The script of a letter ("LATIN", "GREEK", ...), or None for a sign such as "º"."""
+    if ch.isascii():
+        return "LATIN"
+    word = unicodedata.name(ch, "").split(" ", 1)[0]
+    return word if word in _SCRIPTS else None
+
+
 def _plausible(word: str) -> bool:
-    """One script per word, and lower, UPPER or Capitalized case."""
-    cyrillic = any(ch.lower() in _CYRILLIC for ch in word)
-    latin = any(ch.isascii() or ch.lower() not in _CYRILLIC for ch in word)
-    if cyrillic and latin:
+    """One script per word, and in a cased script lower, UPPER or Capitalized case."""
+    scripts = {_script(ch) for ch in word} - {None}
+    if len(scripts) > 1:
         return False
+    if not scripts & CASED:
+        return True
     return word.islower() or word.isupper() or (word[0].isupper() and word[1:].islower())
+
+
+def _lower(ch: str) -> str:
+    low = ch.lower()
+    return low if len(low) == 1 else ch
+
+
+# A sign, a digit or another script's mark beyond ASCII between two letters
+# ("Sanda³y": Polish "ł" read in cp1252; "f๖hnen": Dutch "ö" read in cp874)
+# is a letter of another code page. A word's own script's marks (Thai
+# vowels, Hebrew points) belong in it.
+_SIGN_IN_WORD = re.compile(r"(?<=[^\W\d_])[^\x00-\x7f\s](?=[^\W\d_])")
+
+
+def _signs_in_words(text: str) -> int:
+    odd = 0
+    for m in _SIGN_IN_WORD.finditer(text):
+        ch = m.group()
+        if ch.isalpha():
+            continue
+        if unicodedata.category(ch) == "Mn":
+            mark = unicodedata.name(ch, "").split(" ", 1)[0]
+            if mark not in _SCRIPTS or mark == _script(text[m.start() - 1]):
+                continue
+        odd += 1
+    return odd
+
+
+def _reading(text: str) -> tuple[float, bool]:
+    """(the fit, whether the reading writes a cased script in one case only beyond ASCII)."""
+    counts: dict[str, int] = {}
+    odd = _signs_in_words(text)
+    capitals = cased = 0
+    for word in _WORD.findall(text):
+        if word.isascii():
+            continue
+        letters = [ch for ch in word if not ch.isascii() and _script(ch)]
+        if not _plausible(word):
+            odd += len(letters)
+            continue
+        for ch in letters:
+            low = _lower(ch)
+            counts[low] = counts.get(low, 0) + 1
+            if _script(ch) in CASED:
+                cased += 1
+                capitals += ch != low
+    total = sum(counts.values()) + odd
+    if not total:
+        return 1.0, False
+    fit = max(sum(n for ch, n in counts.items() if ch in letters) for letters in ALPHABETS.values()) / total
+    return fit, cased > 0 and capitals in (0, cased)
 
 
 def language_fit(text: str) -> float:
     """Share of the non-ASCII letters in ``text`` that one language's alphabet covers,
-    in words that look like words (1.0: all)."""
-    counts: dict[str, int] = {}
-    odd = 0
-    for word in _WORD.findall(text):
-        if word.isascii():
-            continue
-        letters = [ch.lower() for ch in word if ord(ch) > 127]
-        if not _plausible(word):
-            odd += len(letters)
-            continue
-        for low in letters:
-            counts[low] = counts.get(low, 0) + 1
-    total = sum(counts.values()) + odd
-    if not total:
-        return 1.0
-    return max(sum(n for ch, n in counts.items() if ch in letters) for letters in ALPHABETS.values()) / total
+    in words that look like words, less signs inside words (1.0: all)."""
+    return _reading(text)[0]
 
 
 def best_code_page(data: bytes, preferred: str | None = None) -> str:
     """The legacy code page whose reading of ``data`` fits one language best
-    (``preferred``, the detector's choice, when nothing decodes)."""
+    (``preferred``, the detector's choice, when nothing decodes).
+
+    Hebrew read in cp1251 is lower-case Cyrillic (in KOI8-R, upper-case)
+    that fits as well as the Hebrew: where readings tie, one in a cased
+    script whose letters beyond ASCII are all of one case gives way to one
+    in a caseless script."""
     sample = data[:SAMPLE_BYTES]
     scored = []
     for encoding in CANDIDATES:
@@ -81,8 +167,12 @@ def best_code_page(data: bytes, preferred: str | None = None) -> str:
             text = sample.decode(encoding)
         except UnicodeDecodeError:
             continue
-        scored.append((language_fit(text), encoding))
+        scored.append((*_reading(text), encoding))
     if not scored:
         return preferred or "latin-1"
-    top = max(fit for fit, _e in scored)
-    return next(e for fit, e in scored if fit >= top - 1e-9)
+    top = max(fit for fit, _one_case, _e in scored)
+    tied = [(one_case, e) for fit, one_case, e in scored if fit >= top - 1e-9]
+    caseless = [e for _o, e in tied if CANDIDATES[e] not in CASED]
+    if caseless and all(one_case for one_case, e in tied if CANDIDATES[e] in CASED):
+        return caseless[0]
+    return tied[0][1]

@@ -34,7 +34,9 @@ MSG_NUL = (
 )
 
 
-SINGLE_BYTE = ("cp1251", "cp1252", "cp1250", "koi8_r", "latin_1", "iso8859_2", "cp1254")
+# Single-byte pages the detector weighs against the multi-byte ones (with
+# Thai cp874 among them it took Big5 text for Thai).
+DETECTED_SINGLE_BYTE = ("cp1251", "cp1252", "cp1250", "koi8_r", "latin_1", "iso8859_2", "cp1254")
 # What a spreadsheet saves as "CSV" on a Korean, Chinese (simplified and
 # traditional) or Japanese Windows.
 MULTI_BYTE = ("cp949", "gb18030", "cp950", "cp932")
@@ -70,8 +72,10 @@ def _decode_bytes(data: bytes) -> str:
 
     from catalog.codepages import SAMPLE_BYTES, best_code_page
 
-    # Legacy code pages only: by now we know it is not UTF-8.
-    best = from_bytes(data[:SAMPLE_BYTES], cp_isolation=[*SINGLE_BYTE, *MULTI_BYTE]).best()
+    # Legacy code pages only: by now we know it is not UTF-8. The detector
+    # tells single-byte from multi-byte; among single-byte pages the language
+    # decides (best_code_page).
+    best = from_bytes(data[:SAMPLE_BYTES], cp_isolation=[*DETECTED_SINGLE_BYTE, *MULTI_BYTE]).best()
     encoding = best.encoding if best is not None else "cp1252"
     if encoding in MULTI_BYTE:
         # A stray byte past the sample shows as U+FFFD in its cell, where a

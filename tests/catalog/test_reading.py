@@ -89,6 +89,53 @@ def test_east_asian_code_pages_are_detected(tmp_path, encoding, rows):
     assert read_table(path, filename="sheet.csv").sheets[0].rows[:3] == rows
 
 
+@pytest.mark.parametrize(
+    ("encoding", "rows"),
+    [
+        (
+            "cp1253",
+            [
+                ["Κωδικός", "Περιγραφή", "Τιμή"],
+                ["G-01", "Βίδα ανοξείδωτη", "1,50"],
+                ["G-02", "Παξιμάδι", "0,32"],
+            ],
+        ),
+        ("cp1255", [["קוד", "תיאור", "מחיר"], ["H-01", "בורג נירוסטה", "15"], ["H-02", "אום משושה", "3"]]),
+        (
+            "cp1256",
+            [["الرمز", "الوصف", "السعر"], ["A-01", "برغي فولاذ", "15"], ["A-02", "صامولة سداسية", "3"]],
+        ),
+        ("cp874", [["รหัส", "รายการ", "ราคา"], ["T-01", "สกรูสแตนเลส", "15"], ["T-02", "น็อตหกเหลี่ยม", "3"]]),
+        (
+            "cp1257",
+            [
+                ["Kodas", "Aprašymas", "Kaina"],
+                ["L-01", "Varžtas nerūdijantis", "1,50"],
+                ["L-02", "Veržlė", "0,32"],
+            ],
+        ),
+        (
+            "cp1254",
+            [
+                ["Kod", "Açıklama", "Fiyat"],
+                ["K-01", "PASLANMAZ CİVATA İNCE", "15"],
+                ["K-02", "Altıgen somun", "3"],
+            ],
+        ),
+        # "ö" is a Thai digit in cp874 and an Arabic mark in cp1256: inside a word, no letter.
+        (
+            "cp1252",
+            [["Code", "Omschrijving", "Prijs"], ["N-01", "Wassen en föhnen", "15"], ["N-02", "Föhnen", "3"]],
+        ),
+    ],
+)
+def test_single_byte_code_pages_are_told_apart_by_their_language(tmp_path, encoding, rows):
+    body = rows + [[f"{rows[1][0]}{n}", f"{rows[n % 2 + 1][1]} {n}", rows[1][2]] for n in range(40)]
+    text = "\n".join(";".join(r) for r in body) + "\n"
+    path = write(tmp_path, "sheet.csv", text.encode(encoding))
+    assert read_table(path, filename="sheet.csv").sheets[0].rows[:3] == rows
+
+
 def test_a_stray_byte_after_the_sample_costs_one_character_not_the_file(tmp_path):
     from catalog.codepages import SAMPLE_BYTES
 
