@@ -20,21 +20,20 @@ import functools
 import re
 import unicodedata
 
-# Each language's Windows code page, then the ISO and KOI8 pages, with the
-# script each writes beyond ASCII; ties go to the first.
-CANDIDATES = {
-    "cp1252": "LATIN",  # Western Europe
-    "cp1251": "CYRILLIC",
-    "cp1250": "LATIN",  # Central Europe
-    "cp1254": "LATIN",  # Turkish
-    "cp1257": "LATIN",  # Baltic
-    "cp1253": "GREEK",
-    "cp1255": "HEBREW",
-    "cp1256": "ARABIC",
-    "cp874": "THAI",
-    "iso8859_2": "LATIN",
-    "koi8_r": "CYRILLIC",
-}
+# Each language's Windows code page, then the ISO and KOI8 pages; ties go to the first.
+CANDIDATES = (
+    "cp1252",  # Western Europe
+    "cp1251",  # Cyrillic
+    "cp1250",  # Central Europe
+    "cp1254",  # Turkish
+    "cp1257",  # Baltic
+    "cp1253",  # Greek
+    "cp1255",  # Hebrew
+    "cp1256",  # Arabic
+    "cp874",  # Thai
+    "iso8859_2",
+    "koi8_r",
+)
 SAMPLE_BYTES = 200_000
 
 
@@ -121,8 +120,9 @@ def _signs_in_words(text: str) -> int:
     return odd
 
 
-def _reading(text: str) -> tuple[float, bool]:
-    """(the fit, whether the reading writes a cased script in one case only beyond ASCII)."""
+def _reading(text: str) -> tuple[float, str]:
+    """(the fit; "caseless" when most letters beyond ASCII are of a caseless
+    script, "one case" when they are of a cased script and all of one case, else "")."""
     counts: dict[str, int] = {}
     odd = _signs_in_words(text)
     capitals = cased = 0
@@ -139,11 +139,14 @@ def _reading(text: str) -> tuple[float, bool]:
             if _script(ch) in CASED:
                 cased += 1
                 capitals += ch != low
-    total = sum(counts.values()) + odd
+    counted = sum(counts.values())
+    total = counted + odd
     if not total:
-        return 1.0, False
+        return 1.0, ""
     fit = max(sum(n for ch, n in counts.items() if ch in letters) for letters in ALPHABETS.values()) / total
-    return fit, cased > 0 and capitals in (0, cased)
+    if counted > 2 * cased:
+        return fit, "caseless"
+    return fit, "one case" if cased and capitals in (0, cased) else ""
 
 
 def language_fit(text: str) -> float:
@@ -157,9 +160,9 @@ def best_code_page(data: bytes, preferred: str | None = None) -> str:
     (``preferred``, the detector's choice, when nothing decodes).
 
     Hebrew read in cp1251 is lower-case Cyrillic (in KOI8-R, upper-case)
-    that fits as well as the Hebrew: where readings tie, one in a cased
-    script whose letters beyond ASCII are all of one case gives way to one
-    in a caseless script."""
+    that fits as well as the Hebrew: where readings tie, those whose
+    letters are of a cased script and all of one case give way to one in a
+    caseless script."""
     sample = data[:SAMPLE_BYTES]
     scored = []
     for encoding in CANDIDATES:
@@ -170,9 +173,9 @@ def best_code_page(data: bytes, preferred: str | None = None) -> str:
         scored.append((*_reading(text), encoding))
     if not scored:
         return preferred or "latin-1"
-    top = max(fit for fit, _one_case, _e in scored)
-    tied = [(one_case, e) for fit, one_case, e in scored if fit >= top - 1e-9]
-    caseless = [e for _o, e in tied if CANDIDATES[e] not in CASED]
-    if caseless and all(one_case for one_case, e in tied if CANDIDATES[e] in CASED):
+    top = max(fit for fit, _kind, _e in scored)
+    tied = [(kind, e) for fit, kind, e in scored if fit >= top - 1e-9]
+    caseless = [e for kind, e in tied if kind == "caseless"]
+    if caseless and all(kind in ("caseless", "one case") for kind, _e in tied):
         return caseless[0]
     return tied[0][1]
