@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections import Counter
 
 # Each language's Windows code page, then the ISO and KOI8 pages; ties go to the first.
 CANDIDATES = (
@@ -126,19 +127,17 @@ def _reading(text: str) -> tuple[float, str]:
     counts: dict[str, int] = {}
     odd = _signs_in_words(text)
     capitals = cased = 0
-    for word in _WORD.findall(text):
-        if word.isascii():
-            continue
+    for word, n in Counter(w for w in _WORD.findall(text) if not w.isascii()).items():
         letters = [ch for ch in word if not ch.isascii() and _script(ch)]
         if not _plausible(word):
-            odd += len(letters)
+            odd += n * len(letters)
             continue
         for ch in letters:
             low = _lower(ch)
-            counts[low] = counts.get(low, 0) + 1
+            counts[low] = counts.get(low, 0) + n
             if _script(ch) in CASED:
-                cased += 1
-                capitals += ch != low
+                cased += n
+                capitals += n * (ch != low)
     counted = sum(counts.values())
     total = counted + odd
     if not total:
