@@ -178,3 +178,24 @@ def best_code_page(data: bytes, preferred: str | None = None) -> str:
     if caseless and all(kind in ("caseless", "one case") for kind, _e in tied):
         return caseless[0]
     return tied[0][1]
+
+
+# Hangul, kana, CJK ideographs, and the punctuation and full-width forms they are written with.
+_EAST_ASIAN = re.compile(r"[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff\uff00-\uffef]")
+_LATIN_LETTER = re.compile(r"[A-Za-z]")
+
+
+def east_asian_fit(text: str) -> float:
+    """Share of the characters beyond ASCII that read as Korean, Chinese or
+    Japanese text: of those scripts, and not alone inside a Latin word (an
+    English "naïve" read as GB18030 is "na鴳e")."""
+    beyond = fit = 0
+    for i, ch in enumerate(text):
+        if ch.isascii() or ch.isspace():
+            continue
+        beyond += 1
+        inside = (
+            0 < i < len(text) - 1 and _LATIN_LETTER.match(text[i - 1]) and _LATIN_LETTER.match(text[i + 1])
+        )
+        fit += bool(_EAST_ASIAN.match(ch)) and not inside
+    return fit / beyond if beyond else 0.0

@@ -70,7 +70,7 @@ def _decode_bytes(data: bytes) -> str:
         pass
     from charset_normalizer import from_bytes
 
-    from catalog.codepages import SAMPLE_BYTES, best_code_page
+    from catalog.codepages import SAMPLE_BYTES, best_code_page, east_asian_fit
 
     # Legacy code pages only: by now we know it is not UTF-8. The detector
     # tells single-byte from multi-byte; among single-byte pages the language
@@ -78,9 +78,13 @@ def _decode_bytes(data: bytes) -> str:
     best = from_bytes(data[:SAMPLE_BYTES], cp_isolation=[*DETECTED_SINGLE_BYTE, *MULTI_BYTE]).best()
     encoding = best.encoding if best is not None else "cp1252"
     if encoding in MULTI_BYTE:
-        # A stray byte past the sample shows as U+FFFD in its cell, where a
-        # single-byte page would garble every character of the file.
-        return data.decode(encoding, errors="replace")
+        text = data[:SAMPLE_BYTES].decode(encoding, errors="replace")
+        # Most of it must read as East Asian text: a Western file with one
+        # accented word can decode in GB18030 too.
+        if east_asian_fit(text) > 0.5:
+            # A stray byte past the sample shows as U+FFFD in its cell, where
+            # a single-byte page would garble every character of the file.
+            return data.decode(encoding, errors="replace")
     # The detector can pick a neighbouring code page; the language decides.
     encoding = best_code_page(data, preferred=encoding)
     try:

@@ -173,6 +173,7 @@ FUNCTIONS = {
     "unit_ambiguity": lambda t: unit_ambiguity("ml", t),
     "is_instruction": catalog.validation.is_instruction,
     "language_fit": catalog.codepages.language_fit,
+    "east_asian_fit": catalog.codepages.east_asian_fit,
     "extract": _one_row_extract,
 }
 

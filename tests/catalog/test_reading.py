@@ -136,6 +136,14 @@ def test_single_byte_code_pages_are_told_apart_by_their_language(tmp_path, encod
     assert read_table(path, filename="sheet.csv").sheets[0].rows[:3] == rows
 
 
+@pytest.mark.parametrize("word", ["naïve", "Señor"])
+def test_a_western_file_with_one_accented_word_is_not_read_as_chinese(tmp_path, word):
+    # Its bytes decode in GB18030 too ("na鴳e"), and the detector prefers that reading.
+    text = word + "\n" + "\n".join(f"SKU{n},Stainless bolt M{n % 20},{n}.37" for n in range(3000)) + "\n"
+    path = write(tmp_path, "sheet.csv", text.encode("cp1252"))
+    assert read_table(path, filename="sheet.csv").sheets[0].rows[0] == [word]
+
+
 def test_a_stray_byte_after_the_sample_costs_one_character_not_the_file(tmp_path):
     from catalog.codepages import SAMPLE_BYTES
 
