@@ -100,24 +100,23 @@ def _lower(ch: str) -> str:
     return low if len(low) == 1 else ch
 
 
-# A sign, a digit or another script's mark beyond ASCII between two letters
-# ("Sanda³y": Polish "ł" read in cp1252; "f๖hnen": Dutch "ö" read in cp874)
+# Signs, digits or another script's marks beyond ASCII between two letters
+# ("Sanda³y": Polish "ł" read in cp1252; "Gr๖฿e": German "öß" read in cp874)
 # is a letter of another code page. A word's own script's marks (Thai
 # vowels, Hebrew points) belong in it.
-_SIGN_IN_WORD = re.compile(r"(?<=[^\W\d_])[^\x00-\x7f\s](?=[^\W\d_])")
+_SIGN_IN_WORD = re.compile(r"(?<=[^\W\d_])(?:(?![^\W\d_])[^\x00-\x7f\s])++(?=[^\W\d_])")
 
 
 def _signs_in_words(text: str) -> int:
     odd = 0
     for m in _SIGN_IN_WORD.finditer(text):
-        ch = m.group()
-        if ch.isalpha():
-            continue
-        if unicodedata.category(ch) == "Mn":
-            mark = unicodedata.name(ch, "").split(" ", 1)[0]
-            if mark not in _SCRIPTS or mark == _script(text[m.start() - 1]):
-                continue
-        odd += 1
+        before = _script(text[m.start() - 1])
+        for ch in m.group():
+            if unicodedata.category(ch) == "Mn":
+                mark = unicodedata.name(ch, "").split(" ", 1)[0]
+                if mark not in _SCRIPTS or mark == before:
+                    continue
+            odd += 1
     return odd
 
 

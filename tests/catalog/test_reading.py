@@ -122,6 +122,11 @@ def test_east_asian_code_pages_are_detected(tmp_path, encoding, rows):
                 ["K-02", "Altıgen somun", "3"],
             ],
         ),
+        # "öß" is a Thai digit and the baht sign in cp874: signs inside a word, no letters.
+        (
+            "cp1252",
+            [["Artikel", "Bezeichnung", "Preis"], ["D-01", "Größe Ø", "15"], ["D-02", "Größe Ø 8", "3"]],
+        ),
         # "ö" is a Thai digit in cp874 and an Arabic mark in cp1256: inside a word, no letter.
         (
             "cp1252",
