@@ -7,7 +7,11 @@ first 400 rows is written as a semicolon CSV in the code page its language's
 Windows saves "CSV" in (the language is the file name's prefix, as the
 corpus names its files), then read by the project's CSV reader. A sheet
 counts as right when every character comes back. Printed per part of the
-corpus split, with the sheets read wrong under -v. Needs no database.
+corpus split, with the sheets read wrong under -v.
+
+Then the hard case: an English list of 2,000 rows with one short phrase of
+another language on every 40th or 400th row, in that language's code page
+(the phrases are made up here). Needs no database.
 """
 
 from __future__ import annotations
@@ -75,6 +79,34 @@ def run(files: list[str]) -> tuple[int, list[tuple[str, str, str]]]:
     return tried, wrong
 
 
+# Made-up phrases per code page, each alone in an otherwise ASCII file.
+SPARSE = {
+    "cp1252": ["Ø 20 mm", "Größe Ø", "naïve", "Señor", "Café", "Crème brûlée", "Œuvre", "Ærø", "Zürich"],
+    "cp1250": ["Łódź", "Zażółć gęślą", "Příliš žluťoučký", "Cena Kč"],
+    "cp1251": ["Цена", "ГРУШИ", "Ёж", "Болт оцинкованный"],
+    "cp1253": ["Τιμή", "ΒΙΔΑ", "Βίδα ανοξείδωτη"],
+    "cp1255": ["מחיר", "בורג נירוסטה"],
+    "cp1256": ["السعر", "برغي فولاذ"],
+    "cp874": ["ราคา", "สกรูสแตนเลส"],
+    "cp1257": ["Kaina Varžtas", "Šešiakampė", "Cena ķēde"],
+    "cp1254": ["FİYAT", "Açıklama", "Vida paslanmaz çelik"],
+}
+
+
+def sparse() -> tuple[int, list[tuple[str, str, int]]]:
+    """(files tried, [(code page, phrase, every n-th row)] read wrong)."""
+    rows = [f"SKU{n},Stainless bolt M{n % 20} zinc plated,{n * 0.37:.2f}" for n in range(2000)]
+    tried, wrong = 0, []
+    for page, phrases in SPARSE.items():
+        for phrase in phrases:
+            for every in (40, 400):
+                text = "\n".join(r + (f",{phrase}" if n % every == 0 else "") for n, r in enumerate(rows))
+                tried += 1
+                if _decode_bytes(text.encode(page)) != text:
+                    wrong.append((page, phrase, every))
+    return tried, wrong
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--part", choices=("development", "test"))
@@ -87,6 +119,11 @@ def main() -> None:
         if args.verbose:
             for file, page, first in wrong:
                 print(f"  {file} ({page}): {first!r}")
+    tried, wrong = sparse()
+    print(f"one phrase in an English list: {tried - len(wrong)} of {tried} files read back as written")
+    if args.verbose:
+        for page, phrase, every in wrong:
+            print(f"  {phrase!r} ({page}) on every {every}th row")
 
 
 if __name__ == "__main__":
