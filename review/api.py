@@ -37,7 +37,7 @@ from jobs.http import (
 )
 from jobs.models import Job
 from jobs.problems import Problem, api_view, not_found, register_titles
-from review.parsing import BadEdits, edits_from_json, filter_from_json, version_from_json
+from review.parsing import MSG_NOT_A_CODE, BadEdits, edits_from_json, filter_from_json, version_from_json
 from review.selectors import (
     EDITABLE_FIELDS,
     NotAReviewer,
@@ -95,14 +95,13 @@ def _reviewer_value(value):
 
 
 Value = Annotated[Text | int | float | None, BeforeValidator(_reviewer_value)]
-MSG_FLAG_CODE = "{code!r}, which is not a flag code; codes are: {codes}."
 
 
 def _flag_code(value):
     """The wrong code named in the error (the enum's own error only lists the codes)."""
     if value is None or value == "" or (isinstance(value, str) and value in CODES):
         return value
-    raise ValueError(MSG_FLAG_CODE.format(code=value, codes=", ".join(CODES)))
+    raise ValueError(MSG_NOT_A_CODE.format(code=value, codes=", ".join(CODES)))
 
 
 FlagCode = Annotated[Literal[("", *CODES)] | None, BeforeValidator(_flag_code)]  # type: ignore[valid-type]

@@ -46,7 +46,8 @@ MSG_FILTER = (
     '`{where}` must be a filter object {{"flag": code, "field": name or "row", "blocking": true or false}}.'
 )
 
-MSG_FILTER_CODE = "`{where}.flag` is {code!r}, which is not a flag code; codes are: {codes}."
+MSG_NOT_A_CODE = "{code!r}, which is not a flag code; codes are: {codes}."
+MSG_FILTER_CODE = "`{where}.flag` is " + MSG_NOT_A_CODE
 
 TOP_KEYS = ("version", "set", "scope", "sets", "items", "replace", "omit", "restore")
 FILTER_KEYS = ("flag", "field", "blocking")
