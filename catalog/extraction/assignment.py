@@ -44,6 +44,8 @@ class Assignment:
     doubts: list[str]
     other_prices: list[int] = field(default_factory=list)
     doubted: dict[str, tuple[int, str]] = field(default_factory=dict)  # item role in doubt -> (column, why)
+    # Item roles taken from the column model's column instead of the rules' (always shown in doubt).
+    moved: list[str] = field(default_factory=list)
 
     def get(self, role: str) -> int | None:
         return self.roles.get(role)

@@ -480,6 +480,7 @@ def _read_sheet(
     body = rows[header.body_start - 1 :]
     width = max([len(header.labels)] + [len(r) for r in body])
     second = None
+    shape_of = None
     if column_model:
         assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
     else:
@@ -492,8 +493,8 @@ def _read_sheet(
             if model_doubt is not False and not mapped
             else None
         )
-        if model_doubt and second is not None:
-            assignment = second
+        if second is not None and (model_doubt or second.moved):
+            shape_of, assignment = assignment, second
     if "unit_price" not in assignment.roles:
         named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
         if named:
@@ -501,7 +502,7 @@ def _read_sheet(
         return _refused(sheet, header, MSG_NO_PRICE.format(sheet=sheet.name), "no prices")
     if "description" not in assignment.roles and "sku" not in assignment.roles:
         return _refused(sheet, header, MSG_NO_NAME.format(sheet=sheet.name), "no item names")
-    shape_kind, shape_doubt = _rows_shape(body, width, assignment) if not mapped else (None, None)
+    shape_kind, shape_doubt = _rows_shape(body, width, shape_of or assignment) if not mapped else (None, None)
     if shape_kind:
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=shape_kind), shape_kind)
     uncertain = _uncertain_flags(assignment.doubted, assignment.roles)
@@ -529,7 +530,7 @@ def _read_sheet(
         skipped_rows=listed,
         source="reviewer" if mapped else "inferred",
     )
-    held = _held_doubt(second, assignment) if model_doubt is None else None
+    held = _held_doubt(second, assignment) if model_doubt is None and assignment is not second else None
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder) + relation_notes, held)
 
 

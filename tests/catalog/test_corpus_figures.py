@@ -28,9 +28,9 @@ MAX_LISTS_REFUSED = 2
 PARSED_FLOOR = {
     "f1": 0.996,
     "outcome_right": 86,
-    "price": 0.52,
-    "description": 0.96,
-    "sku": 0.683,
+    "price": 0.53,
+    "description": 0.98,
+    "sku": 0.74,
     "max_unflagged": 0,
     "max_lists_refused": 0,
     "max_non_items_accepted": 8,
