@@ -147,6 +147,19 @@ def test_an_accept_for_review_tells_the_apps_above_once_committed(workspace, gro
     assert heard == [(claim.job_id, job.version, {"n": 1}, State.AWAITING_REVIEW, job.version)]
 
 
+def test_accepts_in_one_statement_each_write_their_own_output_under_their_own_fence(workspace):
+    for key in "abc":
+        admit(workspace, key=key)
+    claims = jobs_claim_batch(worker_id="w1", limit=3)
+    expire(claims[1].job_id)
+    outputs = [{"n": 0, "text": 'a "quoted" \\ value'}, {"n": 1}, [2, None]]
+    reviews = [False, False, True]
+    states = jobs_accept_outputs(accepts=list(zip(claims, outputs, reviews, strict=True)))
+    assert states == {claims[0].job_id: State.COMPLETED, claims[2].job_id: State.AWAITING_REVIEW}
+    stored = dict(Job.objects.values_list("id", "output"))
+    assert stored == {claims[0].job_id: outputs[0], claims[1].job_id: None, claims[2].job_id: outputs[2]}
+
+
 def test_an_accept_without_review_sends_nothing(workspace):
     admit(workspace)
     claim = job_claim_next(worker_id="w1")
