@@ -169,10 +169,11 @@ for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):
 # review to job_staged_for_review (the review grid's snapshot), as the accept
 # does. What it leaves out is the machinery: no claim, lease or renewal, no
 # heartbeat, no checkpoint, no fence, no attempt row, no job state change,
-# no job event in the outbox. The parse fork server is started before the
-# clock, as each worker starts its own before the drain's start line.
+# no job event in the outbox. The parse fork server is started and start-up's
+# objects are frozen out of garbage collection before the clock, as each
+# worker does before the drain's start line.
 BASELINE = """
-import json, time
+import gc, json, time
 from django.db import connection, transaction
 from psycopg.types.json import Jsonb
 from catalog.handlers import parse_sheet
@@ -222,6 +223,7 @@ jobs = list(Job.objects.order_by("created_at", "id"))
 refused = 0
 # As a worker does before its first claim (and before the drain's start line).
 get_kind("parse_sheet").warm_up()
+gc.freeze()
 t0 = time.perf_counter()
 for job in jobs:
     try:
