@@ -639,8 +639,10 @@ def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
     stale attempt's staged row is never renamed."""
     staging = STAGING.format(name=name, attempt=claim.attempt)
     # One statement (update_or_create took a transaction, a locking read and
-    # a savepoint around its INSERT).
-    with connection.cursor() as cursor:
+    # a savepoint around its INSERT), its data bound on the server: quoted
+    # into the statement's text, megabytes of JSON were escaped here and
+    # scanned again by the server's parser before its JSON parser.
+    with prepared_cursor() as cursor:
         cursor.execute(
             _STAGE_SQL, {"job": claim.job_id, "name": staging, "attempt": claim.attempt, "data": Jsonb(data)}
         )

@@ -273,6 +273,19 @@ def test_checkpoint_is_fenced(workspace):
     assert JobCheckpoint.objects.get(job_id=claim.job_id, name="table").data == {"rows": 1}
 
 
+def test_a_large_checkpoint_is_compressed_with_lz4_where_the_server_offers_it(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job_checkpoint(claim=claim, name="table", data={"rows": [[str(i), "steel"] for i in range(5000)]})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+        )
+        offered = cursor.fetchone()[0]
+        cursor.execute("SELECT pg_column_compression(data) FROM jobs_jobcheckpoint WHERE name = 'table'")
+        assert cursor.fetchone()[0] == ("lz4" if offered else "pglz")
+
+
 def test_transient_failure_retries_with_backoff(workspace, settings):
     settings.JOB_BACKOFF_BASE_SECONDS = 10
     settings.JOB_BACKOFF_MAX_SECONDS = 15
