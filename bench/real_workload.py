@@ -162,9 +162,9 @@ for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):
 # context: the same reads (the stored sheet, the supplier's layouts and
 # current items), the same parse child (catalog.sandbox.run_parse: read,
 # extract, validate), the same review flags; its accept writes the staged
-# output with the accept's own statement shape (one UPDATE of jobs_job.output
-# from a Jsonb) and, in the same transaction, publishes clean output with
-# revision_publish (the revision, the items by COPY, the supplier, its
+# output as the accept does (one UPDATE of jobs_job.output from a Jsonb
+# bound on the server) and, in the same transaction, publishes clean output
+# with revision_publish (the revision, the items by COPY, the supplier, its
 # catalog.published message), or, after the commit, hands output that needs
 # review to job_staged_for_review (the review grid's snapshot), as the accept
 # does. What it leaves out is the machinery: no claim, lease or renewal, no
@@ -174,9 +174,10 @@ for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):
 # worker does before the drain's start line.
 BASELINE = """
 import gc, json, time
-from django.db import connection, transaction
+from django.db import transaction
 from psycopg.types.json import Jsonb
 from catalog.handlers import parse_sheet
+from config.prepared import prepared_cursor
 from jobs.errors import PermanentError
 from jobs.models import Job
 from jobs.registry import get_kind
@@ -207,7 +208,7 @@ class PlainRun:
 
     def accept(self, output, *, needs_review=False, publish=None):
         with transaction.atomic():
-            with connection.cursor() as cursor:
+            with prepared_cursor() as cursor:
                 cursor.execute("UPDATE jobs_job SET output = %s WHERE id = %s",
                                [Jsonb(output), self.job_id])
             if not needs_review and publish is not None:

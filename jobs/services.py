@@ -669,12 +669,12 @@ def job_load_checkpoint(*, job_id: uuid.UUID, name: str) -> Any | None:
 # longer holds is simply not returned.
 _ACCEPT_SQL = """
 WITH input AS (
-    SELECT i.id, i.attempt, i.token, i.review, o.output
+    -- The outputs are one JSON array, each taken by its position: a jsonb[]
+    -- escapes every quote of every output twice more, and jsonb_array_elements
+    -- copies them all into a tuplestore (spilled to disk past work_mem).
+    SELECT i.id, i.attempt, i.token, i.review, %(outputs)s::jsonb -> (i.n - 1)::integer AS output
     FROM unnest(%(ids)s::uuid[], %(attempts)s::integer[], %(tokens)s::uuid[], %(reviews)s::boolean[])
         WITH ORDINALITY AS i(id, attempt, token, review, n)
-    -- One JSON array, not a jsonb[]: an array literal escapes every quote
-    -- of every output twice more, on both sides (four times the work).
-    JOIN jsonb_array_elements(%(outputs)s::jsonb) WITH ORDINALITY AS o(output, n) USING (n)
 ),
 accepted AS (
     UPDATE jobs_job AS j
@@ -737,13 +737,16 @@ def jobs_accept_outputs(
         "outputs": Jsonb([output for _, output, _ in accepts]),
     }
     outputs = {claim.job_id: output for claim, output, _ in accepts}
+    # Bound on the server: megabytes of output quoted into the statement's
+    # text would be escaped here, then scanned and copied by the server's
+    # parser and planner before its JSON parser reads them.
     if publish is None:
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_accept_sql(True), params)
             rows = cursor.fetchall()
     else:
         with transaction.atomic():
-            with connection.cursor() as cursor:
+            with prepared_cursor() as cursor:
                 cursor.execute(_accept_sql(False), params)
                 rows = cursor.fetchall()
             for job_id, state, _, workspace_id, kind, attempt in rows:
