@@ -162,20 +162,22 @@ for path in map(Path, json.loads(os.environ["BENCH_PATHS"])):
 # context: the same reads (the stored sheet, the supplier's layouts and
 # current items), the same parse child (catalog.sandbox.run_parse: read,
 # extract, validate), the same review flags; its accept writes the staged
-# output with the accept's own statement shape (one UPDATE of jobs_job.output
-# from a Jsonb) and, in the same transaction, publishes clean output with
-# revision_publish (the revision, the items by COPY, the supplier, its
+# output as the accept does (one UPDATE of jobs_job.output from a Jsonb
+# bound on the server) and, in the same transaction, publishes clean output
+# with revision_publish (the revision, the items by COPY, the supplier, its
 # catalog.published message), or, after the commit, hands output that needs
 # review to job_staged_for_review (the review grid's snapshot), as the accept
 # does. What it leaves out is the machinery: no claim, lease or renewal, no
 # heartbeat, no checkpoint, no fence, no attempt row, no job state change,
-# no job event in the outbox. The parse fork server is started before the
-# clock, as each worker starts its own before the drain's start line.
+# no job event in the outbox. The parse fork server is started and start-up's
+# objects are frozen out of garbage collection before the clock, as each
+# worker does before the drain's start line.
 BASELINE = """
-import json, time
-from django.db import connection, transaction
+import gc, json, time
+from django.db import transaction
 from psycopg.types.json import Jsonb
 from catalog.handlers import parse_sheet
+from config.prepared import prepared_cursor
 from jobs.errors import PermanentError
 from jobs.models import Job
 from jobs.registry import get_kind
@@ -206,7 +208,7 @@ class PlainRun:
 
     def accept(self, output, *, needs_review=False, publish=None):
         with transaction.atomic():
-            with connection.cursor() as cursor:
+            with prepared_cursor() as cursor:
                 cursor.execute("UPDATE jobs_job SET output = %s WHERE id = %s",
                                [Jsonb(output), self.job_id])
             if not needs_review and publish is not None:
@@ -222,6 +224,7 @@ jobs = list(Job.objects.order_by("created_at", "id"))
 refused = 0
 # As a worker does before its first claim (and before the drain's start line).
 get_kind("parse_sheet").warm_up()
+gc.freeze()
 t0 = time.perf_counter()
 for job in jobs:
     try:

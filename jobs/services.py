@@ -639,8 +639,10 @@ def job_checkpoint(*, claim: Claim, name: str, data: Any) -> None:
     stale attempt's staged row is never renamed."""
     staging = STAGING.format(name=name, attempt=claim.attempt)
     # One statement (update_or_create took a transaction, a locking read and
-    # a savepoint around its INSERT).
-    with connection.cursor() as cursor:
+    # a savepoint around its INSERT), its data bound on the server: quoted
+    # into the statement's text, megabytes of JSON were escaped here and
+    # scanned again by the server's parser before its JSON parser.
+    with prepared_cursor() as cursor:
         cursor.execute(
             _STAGE_SQL, {"job": claim.job_id, "name": staging, "attempt": claim.attempt, "data": Jsonb(data)}
         )
@@ -667,9 +669,12 @@ def job_load_checkpoint(*, job_id: uuid.UUID, name: str) -> Any | None:
 # longer holds is simply not returned.
 _ACCEPT_SQL = """
 WITH input AS (
-    SELECT * FROM unnest(%(ids)s::uuid[], %(attempts)s::integer[], %(tokens)s::uuid[],
-                         %(reviews)s::boolean[], %(outputs)s::jsonb[])
-        AS i(id, attempt, token, review, output)
+    -- The outputs are one JSON array, each taken by its position: a jsonb[]
+    -- escapes every quote of every output twice more, and jsonb_array_elements
+    -- copies them all into a tuplestore (spilled to disk past work_mem).
+    SELECT i.id, i.attempt, i.token, i.review, %(outputs)s::jsonb -> (i.n - 1)::integer AS output
+    FROM unnest(%(ids)s::uuid[], %(attempts)s::integer[], %(tokens)s::uuid[], %(reviews)s::boolean[])
+        WITH ORDINALITY AS i(id, attempt, token, review, n)
 ),
 accepted AS (
     UPDATE jobs_job AS j
@@ -729,16 +734,19 @@ def jobs_accept_outputs(
         "attempts": [claim.attempt for claim, _, _ in accepts],
         "tokens": [claim.token for claim, _, _ in accepts],
         "reviews": [review for _, _, review in accepts],
-        "outputs": [Jsonb(output) for _, output, _ in accepts],
+        "outputs": Jsonb([output for _, output, _ in accepts]),
     }
     outputs = {claim.job_id: output for claim, output, _ in accepts}
+    # Bound on the server: megabytes of output quoted into the statement's
+    # text would be escaped here, then scanned and copied by the server's
+    # parser and planner before its JSON parser reads them.
     if publish is None:
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_accept_sql(True), params)
             rows = cursor.fetchall()
     else:
         with transaction.atomic():
-            with connection.cursor() as cursor:
+            with prepared_cursor() as cursor:
                 cursor.execute(_accept_sql(False), params)
                 rows = cursor.fetchall()
             for job_id, state, _, workspace_id, kind, attempt in rows:

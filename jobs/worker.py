@@ -14,6 +14,7 @@ hand the helper threads stop and the process exits. A second signal exits at
 once.
 """
 
+import gc
 import logging
 import os
 import secrets
@@ -523,6 +524,11 @@ class Worker:
         self._wakers = [threading.Event() for _ in range(self.concurrency)]
         self._keeper.start()
         self.warm_up()
+        # What start-up made (Django, the app registry, the modules) lives as
+        # long as the process: full collections need not scan it again and
+        # again while jobs run, nor free it object by object at exit (a
+        # fifth of a second per process).
+        gc.freeze()
         try:
             self.recover()  # once at start (a burst run may end before the first interval)
         except DatabaseError:

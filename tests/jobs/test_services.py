@@ -147,6 +147,19 @@ def test_an_accept_for_review_tells_the_apps_above_once_committed(workspace, gro
     assert heard == [(claim.job_id, job.version, {"n": 1}, State.AWAITING_REVIEW, job.version)]
 
 
+def test_accepts_in_one_statement_each_write_their_own_output_under_their_own_fence(workspace):
+    for key in "abc":
+        admit(workspace, key=key)
+    claims = jobs_claim_batch(worker_id="w1", limit=3)
+    expire(claims[1].job_id)
+    outputs = [{"n": 0, "text": 'a "quoted" \\ value'}, {"n": 1}, [2, None]]
+    reviews = [False, False, True]
+    states = jobs_accept_outputs(accepts=list(zip(claims, outputs, reviews, strict=True)))
+    assert states == {claims[0].job_id: State.COMPLETED, claims[2].job_id: State.AWAITING_REVIEW}
+    stored = dict(Job.objects.values_list("id", "output"))
+    assert stored == {claims[0].job_id: outputs[0], claims[1].job_id: None, claims[2].job_id: outputs[2]}
+
+
 def test_an_accept_without_review_sends_nothing(workspace):
     admit(workspace)
     claim = job_claim_next(worker_id="w1")
@@ -258,6 +271,19 @@ def test_checkpoint_is_fenced(workspace):
     with pytest.raises(LeaseLost):
         job_checkpoint(claim=claim, name="table", data={"rows": 2})
     assert JobCheckpoint.objects.get(job_id=claim.job_id, name="table").data == {"rows": 1}
+
+
+def test_a_large_checkpoint_is_compressed_with_lz4_where_the_server_offers_it(workspace):
+    admit(workspace)
+    claim = job_claim_next(worker_id="w1")
+    job_checkpoint(claim=claim, name="table", data={"rows": [[str(i), "steel"] for i in range(5000)]})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+        )
+        offered = cursor.fetchone()[0]
+        cursor.execute("SELECT pg_column_compression(data) FROM jobs_jobcheckpoint WHERE name = 'table'")
+        assert cursor.fetchone()[0] == ("lz4" if offered else "pglz")
 
 
 def test_transient_failure_retries_with_backoff(workspace, settings):

@@ -1,5 +1,6 @@
 """One claim-run-finish cycle at a time, through Worker.run_one()."""
 
+import gc
 import re
 import threading
 from datetime import timedelta
@@ -324,3 +325,13 @@ def test_warm_up_runs_each_kinds_warm_up_once_and_survives_a_failing_one(db, cap
         registry.unregister("broken-warm")
     assert sorted(calls) == ["broken", "warm"]
     assert "warming up job kind broken-warm failed" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_leaves_what_start_up_made_out_of_garbage_collection():
+    gc.unfreeze()
+    try:
+        Worker(worker_id="w", burst=True).run()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
