@@ -464,3 +464,29 @@ def test_a_job_entering_review_has_its_grid_snapshot_built_by_the_accept(workspa
     snapshot = ReviewSnapshot.objects.get(job=job)
     assert (snapshot.version, snapshot.total) == (job.version, 3)
     assert snapshot.chunks.count() == 1
+
+
+def test_a_snapshot_of_many_pages_is_read_back_item_for_item_and_replaced_by_a_newer_version(workspace):
+    import json
+
+    from review.selectors import SNAPSHOT_CHUNK, review_item_page_json
+    from review.snapshots import review_snapshot_store
+
+    job = flagged_job(workspace)
+    items = [
+        {"sku": f"S-{n}", "description": f'a "quoted" \\ name\t{n}', "unit_price": "1.50"} for n in range(450)
+    ]
+    review_snapshot_store(job_id=job.pk, version=job.version + 1, items=items)
+    snapshot = ReviewSnapshot.objects.get(job=job)
+    assert (snapshot.version, snapshot.total) == (job.version + 1, 450)
+    assert sorted(snapshot.chunks.values_list("number", flat=True)) == [0, 1, 2]
+    page = json.loads(
+        review_item_page_json(snapshot=snapshot, start=SNAPSHOT_CHUNK - 5, count=SNAPSHOT_CHUNK)
+    )
+    assert [i["index"] for i in page["items"]] == list(range(SNAPSHOT_CHUNK - 5, 2 * SNAPSHOT_CHUNK - 5))
+    assert [i["description"] for i in page["items"]] == [
+        items[n]["description"] for n in range(SNAPSHOT_CHUNK - 5, 2 * SNAPSHOT_CHUNK - 5)
+    ]
+    review_snapshot_store(job_id=job.pk, version=job.version + 2, items=items[:10])
+    snapshot = ReviewSnapshot.objects.get(job=job)
+    assert (snapshot.version, snapshot.total, snapshot.chunks.count()) == (job.version + 2, 10, 1)
