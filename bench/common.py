@@ -314,10 +314,24 @@ class Drain:
     seconds: float  # database time from the start barrier to the last accept
     wall_seconds: float  # from spawning the processes to the last one's exit
     startup_seconds: float  # from spawning to every claimer waiting at the barrier
+    cpu_seconds: float = float("nan")  # the machine's busy CPU from the start barrier to the last exit
 
     @property
     def jobs_per_second(self) -> float:
         return self.jobs / self.seconds if self.seconds > 0 else float("nan")
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat: user,
+    nice, system, irq, softirq, steal), so that a run's whole cost (its processes, their
+    children, the database server) is the difference of two readings; NaN off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return float("nan")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def drain_with_workers(
@@ -383,6 +397,7 @@ def drain_with_workers(
             )
         startup = time.monotonic() - spawned
         t0 = gate.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
+        cpu0 = machine_cpu_seconds()
         gate.commit()
     finally:
         gate.close()
@@ -396,6 +411,7 @@ def drain_with_workers(
         if proc.returncode != 0:
             raise SystemExit(f"worker exited with {proc.returncode}:\n{procs.log_tail(proc)}")
     wall = time.monotonic() - spawned
+    cpu = machine_cpu_seconds() - cpu0
     with db.connect() as conn:
         done, last = conn.execute(
             "SELECT count(*), extract(epoch FROM max(finished_at))::float8 FROM jobs_attempt "
@@ -403,7 +419,7 @@ def drain_with_workers(
         ).fetchone()
     if done != expected:
         raise SystemExit(f"expected {expected} accepted attempts, found {done}")
-    return Drain(jobs=done, seconds=last - t0, wall_seconds=wall, startup_seconds=startup)
+    return Drain(jobs=done, seconds=last - t0, wall_seconds=wall, startup_seconds=startup, cpu_seconds=cpu)
 
 
 def start_gunicorn(
