@@ -32,8 +32,8 @@ def review_snapshot_store(*, job_id: uuid.UUID, version: int, items: list[dict])
 def _chunks_copy(snapshot: ReviewSnapshot, rows: list[dict]) -> None:
     """The snapshot's pages by COPY, in the caller's transaction: megabytes of
     JSON text stream in as they are, where INSERTs quoted them into the
-    statement's text for the server to parse again (20,000 items: a fifth of a second, not one).
-    """
+    statement's text for the server to parse again (20,000 items: a fifth of
+    a second, not one)."""
     table = ReviewChunk._meta.db_table
     with (
         connection.cursor() as cursor,

@@ -334,8 +334,9 @@ def _take_model_columns(
     """A role in doubt (``got.doubted``) that the model gives to another column is taken from
     the model's column, still in doubt (``got.moved`` names it, so the doubt is always shown):
     on the labeled development part the model's column was the right one more often than the
-    rules' (19 roles to 10; README.md, "What a parse job does"). Not when the model's column holds another item role,
-    nor when it holds the role on fewer rows (a price needs a number): no item is lost by the move."""
+    rules' (19 roles to 10; README.md, "What a parse job does"). Not when the model's column
+    holds another item role, nor when it holds the role on fewer rows (a price needs a
+    number): no item is lost by the move."""
     taken = {c: r for r, c in got.roles.items()}
     for role in MOVABLE_ROLES:
         col, new = got.roles.get(role), model_roles.get(role)
