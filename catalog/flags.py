@@ -291,6 +291,8 @@ REGISTRY: dict[Code, FlagType] = {
             messages={
                 "": "The {role} comes from column {column}, whose role is not confirmed; check it.",
                 "absent": "Column {column} may hold the {role}, which was not read from any column; check it.",
+                "matrix": "The {role} was read from a price matrix whose rows, columns and body are not "
+                "confirmed; check it.",
             },
         ),
         # A price column computed from others: which one is the unit price is a

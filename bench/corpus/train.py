@@ -95,7 +95,8 @@ def labeled_columns(label: dict, corpus: Path = CORPUS, table=None):
 
 
 def rules_roles(label: dict, corpus: Path = CORPUS):
-    """((file, sheet), role, column) of every role the hand rules (``rules_columns``) take on a labeled sheet."""
+    """((file, sheet), role, column, in doubt?) of every role the hand rules (``rules_columns``) take
+    on a labeled sheet; in doubt: the rules' own doubt (a close call, a header naming another column)."""
     from catalog.extraction import rules_columns
 
     try:
@@ -117,7 +118,7 @@ def rules_roles(label: dict, corpus: Path = CORPUS):
         ]
         got = rules_columns.assign_roles(rules_columns.profile_columns(body, width), labels)
         for role, col in got.roles.items():
-            yield (label["file"], lab["sheet"]), role, col
+            yield (label["file"], lab["sheet"]), role, col, role in got.doubted
 
 
 def agreements(
@@ -131,7 +132,7 @@ def agreements(
     index = {(where, col): n for n, (_f, _r, _v, _h, where, col) in enumerate(rows)}
     out = []
     for f in files:
-        for where, role, col in rules_roles(labels[f]):
+        for where, role, col, _doubted in rules_roles(labels[f]):
             n = index.get((where, col))
             if n is None or role not in ITEM_ROLES:
                 continue
@@ -155,15 +156,20 @@ def rules_absences(rows, probs, roles, labels: dict[str, dict], files: list[str]
     members = collections.defaultdict(dict)
     for n, (_f, role, _v, _h, where, col) in enumerate(rows):
         members[where][col] = (role, dict(zip(roles, probs[n], strict=True)))
-    taken = collections.defaultdict(dict)
+    taken, doubted = collections.defaultdict(dict), collections.defaultdict(set)
     for f in files:
-        for where, role, col in rules_roles(labels[f]):
+        for where, role, col, in_doubt in rules_roles(labels[f]):
             taken[where][role] = col
+            if in_doubt:
+                doubted[where].add(col)
     out = []
     for where, got in taken.items():
         if "unit_price" not in got:
             continue
-        free = [v for c, v in members.get(where, {}).items() if c not in got.values()]
+        # As in the extractor (columns._rules_absences): a column holding no item role (a quantity
+        # column among them), or one whose role the rules doubt themselves.
+        items = {c for r, c in got.items() if r in ITEM_ROLES} - doubted[where]
+        free = [v for c, v in members.get(where, {}).items() if c not in items]
         for role in ITEM_ROLES:
             if role in got or not free:
                 continue

@@ -243,11 +243,14 @@ def agreement_threshold(label: str, role: str) -> float:
     return model.agree_named_threshold if header_names(label, role) else model.agree_threshold
 
 
-def _rules_absences(rules, probs: list[dict]) -> dict[str, tuple[int, str]]:
-    """Item roles the rules took no column for while a column they left free may hold one:
-    role -> (column, why), from the model's ``rules_absent_floor``."""
+def _rules_absences(rules, probs: list[dict], in_doubt: set[int] = frozenset()) -> dict[str, tuple[int, str]]:
+    """Item roles the rules took no column for while a column that holds no item role may hold
+    one (a column they took as a quantity is not read into items, so it counts as free), or a
+    column whose own role is in doubt (``in_doubt``: a column of codes taken as the price on a
+    close call may be the SKU): role -> (column, why), from the model's ``rules_absent_floor``."""
     floors = load_model().rules_absent_floor
-    free = [c.col for c in rules.columns if c.col not in rules.roles.values()]
+    items = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
+    free = [c.col for c in rules.columns if c.col not in items or c.col in in_doubt]
     out = {}
     for role in ITEM_ROLES:
         if role in rules.roles or not free:
@@ -290,7 +293,8 @@ def second_opinion(
                 f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
                 f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}",
             )
-    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored]))
+    in_doubt = {c for c, _why in rules.doubted.values()}
+    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored], in_doubt))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
@@ -319,8 +323,41 @@ def second_opinion(
     )
     probs = [p for p, _v, _f in scored]
     feats = [f for _p, _v, f in scored]
-    _take_model_columns(got, choose_columns(probs, feats, [c.col for c in rules.columns]), probs, feats)
+    model_roles = choose_columns(probs, feats, [c.col for c in rules.columns])
+    _take_model_names(got, model_roles, probs)
+    _take_model_columns(got, model_roles, probs, feats)
     return got
+
+
+def _take_model_names(got: Assignment, model_roles: dict[str, int], probs: list[dict]) -> None:
+    """No column names the items by the rules (a sheet without a header whose names are short,
+    as Chinese names are), while the model gives the description or the SKU to a column that
+    holds no item role: that column is taken, in doubt, so the sheet is read for a reviewer to
+    confirm instead of refused (refusing needs positive evidence; the model's reading is an
+    item-list reading that fits)."""
+    if "unit_price" not in got.roles or any(r in got.roles for r in _NAME_ROLES):
+        return
+    taken = {c for r, c in got.roles.items() if r in ITEM_ROLES}
+    for role in _NAME_ROLES:
+        col = model_roles.get(role)
+        if col is None or col in taken:
+            continue
+        for other in [r for r, c in got.roles.items() if c == col]:
+            del got.roles[other]
+        got.roles[role] = col
+        taken.add(col)
+        why = (
+            f"column {col_letter(col)} was taken as the {role.replace('_', ' ')} by the column model "
+            f"({probs[col].get(role, 0.0):.2f}); the rules found no column naming the items"
+        )
+        if role in got.doubted:  # its absence ("may hold the ...") is answered by this
+            got.doubts.remove(got.doubted[role][1])
+        got.doubted[role] = (col, why)
+        got.doubts.append(why)
+        got.moved.append(role)
+        for c in got.columns:
+            if c.col == col:
+                c.role, c.confidence, c.needs_confirmation = role, probs[col].get(role, 0.0), True
 
 
 def _filled_share(role: str, f: dict) -> float:
@@ -366,3 +403,14 @@ def _take_model_columns(
         if new in got.other_prices:
             got.other_prices.remove(new)
             got.other_prices.append(col)
+    if not got.moved:
+        return
+    # The column a role left may hold a role no column holds now (a price moved off a column of
+    # codes leaves the SKU to it): the absences are read again on the roles as they now stand.
+    for role, (c, why) in _rules_absences(got, probs).items():
+        if role not in got.doubted:
+            got.doubted[role] = (c, why)
+            got.doubts.append(why)
+            for column in got.columns:
+                if column.col == c:
+                    column.needs_confirmation = True

@@ -432,6 +432,13 @@ def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: st
     doubts = list(got.doubts)
     if source == "inferred":
         doubts.insert(0, MSG_MATRIX_PROPOSED)
+        # Every value depends on the proposed mapping: each item is pointed at it, field by field.
+        flags = [
+            flag(Code.UNCERTAIN_COLUMN, role, variant="matrix", role=_ROLE_WORDS[role])
+            for role in ("description", "unit_price", "currency")
+        ]
+        for item in got.items:
+            item["flags"] = list(item.get("flags") or []) + [dict(f) for f in flags]
     labels = ", ".join(col_letter(c) for c in matrix.row_labels)
     notes = [
         f"sheet {name!r}: read as a price matrix (row labels {labels}, column labels from row "

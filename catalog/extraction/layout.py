@@ -211,8 +211,14 @@ def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
 
     A row of numbers from its first cell on (an item's length, depth, code)
     is a data row, never a matrix's column labels: those sit beside an empty
-    or a text corner."""
-    dims = [d for d in _dimension_rows(rows) if not _numbers_from_first_cell(d.labels)]
+    or a text corner. Neither is a row below a header whose words name the
+    columns: that header is the table's, and the rows under it are its body."""
+    named = bool(header.rows) and _label_score(header.labels)[0] >= 2
+    dims = [
+        d
+        for d in _dimension_rows(rows)
+        if not _numbers_from_first_cell(d.labels) and not (named and d.rows[0] > header.rows[-1])
+    ]
     for cand in [header] + dims:
         kind = _shape_kind(cand, rows[cand.body_start - 1 :])
         if kind:

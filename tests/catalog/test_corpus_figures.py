@@ -25,15 +25,20 @@ MAX_LISTS_REFUSED = 2
 # What bench/extraction_accuracy.py --corpus-only measured on the development part for
 # extract()'s default (the rules alone left 117,607 wrong values without a flag): no wrong
 # value without a flag on its field or its column.
+# Lowered once, on purpose: rows under a header whose words name the columns are no longer taken
+# for a matrix's column labels (25 kit sheets of one workbook, left out by its label, are now read
+# as flagged items: F1 0.997 -> 0.995), and a sheet whose names the rules do not see is read with
+# the model's name column instead of refused (one statistics table goes to review: 86 -> 85
+# outcomes, 8 -> 9 non-item tables accepted).
 PARSED_FLOOR = {
-    "f1": 0.996,
-    "outcome_right": 86,
+    "f1": 0.995,
+    "outcome_right": 85,
     "price": 0.53,
     "description": 0.98,
     "sku": 0.74,
     "max_unflagged": 0,
     "max_lists_refused": 0,
-    "max_non_items_accepted": 8,
+    "max_non_items_accepted": 9,
 }
 
 

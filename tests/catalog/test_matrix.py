@@ -71,6 +71,18 @@ def test_a_recognized_matrix_is_proposed_for_review_instead_of_refused(shape, bo
     assert (report["matrix"]["body"], report["matrix"]["row_labels"]) == (body, labels)
     assert "price matrix was recognized" in report["doubts"][0]
     assert {(i["source"]["row"], i["source"]["column"]) for i in result.items} == set(gen.expected)
+    # Every value hangs on the proposed mapping: each item is pointed at it field by field.
+    for item in result.items:
+        assert {(f["code"], f["field"]) for f in item["flags"]} >= {
+            ("uncertain_column", "description"),
+            ("uncertain_column", "unit_price"),
+            ("uncertain_column", "currency"),
+        }
+
+
+def test_a_matrix_a_reviewer_mapped_carries_no_doubt_on_its_items():
+    _table, got = read_with_form(matrixgen.width_by_height())
+    assert got.items and not any(item.get("flags") for item in got.items)
 
 
 def test_the_proposal_reads_the_sheets_own_labels_and_a_reviewer_adds_product_and_unit():

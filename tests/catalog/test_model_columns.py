@@ -1,8 +1,11 @@
 """A role in doubt that the column model gives to another column is taken from the model's
-column, still in doubt (columns._take_model_columns)."""
+column, still in doubt (columns._take_model_columns); a name the rules found no column for is
+taken from the model's (columns._take_model_names); an item role no column holds is in doubt
+where a column may hold it (columns._rules_absences)."""
 
 from catalog.extraction.assignment import Assignment, Column
-from catalog.extraction.columns import _take_model_columns
+from catalog.extraction.column_model import load_model
+from catalog.extraction.columns import _rules_absences, _take_model_columns, _take_model_names
 
 
 def assignment(roles: dict[str, int], doubted: tuple[str, ...], width: int = 4) -> Assignment:
@@ -62,3 +65,47 @@ def test_a_rules_role_that_is_not_an_item_role_gives_way():
     got = assignment({"description": 0, "unit_price": 2, "quantity": 1}, doubted=("description",))
     _take_model_columns(got, {"description": 1, "unit_price": 2}, PROBS, [FULL] * 4)
     assert got.roles == {"description": 1, "unit_price": 2}
+
+
+def test_the_column_a_price_left_may_hold_the_sku_no_column_holds():
+    # The rules took a column of codes (A) as the price; the model moves the price to C. The
+    # SKU no column holds is then in doubt on A, which the model reads as the SKU.
+    probs = [{"sku": 0.6, "unit_price": 0.01}, {"description": 0.9}, {"unit_price": 0.58}, {"other": 1.0}]
+    got = assignment({"unit_price": 0, "description": 1}, doubted=("unit_price",))
+    _take_model_columns(got, {"description": 1, "unit_price": 2, "sku": 0}, probs, [FULL] * 4)
+    assert got.roles == {"unit_price": 2, "description": 1}
+    assert got.doubted["sku"][0] == 0
+    assert "column A may hold the sku" in got.doubts[-1]
+    assert {c.col: c.needs_confirmation for c in got.columns}[0] is True
+
+
+def test_a_quantity_column_and_a_column_in_the_rules_doubt_may_hold_an_absent_role():
+    floor = load_model().rules_absent_floor["sku"]
+    probs = [{"sku": floor + 0.1}, {"description": 0.9}, {"unit_price": 0.9}]
+    columns = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
+    rules = Assignment(roles={"quantity": 0, "description": 1, "unit_price": 2}, columns=columns, doubts=[])
+    assert _rules_absences(rules, probs)["sku"][0] == 0
+    rules = Assignment(roles={"unit_price": 0, "description": 1}, columns=columns, doubts=[])
+    assert "sku" not in _rules_absences(rules, probs)
+    assert _rules_absences(rules, probs, in_doubt={0})["sku"][0] == 0
+
+
+def test_a_name_column_the_rules_did_not_find_is_taken_from_the_model_in_doubt():
+    probs = [{"description": 0.6}, {"unit_price": 0.5}, {"unit": 0.9}, {"other": 1.0}]
+    got = assignment({"unit_price": 1}, doubted=())
+    got.doubted["description"] = (0, "column A may hold the description (0.60); none was taken")
+    got.doubts.append(got.doubted["description"][1])
+    _take_model_names(got, {"description": 0, "unit_price": 1}, probs)
+    assert got.roles == {"unit_price": 1, "description": 0}
+    assert got.moved == ["description"]
+    assert got.doubts == [
+        "column A was taken as the description by the column model (0.60); the rules found no column naming the items"
+    ]
+    assert {c.col: (c.role, c.needs_confirmation) for c in got.columns}[0] == ("description", True)
+
+
+def test_the_model_takes_no_name_when_the_rules_have_one_or_no_price():
+    for roles in ({"unit_price": 1, "sku": 3}, {"sku": 3}):
+        got = assignment(roles, doubted=())
+        _take_model_names(got, {"description": 0, "unit_price": 1}, PROBS)
+        assert got.roles == roles

@@ -70,6 +70,18 @@ def test_numbers_under_a_real_header_are_items_not_matrix_labels():
     assert len(result.items) == 12
 
 
+def test_rows_under_a_named_header_are_no_matrix_labels_whatever_their_cells():
+    # Each item row holds a discount, a size, a category word, a second discount, a long numeric
+    # code and a price: enough sizes and numbers to look like a matrix's column labels, yet the
+    # header above names the columns, so the rows are its body.
+    rows = [["Cash discount", "Size", "Category", "Card discount", "Product code", "List price"]]
+    for n, height in enumerate(range(300, 1000, 100)):
+        rows.append(["26", f"300X{height}", "RADIATOR", "20", f"1500300{height:04d}", f"{1000 + 250 * n}.40"])
+    result = extract(table(rows))
+    assert not result.refusal
+    assert len(result.items) == 7
+
+
 def test_a_size_band_beside_a_grade_reads_as_items_to_confirm():
     rows = [["Type", "Grade", "Size", "Price"]]
     for grade in ("Long", "Round", "Jumbo"):

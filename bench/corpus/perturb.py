@@ -1,0 +1,165 @@
+"""The labeled sheets changed the ways unseen sheets differ, with their labels changed to match.
+
+A sheet the project has never seen differs from the corpus in ways the
+extractor must not depend on: its columns stand in another order, it has no
+header row, it lists only a few items, it lacks the optional columns. Each
+change below is applied to the labeled sheets of a file (the other sheets
+are left as read) and to its label (column letters, row numbers), so the
+scoring of bench/corpus/scoring.py reads the changed table against the
+changed truth. Nothing is written: the tables live in memory.
+
+- ``permute``: the columns in a random order (seeded by the file's path);
+- ``reverse``: the columns from last to first;
+- ``noheader``: the header rows and everything above them removed;
+- ``head20``, ``head5``: the sheet cut after its 20th or 5th item row;
+- ``dropopt``: the unit, pack size and currency columns removed.
+
+A sheet the change does not apply to (no header to remove, fewer items than
+the cut, no optional column) stays as it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+
+from bench.corpus.labels import rows_of
+from catalog.extraction import col_index, col_letter
+from catalog.readers.common import Sheet, Table
+
+KINDS = ("permute", "reverse", "noheader", "head20", "head5", "dropopt")
+# Not the SKU: a second code column the label calls "other" (a manufacturer's part number) is the
+# SKU of a sheet without the supplier's own, and would be counted wrong.
+_OPTIONAL = ("unit", "pack_size", "currency")
+
+
+def ranges(rows) -> str:
+    """[4, 5, 6, 9] -> "4-6,9" (the label's form)."""
+    rows = sorted(set(rows))
+    out, i = [], 0
+    while i < len(rows):
+        j = i
+        while j + 1 < len(rows) and rows[j + 1] == rows[j] + 1:
+            j += 1
+        out.append(str(rows[i]) if i == j else f"{rows[i]}-{rows[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def _moved_rows(body: list[list[str]], cols: dict[int, int | None] | None, rows: dict[int, int] | None):
+    if cols is not None:
+        width = max([v for v in cols.values() if v is not None], default=-1) + 1
+        moved = []
+        for row in body:
+            out = [""] * width
+            for c, text in enumerate(row):
+                if cols.get(c) is not None:
+                    out[cols[c]] = text
+            while out and not out[-1]:
+                out.pop()
+            moved.append(out)
+        body = moved
+    if rows is not None:
+        body = [row for _n, row in sorted((rows[r + 1], row) for r, row in enumerate(body) if r + 1 in rows)]
+    while body and not any(body[-1]):
+        body.pop()
+    return body
+
+
+def _moved_formats(formats: dict, cols: dict[int, int | None] | None, rows: dict[int, int] | None) -> dict:
+    out = {}
+    for c, runs in formats.items():
+        to = cols.get(c) if cols is not None else c
+        if to is None:
+            continue
+        kept = []
+        for first, last, code in runs:
+            if rows is not None:
+                now = [rows[r] for r in range(first, last + 1) if r in rows]
+                if not now:
+                    continue
+                first, last = min(now), max(now)
+            kept.append((first, last, code))
+        if kept:
+            out[to] = kept
+    return out
+
+
+def _moved_sheet(sheet: Sheet, cols: dict[int, int | None] | None, rows: dict[int, int] | None) -> Sheet:
+    """``sheet`` with column ``c`` moved to ``cols[c]`` (None: removed) and row ``r`` (1-based) to
+    ``rows[r]`` (absent: removed); number formats and stored values move with their cells."""
+    raw = {}
+    for key, value in sheet.raw.items():
+        r, c = map(int, key.split(":"))
+        c = cols.get(c) if cols is not None else c
+        r = rows.get(r) if rows is not None else r
+        if c is not None and r is not None:
+            raw[f"{r}:{c}"] = value
+    return Sheet(
+        sheet.name,
+        _moved_rows(sheet.rows, cols, rows),
+        _moved_formats(sheet.currency_formats, cols, rows),
+        raw,
+    )
+
+
+def _moved_label(lab: dict, cols: dict[int, int | None] | None, rows: dict[int, int] | None) -> dict:
+    lab = copy.deepcopy(lab)
+    if cols is not None:
+        lab["columns"] = {
+            col_letter(cols[col_index(letter)]): role
+            for letter, role in (lab.get("columns") or {}).items()
+            if cols.get(col_index(letter)) is not None
+        }
+    if rows is not None:
+        lab["header_rows"] = [rows[r] for r in lab.get("header_rows") or [] if r in rows]
+        for key in ("item_rows", "review_rows", "group_rows"):
+            lab[key] = ranges(rows[r] for r in rows_of(lab.get(key)) if r in rows)
+    return lab
+
+
+def _change(kind: str, sheet: Sheet, lab: dict, rng: random.Random):
+    """(columns map, rows map) of ``kind`` for one labeled sheet, or None when it does not apply."""
+    width = max((len(r) for r in sheet.rows), default=0)
+    items = rows_of(lab.get("item_rows"))
+    if kind == "permute":
+        order = list(range(width))
+        rng.shuffle(order)
+        return {old: new for new, old in enumerate(order)}, None
+    if kind == "reverse":
+        return {old: width - 1 - old for old in range(width)}, None
+    if kind == "noheader":
+        header = lab.get("header_rows") or []
+        if not header:
+            return None
+        top = max(header)
+        return None, {r: r - top for r in range(top + 1, len(sheet.rows) + 1)}
+    if kind in ("head20", "head5"):
+        keep = int(kind.removeprefix("head"))
+        if len(items) <= keep:
+            return None
+        return None, {r: r for r in range(1, items[keep - 1] + 1)}
+    if kind == "dropopt":
+        roles = {col_index(letter): role for letter, role in (lab.get("columns") or {}).items()}
+        drop = {c for c, role in roles.items() if role in _OPTIONAL}
+        if not drop:
+            return None
+        kept = [c for c in range(width) if c not in drop]
+        return {c: (kept.index(c) if c in kept else None) for c in range(width)}, None
+    raise ValueError(f"unknown change {kind!r}; one of {', '.join(KINDS)}")
+
+
+def perturbed(kind: str, table: Table, label: dict, seed: int = 0) -> tuple[Table, dict]:
+    """``table`` and ``label`` with change ``kind`` applied to every labeled sheet (``seed`` varies
+    the random order of ``permute``)."""
+    rng = random.Random(f"{label['file']}:{seed}" if seed else label["file"])
+    sheets, label = list(table.sheets), copy.deepcopy(label)
+    for i, lab in enumerate(label.get("sheets") or []):
+        if lab["sheet"] >= len(sheets) or lab.get("matrix"):
+            continue
+        change = _change(kind, sheets[lab["sheet"]], lab, rng)
+        if change is None:
+            continue
+        sheets[lab["sheet"]] = _moved_sheet(sheets[lab["sheet"]], *change)
+        label["sheets"][i] = _moved_label(lab, *change)
+    return Table(sheets), label

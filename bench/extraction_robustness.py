@@ -1,0 +1,99 @@
+"""The extractor on the labeled corpus changed the ways unseen sheets differ.
+
+    python bench/extraction_robustness.py [--change KIND ...] [--part PART ...] [--seed N] [-v]
+
+Each change of bench/corpus/perturb.py (columns in another order, no header
+row, only the first few items, no optional columns) is applied to every
+labeled item list of the development and the test part; the changed sheets
+are scored against their changed labels by bench/corpus/scoring.py, as a
+parse job would read them. Per change and part: item-row F1, price,
+description and SKU accuracy, item lists refused, and the two figures that
+must stay 0 whatever the order or the size of a sheet: wrong values without
+a flag on their field or their column, and rows taken as items without any
+flag. The unchanged corpus is the first line of each part. Needs no
+database; about a minute and a half per change and part on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.corpus.labels import CORPUS, load_all, split  # noqa: E402
+from bench.corpus.perturb import KINDS, perturbed  # noqa: E402
+from bench.corpus.scoring import score_file, summarize  # noqa: E402
+from catalog.errors import UnreadableSheet  # noqa: E402
+from catalog.reading import read_table  # noqa: E402
+
+
+def item_lists(part: str) -> list[tuple[dict, object]]:
+    """(label, table) of every labeled item list of ``part`` that the project reads."""
+    labels = load_all()
+    out = []
+    for f in split()[part]:
+        label = labels.get(f)
+        if label is None or label["kind"] != "item_list":
+            continue
+        try:
+            out.append((label, read_table(CORPUS / f, filename=(CORPUS / f).name)))
+        except UnreadableSheet:
+            continue
+    return out
+
+
+def score_change(kind: str | None, files: list[tuple[dict, object]], seed: int = 0) -> tuple[dict, list]:
+    """The summary of ``files`` with change ``kind`` (None: as they are), and each file's score."""
+    scores = []
+    for label, table in files:
+        if kind:
+            table, label = perturbed(kind, table, label, seed)
+        scores.append(score_file(label, table=table))
+    return summarize(scores), scores
+
+
+def line(name: str, m: dict) -> str:
+    acc = m["accuracy"]
+    return (
+        f"  {name:>9s} {m['read']:>5d} {m['f1']:>6.3f} {acc['unit_price']:>6.3f} {acc['description']:>6.3f} "
+        f"{acc['sku']:>6.3f} {len(m['lists_refused']):>8d} {m['unflagged_total']:>9d} {m['unflagged_rows_total']:>9d}"
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--change", choices=KINDS, action="append", help="only these changes (default: all)")
+    parser.add_argument("--part", choices=("development", "test"), action="append", help="default: both")
+    parser.add_argument("--seed", type=int, default=0, help="another random order for permute [0]")
+    parser.add_argument("-v", "--verbose", action="store_true", help="name the files refused or unflagged")
+    args = parser.parse_args(argv)
+    if not (CORPUS / "dev").is_dir():
+        print(f"no corpus at {CORPUS}", file=sys.stderr)
+        return 1
+    for part in args.part or ("development", "test"):
+        files = item_lists(part)
+        print(f"\n== {part} part: {len(files)} labeled item lists")
+        print(
+            f"  {'change':>9s} {'files':>5s} {'F1':>6s} {'price':>6s} {'descr':>6s} {'SKU':>6s} "
+            f"{'refused':>8s} {'unflagged':>9s} {'bare rows':>9s}"
+        )
+        for kind in [None, *(args.change or KINDS)]:
+            m, scores = score_change(kind, files, args.seed)
+            print(line(kind or "as is", m))
+            if args.verbose:
+                for s in scores:
+                    wrong, rows = sum(s.unflagged.values()), sum(s.unflagged_rows.values())
+                    if s.outcome == "refuse" or wrong or rows:
+                        print(
+                            f"      {s.file}: {s.outcome}, {dict(s.unflagged)} {dict(s.unflagged_rows)} {s.reason or ''}"[
+                                :220
+                            ]
+                        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""The development part's item lists, changed the ways unseen sheets differ, keep every wrong
+value flagged (needs ../shared/corpus; bench/extraction_robustness.py prints every change).
+
+Columns in another order and a sheet without its header row are the two changes checked here:
+neither may leave a wrong value without a flag on its field or its column, nor a row taken as an
+item without any flag, nor refuse more item lists than today.
+"""
+
+import pytest
+
+from bench.corpus.labels import CORPUS
+
+pytestmark = [
+    pytest.mark.skipif(not (CORPUS / "dev").is_dir(), reason="corpus folder ../shared/corpus is absent"),
+    pytest.mark.once,
+]
+
+# What bench/extraction_robustness.py --part development measured: item lists refused per change.
+MAX_REFUSED = {"permute": 0, "noheader": 3}
+
+
+@pytest.fixture(scope="module")
+def development_item_lists():
+    from bench.extraction_robustness import item_lists
+
+    return item_lists("development")
+
+
+@pytest.mark.parametrize("change", sorted(MAX_REFUSED))
+def test_a_changed_sheet_leaves_no_wrong_value_without_a_flag(development_item_lists, change):
+    from bench.extraction_robustness import score_change
+
+    got, _scores = score_change(change, development_item_lists)
+    assert got["read"] == len(development_item_lists)
+    assert got["unflagged_total"] == 0, dict(got["unflagged"])
+    assert got["unflagged_rows_total"] == 0, dict(got["unflagged_rows"])
+    assert len(got["lists_refused"]) <= MAX_REFUSED[change], got["lists_refused"]
