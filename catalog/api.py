@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 from accounts.models import Workspace
 from catalog.items import JobItem
 from catalog.readers import binary_kind
-from catalog.selectors import UploadTarget, upload_target, with_reading_report
+from catalog.selectors import UploadTarget, member_job_with_report, upload_target, with_reading_report
 from catalog.services import pricesheet_admit
 from catalog.storage import UploadTooLarge
 from jobs.http import (
@@ -42,7 +42,7 @@ from jobs.http import (
     paging,
 )
 from jobs.models import Job
-from jobs.problems import Problem, problem_for
+from jobs.problems import Problem, not_found, problem_for
 from jobs.selectors import NoItems, job_items, job_status, jobs_with_live_phase
 
 API_TITLE = "Pricesheet API"
@@ -402,7 +402,9 @@ def jobs_list(request: HttpRequest, query: Query[JobListQuery]):
     problems={404: "No such job in your workspaces."},
 )
 def job_detail(request: HttpRequest, id: uuid.UUID):
-    job = member_job(caller(request).user, id)
+    job = member_job_with_report(user=caller(request).user, job_id=id)
+    if job is None:
+        raise not_found()
     response = JsonResponse(job_status(job))
     # The version a versioned cancel names (If-Match, or `version` in the body).
     response["ETag"] = f'"{job.version}"'

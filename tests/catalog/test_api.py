@@ -563,6 +563,15 @@ def test_status_shows_the_result_of_a_completed_job(api_client, workspace):
     assert body["state"] == "completed"
 
 
+def test_status_reads_the_job_and_its_reading_report_in_one_statement(api_client, workspace):
+    job = admitted_job(workspace)
+    api_client.get(f"/api/jobs/{job.pk}")  # the token's last use is recorded at most once a minute
+    with CaptureQueriesContext(connection) as captured:
+        assert api_client.get(f"/api/jobs/{job.pk}").status_code == 200
+    # The token with its user; the job with its live phase, columns and layout.
+    assert len(captured.captured_queries) == 2
+
+
 def test_status_etag_carries_the_version(api_client, workspace):
     job = admitted_job(workspace)
     assert api_client.get(f"/api/jobs/{job.pk}")["ETag"] == f'"{job.version}"'
