@@ -16,7 +16,6 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
-from django.urls import reverse
 
 from accounts.models import Membership, Workspace
 from catalog.export import PROVENANCE_FIELDS, price_text
@@ -24,7 +23,7 @@ from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
 from config.prepared import PreparedQuery, prepared_cursor
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
-from jobs.selectors import jobs_with_live_phase
+from jobs.selectors import job_url, jobs_with_live_phase
 
 User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = tuple(name for name in VALUE_FIELDS if name != "sku")  # the SKU is the key
@@ -207,19 +206,19 @@ def sheet_status_fields(job: Job) -> dict:
     link while a reviewer can send one, and how its sheet was read
     (`columns`, `layout`)."""
     report = job_reading_report(job)
-    links = {"items": reverse("api:job-items", args=[job.pk]), "page": sheet_job_page(job)}
+    links = {"items": job_url("api:job-items", job.pk), "page": sheet_job_page(job)}
     if report["columns"] is not None and job.state in REQUEUEABLE_STATES:
         # Where a reviewer sends a column mapping for the sheet that was read.
-        links["mapping"] = reverse("api:job-mapping", args=[job.pk])
+        links["mapping"] = job_url("api:job-mapping", job.pk)
     return {"result": sheet_result(job), "links": links, **report}
 
 
 def sheet_job_page(job: Job) -> str:
-    return reverse("jobs:detail", args=[job.pk])
+    return job_url("jobs:detail", job.pk)
 
 
 def sheet_job_review(job: Job) -> str:
-    return reverse("review:detail", args=[job.pk])
+    return job_url("review:detail", job.pk)
 
 
 def suppliers_for_member(*, user: User) -> QuerySet[Supplier]:

@@ -106,6 +106,25 @@ def test_status_url_is_the_reversed_url_under_any_script_prefix():
     assert api.job_status_url(job_id) == f"/api/jobs/{job_id}"
 
 
+@pytest.mark.parametrize(
+    "viewname",
+    ["api:job", "api:job-cancel", "api:job-items", "api:job-mapping", "jobs:detail", "review:detail"],
+)
+def test_status_links_are_the_reversed_urls_under_any_script_prefix(viewname):
+    from django.urls import reverse, set_script_prefix
+
+    from jobs.selectors import job_url
+
+    job_id = uuid.uuid4()
+    for prefix in ("/", "/pricesheet/"):
+        set_script_prefix(prefix)
+        try:
+            assert job_url(viewname, job_id) == reverse(viewname, args=[job_id])
+        finally:
+            set_script_prefix("/")
+    assert job_url(viewname, job_id).startswith("/")
+
+
 def test_admission_answers_202_with_location_and_status_url(api_client):
     response = upload(api_client)
     assert response.status_code == 202
