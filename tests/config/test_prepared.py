@@ -56,6 +56,13 @@ def test_member_job_statement_is_prepared_on_the_connection(member, workspace):
     assert any('FROM "jobs_job"' in text and "clock_timestamp()" in text for text in prepared)
 
 
+def test_member_job_is_read_unprepared_behind_a_transaction_pooler(member, workspace, settings):
+    settings.DATABASE_PREPARED_STATEMENTS = False
+    job = _job(workspace, output=OUTPUT)
+    found = member_job_with_report(user=member, job_id=job.pk)
+    assert (found.pk, found.output_columns) == (job.pk, OUTPUT["columns"])
+
+
 def test_a_probe_the_query_does_not_use_is_refused(db):
     query = PreparedQuery(lambda job_id: Job.objects.filter(kind="parse_sheet"), job_id=uuid.uuid4())
     with pytest.raises(ImproperlyConfigured, match="job_id"):
