@@ -1,10 +1,11 @@
 """A cursor whose statements are prepared on their connection.
 
 The few statements every request runs (the token lookup, the upload's
-target, the admission's insert, the wake-up) are planned once per
-connection instead of on every run: planning was most of PostgreSQL's time
-for them (bench/RESULTS.md, section 17). Everything else keeps Django's
-client-side binding, where nothing is prepared.
+target, the admission's insert, the wake-up, a job's status) are planned
+once per connection instead of on every run: planning was most of
+PostgreSQL's time for them (bench/RESULTS.md, sections 17 and 21).
+Everything else keeps Django's client-side binding, where nothing is
+prepared. `PreparedQuery` runs a queryset this way, compiled once.
 
 The cursor is Django's own wrapper around a server-binding psycopg
 cursor, so query logging, `execute_wrapper` and database error
