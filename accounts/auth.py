@@ -73,7 +73,8 @@ def authenticate(request: HttpRequest) -> Caller:
     A read-only token is refused here (ReadOnlyToken, a 403) on every unsafe
     method, so any view that authenticates through this function, including
     views added later, is closed to it without a check of its own."""
-    header = request.headers.get("Authorization")
+    # META, not request.headers: that builds a mapping of every header.
+    header = request.META.get("HTTP_AUTHORIZATION")
     if header is not None:
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():

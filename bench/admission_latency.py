@@ -25,10 +25,11 @@ p99 at 8 clients at most 1.25 times the floor's), the ratio of
 admissions/s over HTTP to admissions/s through the service function, and
 the load average before and after.
 
-`--profile N` first runs N admissions and N floor uploads in this process
-through Django's test client (same settings, middleware and database):
-the statements of one of each, the CPU time per request, and a cProfile of
-the admissions.
+`--profile N` first runs N admissions, N floor uploads and N status reads
+in this process through Django's test client (same settings, middleware
+and database): the statements of one of each, the CPU time per request,
+the PostgreSQL backend's CPU per statement, and a cProfile of the
+admissions and of the status reads.
 
     .venv/bin/python bench/admission_latency.py            # about 2-3 minutes
     .venv/bin/python bench/admission_latency.py --requests 100 --repeat 1
@@ -43,6 +44,7 @@ import argparse
 import cProfile
 import http.client
 import io
+import itertools
 import os
 import pstats
 import statistics
@@ -158,14 +160,17 @@ def run_clients(label: str, clients: int, total: int, one_request, repetition: i
 
 
 def profile_in_process(token: str, count: int) -> str:
-    """Statements per request and CPU per request of admissions and floor
-    uploads through the test client, then a cProfile of `count` admissions."""
+    """Statements per request and CPU per request of admissions, floor
+    uploads and status reads through the test client, then a cProfile of
+    `count` admissions and of `count` status reads."""
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
     client = Client(SERVER_NAME="127.0.0.1")
     content_type = f"multipart/form-data; boundary={BOUNDARY}"
+
+    admitted: list[str] = []
 
     def admit() -> None:
         response = client.generic(
@@ -177,16 +182,25 @@ def profile_in_process(token: str, count: int) -> str:
             HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
         )
         assert response.status_code == 202, response.content
+        admitted.append(response.json()["id"])
 
     def floor() -> None:
         response = client.generic("POST", "/bench/floor-upload", unique_body(), content_type=content_type)
         assert response.status_code == 202, response.content
 
+    reads = itertools.count()
+
+    def read() -> None:
+        job_id = admitted[next(reads) % len(admitted)]
+        response = client.get(f"/api/jobs/{job_id}", HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 200, response.content
+
     out = io.StringIO()
     for _ in range(20):  # imports, connection, caches
         admit()
         floor()
-    for label, request in (("admission", admit), ("floor upload", floor)):
+    requests = (("admission", admit), ("floor upload", floor), ("status read", read))
+    for label, request in requests:
         with CaptureQueriesContext(connection) as captured:
             request()
         out.write(f"{label}: {len(captured.captured_queries)} statements\n")
@@ -195,7 +209,7 @@ def profile_in_process(token: str, count: int) -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
-    for label, request in (("admission", admit), ("floor upload", floor)):
+    for label, request in requests:
         cpu, wall, server = time.process_time(), time.perf_counter(), backend_cpu_seconds(backend)
         for _ in range(count):
             request()
@@ -205,16 +219,17 @@ def profile_in_process(token: str, count: int) -> str:
             f"ms in its PostgreSQL backend, {(time.perf_counter() - wall) * 1000 / count:.2f} "
             f"ms wall per request\n"
         )
-    out.write(statement_costs(connection, backend, count, admit, floor))
-    profiler = cProfile.Profile(time.process_time)
-    profiler.enable()
-    for _ in range(count):
-        admit()
-    profiler.disable()
-    stats = io.StringIO()
-    pstats.Stats(profiler, stream=stats).sort_stats("cumulative").print_stats(45)
-    out.write(f"\ncProfile of {count} admissions (CPU time; the profiler inflates Python):\n")
-    out.write(stats.getvalue())
+    out.write(statement_costs(connection, backend, count, admit, floor, read))
+    for label, request in (("admissions", admit), ("status reads", read)):
+        profiler = cProfile.Profile(time.process_time)
+        profiler.enable()
+        for _ in range(count):
+            request()
+        profiler.disable()
+        stats = io.StringIO()
+        pstats.Stats(profiler, stream=stats).sort_stats("cumulative").print_stats(45)
+        out.write(f"\ncProfile of {count} {label} (CPU time; the profiler inflates Python):\n")
+        out.write(stats.getvalue())
     return out.getvalue()
 
 
@@ -298,7 +313,7 @@ def parse_args() -> argparse.Namespace:
         type=int,
         default=0,
         metavar="N",
-        help="first profile N admissions and floor uploads in-process",
+        help="first profile N admissions, floor uploads and status reads in-process",
     )
     parser.add_argument("--profile-only", action="store_true", help="only the in-process profile")
     return parser.parse_args()

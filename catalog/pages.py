@@ -28,8 +28,8 @@ from catalog.selectors import (
     job_revision,
     job_sheet,
     job_sheets,
+    member_job_with_report,
     sheet_items,
-    with_reading_report,
 )
 from catalog.services import pricesheet_admit
 from catalog.readers import accepted_files, format_names
@@ -92,7 +92,7 @@ def _not_found(request: HttpRequest) -> HttpResponse:
 
 
 def _member_job(user, job_id: uuid.UUID) -> Job | None:
-    return with_reading_report(jobs_with_live_phase(Job.objects.for_member(user))).filter(pk=job_id).first()
+    return member_job_with_report(user=user, job_id=job_id)
 
 
 # --- the list ------------------------------------------------------------------------

@@ -11,18 +11,19 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
-from django.urls import reverse
 
 from accounts.models import Membership, Workspace
 from catalog.export import PROVENANCE_FIELDS, price_text
 from catalog.items import MODEL_FIELDS, VALUE_FIELDS
 from catalog.models import CatalogItem, CatalogRevision, PriceSheet, Supplier, SupplierLayout
-from config.prepared import prepared_cursor
+from config.prepared import PreparedQuery, prepared_cursor
 from jobs.models import REQUEUEABLE_STATES, Job, JobCheckpoint, State
+from jobs.selectors import job_url, jobs_with_live_phase
 
 User = AbstractBaseUser | AnonymousUser
 DIFF_FIELDS = tuple(name for name in VALUE_FIELDS if name != "sku")  # the SKU is the key
@@ -143,6 +144,27 @@ def with_reading_report(queryset: QuerySet) -> QuerySet:
     )
 
 
+# A member's job with its live phase and its reading report: what the
+# status resource and the job page show, compiled once from the querysets
+# that define each part (clients poll it after every upload).
+_MEMBER_JOB = PreparedQuery(
+    lambda user_id, job_id: with_reading_report(
+        jobs_with_live_phase(Job.objects.for_member(get_user_model()(pk=user_id)))
+    ).filter(pk=job_id),
+    user_id=-1_987_654_321,
+    job_id=uuid.UUID("5f1c0a7e-9b9e-4d5e-8f3a-0c2b7d6e4a91"),
+)
+
+
+def member_job_with_report(*, user: User, job_id: uuid.UUID) -> Job | None:
+    """The job with its `phase_seconds` and its output's `columns` and
+    `layout` (the `output` itself deferred), if the user is a member of its
+    workspace; None otherwise, as for an id that does not exist."""
+    if not user.is_authenticated:
+        return None
+    return _MEMBER_JOB.first(user_id=user.pk, job_id=job_id)
+
+
 def job_reading_report(job: Job) -> dict:
     """How a sheet job's table was read: `columns` (per sheet: header row,
     each column's role, evidence and confidence) and `layout` (where the
@@ -184,19 +206,19 @@ def sheet_status_fields(job: Job) -> dict:
     link while a reviewer can send one, and how its sheet was read
     (`columns`, `layout`)."""
     report = job_reading_report(job)
-    links = {"items": reverse("api:job-items", args=[job.pk]), "page": sheet_job_page(job)}
+    links = {"items": job_url("api:job-items", job.pk), "page": sheet_job_page(job)}
     if report["columns"] is not None and job.state in REQUEUEABLE_STATES:
         # Where a reviewer sends a column mapping for the sheet that was read.
-        links["mapping"] = reverse("api:job-mapping", args=[job.pk])
+        links["mapping"] = job_url("api:job-mapping", job.pk)
     return {"result": sheet_result(job), "links": links, **report}
 
 
 def sheet_job_page(job: Job) -> str:
-    return reverse("jobs:detail", args=[job.pk])
+    return job_url("jobs:detail", job.pk)
 
 
 def sheet_job_review(job: Job) -> str:
-    return reverse("review:detail", args=[job.pk])
+    return job_url("review:detail", job.pk)
 
 
 def suppliers_for_member(*, user: User) -> QuerySet[Supplier]:

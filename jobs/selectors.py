@@ -2,11 +2,13 @@
 representation of a job, its timings and its attempts. A job's kind adds
 its own fields and links through the registry (`jobs.registry.JobKind`)."""
 
+import functools
+import uuid
 from contextlib import contextmanager
 
 from django.db import connection, transaction
 from django.db.models import F, QuerySet
-from django.urls import reverse
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 
 from jobs import registry
@@ -70,8 +72,26 @@ def job_timings(job: Job) -> dict:
     }
 
 
+# Any id: the URL of a job is this one's with the id replaced.
+_SOME_ID = uuid.UUID(int=0)
+
+
+@functools.lru_cache(maxsize=64)
+def _around_id(viewname: str, script_prefix: str, urlconf: str | None) -> tuple[str, str]:
+    head, _, tail = reverse(viewname, args=[_SOME_ID], urlconf=urlconf).partition(str(_SOME_ID))
+    return head, tail
+
+
+def job_url(viewname: str, job_id: uuid.UUID) -> str:
+    """`reverse(viewname, args=[job_id])` for a URL whose one argument is a
+    job's id, reversed once per name and script prefix: a status has four
+    such links, and clients poll it after every upload."""
+    head, tail = _around_id(viewname, get_script_prefix(), get_urlconf())
+    return f"{head}{job_id}{tail}"
+
+
 def job_links(job: Job) -> dict:
-    return {"self": reverse("api:job", args=[job.pk]), "cancel": reverse("api:job-cancel", args=[job.pk])}
+    return {"self": job_url("api:job", job.pk), "cancel": job_url("api:job-cancel", job.pk)}
 
 
 def job_review_link(job: Job) -> str | None:

@@ -106,6 +106,25 @@ def test_status_url_is_the_reversed_url_under_any_script_prefix():
     assert api.job_status_url(job_id) == f"/api/jobs/{job_id}"
 
 
+@pytest.mark.parametrize(
+    "viewname",
+    ["api:job", "api:job-cancel", "api:job-items", "api:job-mapping", "jobs:detail", "review:detail"],
+)
+def test_status_links_are_the_reversed_urls_under_any_script_prefix(viewname):
+    from django.urls import reverse, set_script_prefix
+
+    from jobs.selectors import job_url
+
+    job_id = uuid.uuid4()
+    for prefix in ("/", "/pricesheet/"):
+        set_script_prefix(prefix)
+        try:
+            assert job_url(viewname, job_id) == reverse(viewname, args=[job_id])
+        finally:
+            set_script_prefix("/")
+    assert job_url(viewname, job_id).startswith("/")
+
+
 def test_admission_answers_202_with_location_and_status_url(api_client):
     response = upload(api_client)
     assert response.status_code == 202
@@ -561,6 +580,15 @@ def test_status_shows_the_result_of_a_completed_job(api_client, workspace):
     body = api_client.get(f"/api/jobs/{job.pk}").json()
     assert body["result"] == {"revision_id": "0b6f8c1e-7d0a-4c55-9a55-2f1f0c7e9d11", "item_count": 3}
     assert body["state"] == "completed"
+
+
+def test_status_reads_the_job_and_its_reading_report_in_one_statement(api_client, workspace):
+    job = admitted_job(workspace)
+    api_client.get(f"/api/jobs/{job.pk}")  # the token's last use is recorded at most once a minute
+    with CaptureQueriesContext(connection) as captured:
+        assert api_client.get(f"/api/jobs/{job.pk}").status_code == 200
+    # The token with its user; the job with its live phase, columns and layout.
+    assert len(captured.captured_queries) == 2
 
 
 def test_status_etag_carries_the_version(api_client, workspace):

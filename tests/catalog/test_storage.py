@@ -15,7 +15,7 @@ from django.test import Client
 
 from accounts.services import apitoken_create
 from catalog.models import CatalogItem, PriceSheet
-from catalog.storage import sheet_file_store, sheet_read_bytes
+from catalog.storage import UploadTooLarge, sheet_file_store, sheet_read_bytes
 from jobs.models import Job, State
 from tests.helpers import free_port, wait_for
 
@@ -145,6 +145,12 @@ def test_an_upload_to_s3_is_read_by_a_worker_with_no_shared_disk(
     assert Job.objects.get(pk=job_id).state == State.COMPLETED, processes.output(worker)
     assert sorted(CatalogItem.objects.values_list("sku", flat=True)) == ["A-1", "A-2"]
     assert not worker_media.exists()
+
+
+def test_an_upload_past_the_limit_leaves_no_file_behind(media):
+    with pytest.raises(UploadTooLarge):
+        sheet_file_store([CSV, CSV], max_bytes=len(CSV) + 1)
+    assert [p for p in media.rglob("*") if p.is_file()] == []
 
 
 def _named(content: bytes, name: str):
