@@ -18,10 +18,14 @@ def sleep(ctx) -> None:
 
     With `"cooperative": true` it checks between short naps, so a lost lease
     or a stopping worker interrupts it; otherwise it blocks like a long remote
-    call. `attempt_seconds` ({"1": 30}) sets the time per attempt. Used to
-    rehearse pauses, crashes and cancellation."""
+    call. `attempt_seconds` ({"1": 30}) sets the time per attempt. With
+    `"progress": true` it first reports progress 0 of 1, so whoever watches
+    the job knows its handler is running. Used to rehearse pauses, crashes
+    and cancellation."""
     by_attempt = ctx.payload.get("attempt_seconds", {})
     seconds = float(by_attempt.get(str(ctx.attempt), ctx.payload.get("seconds", 1.0)))
+    if ctx.payload.get("progress"):
+        ctx.heartbeat(done=0, total=1)
     deadline = time.monotonic() + seconds
     if ctx.payload.get("cooperative"):
         while time.monotonic() < deadline:

@@ -207,9 +207,14 @@ def test_burst_worker_drains_queue_and_exits(workspace, processes):
 
 
 def test_shutdown_timeout_releases_a_job_that_does_not_check_in_and_exits(workspace, processes):
-    job = admit(workspace, "sleep", {"seconds": 600})
+    job = admit(workspace, "sleep", {"seconds": 600, "progress": True})
     a = processes.worker("worker-a", "--shutdown-timeout", "1", **FAST)
-    wait_for(lambda: running_attempt(job.pk, 1), message="the worker to claim the job")
+    # Its handler is running (past the check-in before it, where a stopping worker releases a
+    # job it has claimed at once): the job reported progress.
+    wait_for(
+        lambda: running_attempt(job.pk, 1) and job_row(job.pk).progress_total == 1,
+        message="the worker to start the job",
+    )
     a.send_signal(signal.SIGTERM)
     assert a.wait(timeout=20) == 1, processes.output(a)
     released = job_row(job.pk)
