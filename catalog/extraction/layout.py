@@ -153,7 +153,18 @@ def _by_shape(rows: list[list[str]]) -> Header | None:
 
 def find_header(rows: list[list[str]]) -> Header:
     """The header of the sheet's table, or ``Header((), [])`` when it has none."""
-    return _by_words(rows) or _by_shape(rows) or Header((), [])
+    named = _by_words(rows)
+    if named and _is_footer(rows, named):
+        named = None
+    return named or _by_shape(rows) or Header((), [])
+
+
+def _is_footer(rows: list[list[str]], header: Header) -> bool:
+    """A row of header words with a run of data rows above it and none below is the table's
+    footer (a total, a signature block under a sheet without a header), not its header."""
+    if any(_is_data_row(r) for r in rows[header.rows[-1] :]):
+        return False
+    return sum(1 for r in rows[: header.rows[0] - 1] if _is_data_row(r)) >= _DATA_RUN
 
 
 def header_at(rows: list[list[str]], row: int | None) -> Header:

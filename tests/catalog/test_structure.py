@@ -82,6 +82,15 @@ def test_rows_under_a_named_header_are_no_matrix_labels_whatever_their_cells():
     assert len(result.items) == 7
 
 
+def test_header_words_under_the_data_are_a_footer_not_the_header():
+    rows = [[str(n), f"Camera bracket model {n}", "pcs", f"{40 + n}.50"] for n in range(1, 11)]
+    rows += [["", "", "", ""], ["Buyer signature", "Unit", "Price"]]
+    result = extract(table(rows))
+    assert not result.refusal
+    assert len(result.items) == 10
+    assert result.sheets[0]["header_row"] is None
+
+
 def test_a_size_band_beside_a_grade_reads_as_items_to_confirm():
     rows = [["Type", "Grade", "Size", "Price"]]
     for grade in ("Long", "Round", "Jumbo"):
