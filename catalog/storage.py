@@ -63,15 +63,8 @@ class SyncedFileSystemStorage(FileSystemStorage):
         written to a temporary name in the folder while hashed, then (unless
         a file of that name and size is there already) flushed and linked
         under its name. A spooled copy first would write every byte twice."""
-        digest, size = hashlib.sha256(), 0
         with self._temporary_file(self.path(folder)) as (out, temporary):
-            for chunk in chunks:
-                size += len(chunk)
-                if max_bytes is not None and size > max_bytes:
-                    raise UploadTooLarge(max_bytes)
-                digest.update(chunk)
-                out.write(chunk)
-            sha = digest.hexdigest()
+            sha, size = _write_hashed(chunks, out, max_bytes)
             name = f"{folder}/{sha}"
             if not (self.exists(name) and self.size(name) == size):
                 name = self._link_durably(out, temporary, name)
@@ -142,22 +135,27 @@ def sheet_file_store(chunks: Iterable[bytes], *, max_bytes: int | None = None) -
     storage = sheets_storage()
     if isinstance(storage, SyncedFileSystemStorage):
         return storage.save_by_content(chunks, folder=FOLDER, max_bytes=max_bytes)
-    digest = hashlib.sha256()
-    size = 0
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        for chunk in chunks:
-            size += len(chunk)
-            if max_bytes is not None and size > max_bytes:
-                raise UploadTooLarge(max_bytes)
-            digest.update(chunk)
-            spool.write(chunk)
-        sha = digest.hexdigest()
+        sha, size = _write_hashed(chunks, spool, max_bytes)
         name = f"{FOLDER}/{sha}"
         if storage.exists(name) and storage.size(name) == size:
             return StoredFile(name=name, sha256=sha, size=size)
         spool.seek(0)
         saved = storage.save(name, File(spool, name=sha))
     return StoredFile(name=saved, sha256=sha, size=size)
+
+
+def _write_hashed(chunks: Iterable[bytes], out, max_bytes: int | None) -> tuple[str, int]:
+    """Write ``chunks`` to ``out`` while hashing them: (sha256 hex digest, size). Past
+    ``max_bytes`` raises UploadTooLarge."""
+    digest, size = hashlib.sha256(), 0
+    for chunk in chunks:
+        size += len(chunk)
+        if max_bytes is not None and size > max_bytes:
+            raise UploadTooLarge(max_bytes)
+        digest.update(chunk)
+        out.write(chunk)
+    return digest.hexdigest(), size
 
 
 def sheet_read_bytes(name: str) -> bytes:
