@@ -139,11 +139,11 @@ def test_the_extractor_has_patterns_to_check():
     assert len(PATTERNS) >= 30
 
 
-def test_a_pattern_that_backtracks_quadratically_is_over_the_limit():
-    # On 500 and 5,000 characters: the same ratio, without seconds per search.
-    assert [unit for unit, *_ in _over(re.compile(r"1*b").search, ["1", "a"], SMALL // 10, LARGE // 10)] == [
-        "1"
-    ]
+def test_a_pattern_that_backtracks_is_over_the_limit():
+    # A pattern that backtracks cubically, on 100 and 1,000 characters (seconds per search
+    # beyond): its ratio is several hundred. A quadratic one's, about 100, lies too near the
+    # limit of 70 for this check of the check to pass on a loaded machine every time.
+    assert [unit for unit, *_ in _over(re.compile(r"1*1*b").search, ["1", "a"], 100, 1_000)] == ["1"]
 
 
 @pytest.mark.parametrize("name", sorted(PATTERNS))
