@@ -255,7 +255,7 @@ REGISTRY: dict[Code, FlagType] = {
         _type(
             Code.PRICE_WITHOUT_ITEM,
             "Price without an item",
-            [None],
+            [None, "description"],  # the description when another column's text was taken for it
             **_DOUBT,
             messages=(
                 "Row {row} holds a price but no SKU or description{taken}; check it is an item, or leave it out."

@@ -261,11 +261,11 @@ class _ItemBuilder:
             for i, c in enumerate(row)
             if c and i != self.cols.price and parse_decimal(c) is None
         ]
-        desc, taken = "", ""
-        if texts:
-            _n, i, desc = max(texts)
-            taken = f" (the text of column {col_letter(i)} was taken as the description)"
-        return desc, [flag(Code.PRICE_WITHOUT_ITEM, None, row=r, taken=taken)]
+        if not texts:
+            return "", [flag(Code.PRICE_WITHOUT_ITEM, None, row=r, taken="")]
+        _n, i, desc = max(texts)
+        taken = f" (the text of column {col_letter(i)} was taken as the description)"
+        return desc, [flag(Code.PRICE_WITHOUT_ITEM, "description", row=r, taken=taken)]
 
 
 def _classify_rows(
