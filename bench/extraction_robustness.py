@@ -49,8 +49,8 @@ def score_change(kind: str | None, files: list[tuple[dict, object]], seed: int =
     """The summary of ``files`` with change ``kind`` (None: as they are), and each file's score."""
     scores = []
     for label, table in files:
-        if kind:
-            table, label = perturbed(kind, table, label, seed)
+        for one in kind.split("+") if kind else ():
+            table, label = perturbed(one, table, label, seed)
         scores.append(score_file(label, table=table))
     return summarize(scores), scores
 
@@ -58,14 +58,25 @@ def score_change(kind: str | None, files: list[tuple[dict, object]], seed: int =
 def line(name: str, m: dict) -> str:
     acc = m["accuracy"]
     return (
-        f"  {name:>9s} {m['read']:>5d} {m['f1']:>6.3f} {acc['unit_price']:>6.3f} {acc['description']:>6.3f} "
+        f"  {name:>15s} {m['read']:>5d} {m['f1']:>6.3f} {acc['unit_price']:>6.3f} {acc['description']:>6.3f} "
         f"{acc['sku']:>6.3f} {len(m['lists_refused']):>8d} {m['unflagged_total']:>9d} {m['unflagged_rows_total']:>9d}"
     )
 
 
+def _change_kind(text: str) -> str:
+    if not all(one in KINDS for one in text.split("+")):
+        raise argparse.ArgumentTypeError(f"{text!r}: each change is one of {', '.join(KINDS)}")
+    return text
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--change", choices=KINDS, action="append", help="only these changes (default: all)")
+    parser.add_argument(
+        "--change",
+        type=_change_kind,
+        action="append",
+        help=f"only these changes (default: all): {', '.join(KINDS)}, or several joined by + (permute+head20)",
+    )
     parser.add_argument("--part", choices=("development", "test"), action="append", help="default: both")
     parser.add_argument("--seed", type=int, default=0, help="another random order for permute [0]")
     parser.add_argument("-v", "--verbose", action="store_true", help="name the files refused or unflagged")
@@ -77,7 +88,7 @@ def main(argv=None) -> int:
         files = item_lists(part)
         print(f"\n== {part} part: {len(files)} labeled item lists")
         print(
-            f"  {'change':>9s} {'files':>5s} {'F1':>6s} {'price':>6s} {'descr':>6s} {'SKU':>6s} "
+            f"  {'change':>15s} {'files':>5s} {'F1':>6s} {'price':>6s} {'descr':>6s} {'SKU':>6s} "
             f"{'refused':>8s} {'unflagged':>9s} {'bare rows':>9s}"
         )
         for kind in [None, *(args.change or KINDS)]:

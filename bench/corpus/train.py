@@ -94,15 +94,17 @@ def labeled_columns(label: dict, corpus: Path = CORPUS, table=None):
             yield label["file"], role, f, header, (label["file"], lab["sheet"]), col
 
 
-def rules_roles(label: dict, corpus: Path = CORPUS):
+def rules_roles(label: dict, corpus: Path = CORPUS, table=None):
     """((file, sheet), role, column, in doubt?) of every role the hand rules (``rules_columns``) take
-    on a labeled sheet; in doubt: the rules' own doubt (a close call, a header naming another column)."""
+    on a labeled sheet; in doubt: the rules' own doubt (a close call, a header naming another column).
+    `table`, when given, is the file already read (or changed)."""
     from catalog.extraction import rules_columns
 
-    try:
-        table = read_table(corpus / label["file"], filename=Path(label["file"]).name)
-    except UnreadableSheet:
-        return
+    if table is None:
+        try:
+            table = read_table(corpus / label["file"], filename=Path(label["file"]).name)
+        except UnreadableSheet:
+            return
     for lab in label.get("sheets") or []:
         if lab["sheet"] >= len(table.sheets) or lab.get("matrix"):
             continue
@@ -147,10 +149,12 @@ def agreements(
     return out
 
 
-def rules_absences(rows, probs, roles, labels: dict[str, dict], files: list[str]) -> list[tuple]:
+def rules_absences(
+    rows, probs, roles, labels: dict[str, dict], files: list[str], tables: dict | None = None
+) -> list[tuple]:
     """Per item role the rules take no column for on a labeled sheet they read: (the model's best
     probability for it among the columns the rules left free, 0, the role, is the role labeled on one
-    of them?, False), the shape ``_absent_floor`` reads."""
+    of them?, False), the shape ``_absent_floor`` reads. `tables`: files already read, by name."""
     from catalog.extraction.columns import ITEM_ROLES
 
     members = collections.defaultdict(dict)
@@ -158,7 +162,7 @@ def rules_absences(rows, probs, roles, labels: dict[str, dict], files: list[str]
         members[where][col] = (role, dict(zip(roles, probs[n], strict=True)))
     taken, doubted = collections.defaultdict(dict), collections.defaultdict(set)
     for f in files:
-        for where, role, col, in_doubt in rules_roles(labels[f]):
+        for where, role, col, in_doubt in rules_roles(labels[f], table=(tables or {}).get(f)):
             taken[where][role] = col
             if in_doubt:
                 doubted[where].add(col)
@@ -260,24 +264,35 @@ def _softmax(logits, temperature):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _out_of_fold(rows, roles, features):
-    """Logits of every development column from a model fitted without its file."""
+def _out_of_fold(rows, roles, features, changed=()):
+    """Logits of every development column from a model fitted without its file; and of the
+    ``changed`` columns (the same files changed, ``bench/corpus/perturb.py``), each from the model
+    fitted without the file it was changed from."""
     import numpy as np
     from sklearn.model_selection import GroupKFold
 
     groups = [f for f, *_rest in rows]
     y = np.array([roles.index(r if r in roles else "other") for _f, r, *_rest in rows])
     logits = np.zeros((len(rows), len(roles)))
+    logits_changed = np.zeros((len(changed), len(roles)))
     for train, held in GroupKFold(n_splits=FOLDS).split(rows, y, groups):
         part = [rows[i] for i in train]
         vocab = _vocabulary(part)
         x, means, scales = _matrix(part, features, vocab)
         model = _fit(x, y[train])
-        xh, _m, _s = _matrix([rows[i] for i in held], features, vocab, means, scales)
-        full = np.full((len(held), len(roles)), -1e9)
-        full[:, model.classes_] = model.decision_function(xh)
-        logits[held] = full
-    return logits, y
+        held_files = {groups[i] for i in held}
+        for got, which in (
+            (logits, list(held)),
+            (logits_changed, [n for n, r in enumerate(changed) if r[0].split("#")[0] in held_files]),
+        ):
+            if not which:
+                continue
+            source = rows if got is logits else changed
+            xh, _m, _s = _matrix([source[i] for i in which], features, vocab, means, scales)
+            full = np.full((len(which), len(roles)), -1e9)
+            full[:, model.classes_] = model.decision_function(xh)
+            got[which] = full
+    return logits, y, logits_changed
 
 
 def _temperature(logits, y) -> float:
@@ -384,6 +399,49 @@ def _absent_floor(choices) -> float:
     return round(floor, 4)
 
 
+def _absent_floors(absences, what: str) -> dict[str, float]:
+    """The floor per item role, printed with what it catches."""
+    from catalog.extraction.columns import ITEM_ROLES
+
+    floors = {role: _absent_floor([a for a in absences if a[2] == role]) for role in ITEM_ROLES}
+    print(f"{what}, in doubt from a floor per role:")
+    for role, floor in floors.items():
+        got = [a for a in absences if a[2] == role]
+        print(
+            f"    {role:>12s}: {len(got)} sheets, {sum(a[3] for a in got)} labeled on a free column; from {floor}: "
+            f"{sum(a[3] and a[0] >= floor for a in got)} of those, {sum(not a[3] and a[0] >= floor for a in got)} not labeled"
+        )
+    return floors
+
+
+HEADLESS = ("noheader", "reverse+noheader")
+
+
+def headless(labels: dict[str, dict], files: list[str]) -> tuple[dict[str, dict], dict[str, object]]:
+    """The labeled item lists of `files` that have a header, with it removed, in their own column
+    order and reversed (``bench/corpus/perturb.py``): (label, table) by ``FILE#CHANGE``, the name
+    the label takes too (the file it comes from is the part before ``#``)."""
+    from bench.corpus.perturb import perturbed
+
+    out_labels, out_tables = {}, {}
+    for f in files:
+        label = labels.get(f)
+        if not label or label["kind"] != "item_list":
+            continue
+        if not any(s.get("header_rows") for s in label.get("sheets") or []):
+            continue
+        try:
+            table = read_table(CORPUS / f, filename=Path(f).name)
+        except UnreadableSheet:
+            continue
+        for change in HEADLESS:
+            name, got, lab = f"{f}#{change}", table, label
+            for one in change.split("+"):
+                got, lab = perturbed(one, got, lab)
+            out_tables[name], out_labels[name] = got, {**lab, "file": name}
+    return out_labels, out_tables
+
+
 def choice_rows(choices, threshold: float) -> list[str]:
     taken = [(p, right) for p, _m, right, _present, was in choices if was]
     out = [f"    {'confidence':>12s} {'roles':>8s} {'right':>7s}"]
@@ -422,13 +480,14 @@ def calibration_rows(probs, y, threshold: float) -> list[str]:
 def train(labels: dict[str, dict]) -> dict:
     import numpy as np
 
-    from catalog.extraction.columns import ITEM_ROLES
 
     dev = split()["development"]
     rows = examples(labels, dev)
     roles = _roles(rows)
     features = sorted({f for _f, _r, v, *_rest in rows for f in v})
-    logits, y = _out_of_fold(rows, roles, features)
+    headless_labels, headless_tables = headless(labels, dev)
+    headless_rows = examples(headless_labels, list(headless_tables), headless_tables)
+    logits, y, headless_logits = _out_of_fold(rows, roles, features, headless_rows)
     temperature = _temperature(logits, y)
     probs = _vetoed(rows, _softmax(logits, temperature), roles)
     column_threshold = _threshold(probs, y)
@@ -456,14 +515,17 @@ def train(labels: dict[str, dict]) -> dict:
     )
     print("\n".join(agreement_rows(agreed, agree_threshold, agree_named_threshold)))
     absences = rules_absences(rows, probs, roles, labels, dev)
-    rules_absent_floor = {role: _absent_floor([a for a in absences if a[2] == role]) for role in ITEM_ROLES}
-    print("the item roles the rules take no column for, in doubt from a floor per role:")
-    for role, floor in rules_absent_floor.items():
-        got = [a for a in absences if a[2] == role]
-        print(
-            f"    {role:>12s}: {len(got)} sheets, {sum(a[3] for a in got)} labeled on a free column; from {floor}: "
-            f"{sum(a[3] and a[0] >= floor for a in got)} of those, {sum(not a[3] and a[0] >= floor for a in got)} not labeled"
-        )
+    rules_absent_floor = _absent_floors(absences, "the item roles the rules take no column for")
+    # Without its header a sheet is read from its values alone, and the model is less sure of a
+    # role no column was taken for: the floors are fitted again on the development sheets with
+    # their header rows removed.
+    headless_probs = _vetoed(headless_rows, _softmax(headless_logits, temperature), roles)
+    headless_absences = rules_absences(
+        headless_rows, headless_probs, roles, headless_labels, list(headless_tables), headless_tables
+    )
+    rules_absent_floor_headless = _absent_floors(
+        headless_absences, "the same, on the sheets without their header"
+    )
     vocabulary = _vocabulary(rows)
     x, means, scales = _matrix(rows, features, vocabulary)
     model = _fit(x, y)
@@ -494,6 +556,7 @@ def train(labels: dict[str, dict]) -> dict:
         "agree_threshold": agree_threshold,
         "agree_named_threshold": agree_named_threshold,
         "rules_absent_floor": rules_absent_floor,
+        "rules_absent_floor_headless": rules_absent_floor_headless,
         "target": TARGET,
     }
 

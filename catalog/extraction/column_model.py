@@ -26,7 +26,7 @@ from pathlib import Path
 
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
 from catalog.extraction.packs import normalize_unit, split_pack
-from catalog.extraction.text import cap, fold
+from catalog.extraction.text import cap, fold, is_period
 
 MODEL_PATH = Path(__file__).with_name("column_model.json")
 SAMPLE_ROWS = 2000
@@ -136,6 +136,7 @@ def _text_features(texts: list[str], n: int) -> dict[str, float]:
         "url": sum(1 for t in texts if _URL.search(t)) / n,
         "percent": sum(1 for t in texts if "%" in t and len(t) <= 12) / n,
         "date_like": sum(1 for t in texts if _DATE.match(t)) / n,
+        "periods": sum(1 for t in texts if is_period(t)) / n,
         "currency_symbol": sum(1 for t in texts if len(t) <= 40 and find_currencies(t)) / n,
         "iso_code": sum(1 for t in texts if t.strip().upper() in ISO_CODES) / n,
         "unit_words": sum(1 for t in texts if _is_unit_text(t)) / n,
@@ -172,6 +173,8 @@ def value_vetoes(f: dict[str, float]) -> dict[str, str]:
         out["unit_price"] = "years"
     if f.get("percent", 0.0) > MAJORITY:
         out["unit_price"] = "percentages"
+    if f.get("periods", 0.0) > MAJORITY:
+        out["sku"] = out["description"] = out["unit_price"] = "dates"
     return out
 
 
@@ -248,6 +251,7 @@ class ColumnModel:
     # Per item role the rules took no column for: a column they gave no role this likely to hold
     # it puts the role in doubt (below it, the role is absent 99.5% of the time).
     rules_absent_floor: Mapping[str, float]
+    rules_absent_floor_headless: Mapping[str, float]  # the same, fitted on sheets without their header
 
     @functools.cached_property
     def _word_index(self) -> dict[str, int]:
@@ -302,6 +306,12 @@ def model_from_json(data: dict) -> ColumnModel:
         agree_named_threshold=float(data.get("agree_named_threshold", 1.0)),
         # Before it was fitted, a role the rules did not take is never in doubt.
         rules_absent_floor={r: float(v) for r, v in (data.get("rules_absent_floor") or {}).items()},
+        rules_absent_floor_headless={
+            r: float(v)
+            for r, v in (
+                data.get("rules_absent_floor_headless") or data.get("rules_absent_floor") or {}
+            ).items()
+        },
     )
 
 

@@ -243,12 +243,16 @@ def agreement_threshold(label: str, role: str) -> float:
     return model.agree_named_threshold if header_names(label, role) else model.agree_threshold
 
 
-def _rules_absences(rules, probs: list[dict], in_doubt: set[int] = frozenset()) -> dict[str, tuple[int, str]]:
+def _rules_absences(
+    rules, probs: list[dict], in_doubt: set[int] = frozenset(), *, headless: bool = False
+) -> dict[str, tuple[int, str]]:
     """Item roles the rules took no column for while a column that holds no item role may hold
     one (a column they took as a quantity is not read into items, so it counts as free), or a
     column whose own role is in doubt (``in_doubt``: a column of codes taken as the price on a
-    close call may be the SKU): role -> (column, why), from the model's ``rules_absent_floor``."""
-    floors = load_model().rules_absent_floor
+    close call may be the SKU): role -> (column, why), from the model's ``rules_absent_floor``,
+    or for a sheet without a header (``headless``) the floors fitted on such sheets."""
+    model = load_model()
+    floors = model.rules_absent_floor_headless if headless else model.rules_absent_floor
     items = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
     free = [c.col for c in rules.columns if c.col not in items or c.col in in_doubt]
     out = {}
@@ -294,7 +298,8 @@ def second_opinion(
                 f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}",
             )
     in_doubt = {c for c, _why in rules.doubted.values()}
-    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored], in_doubt))
+    headless = not any(labels)
+    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored], in_doubt, headless=headless))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
@@ -325,7 +330,7 @@ def second_opinion(
     feats = [f for _p, _v, f in scored]
     model_roles = choose_columns(probs, feats, [c.col for c in rules.columns])
     _take_model_names(got, model_roles, probs)
-    _take_model_columns(got, model_roles, probs, feats)
+    _take_model_columns(got, model_roles, probs, feats, headless=headless)
     return got
 
 
@@ -366,7 +371,12 @@ def _filled_share(role: str, f: dict) -> float:
 
 
 def _take_model_columns(
-    got: Assignment, model_roles: dict[str, int], probs: list[dict], feats: list[dict]
+    got: Assignment,
+    model_roles: dict[str, int],
+    probs: list[dict],
+    feats: list[dict],
+    *,
+    headless: bool = False,
 ) -> None:
     """A role in doubt (``got.doubted``) that the model gives to another column is taken from
     the model's column, still in doubt (``got.moved`` names it, so the doubt is always shown):
@@ -407,7 +417,7 @@ def _take_model_columns(
         return
     # The column a role left may hold a role no column holds now (a price moved off a column of
     # codes leaves the SKU to it): the absences are read again on the roles as they now stand.
-    for role, (c, why) in _rules_absences(got, probs).items():
+    for role, (c, why) in _rules_absences(got, probs, headless=headless).items():
         if role not in got.doubted:
             got.doubted[role] = (c, why)
             got.doubts.append(why)

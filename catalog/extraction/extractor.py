@@ -351,13 +351,17 @@ def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | No
     """(the kind of table that is no item list, or None; a doubt when an item
     list reads it too), judged on what tells the rows apart.
 
-    Rows named by dates or periods are observations over time; rows told
+    Rows named by dates or periods, or whose names repeat row after row
+    beside a column of running dates, are observations over time; rows told
     apart only by a band (in one cell, or its bounds in two columns) are
     rates. A band beside a column that names the rows with text (a grade
     and its size band) reads as items too: the reviewer confirms."""
     names = [assignment.get("sku"), assignment.get("description")]
     names = [c for c in names if c is not None]
-    if any(keyed_by_periods([cell(r, c) for r in body[:_SAMPLE]]) for c in names):
+    keys = [tuple(cell(r, c) for c in names) for r in body[:_SAMPLE] if any(r)]
+    repeated = len(set(keys)) < 0.5 * len(keys)  # the same names row after row
+    dated = names if not repeated else range(width)  # then a running date anywhere keys the rows
+    if any(keyed_by_periods([cell(r, c) for r in body[:_SAMPLE]]) for c in dated):
         return KIND_PERIODS, None
     banded = [c for c in names if _band_names(body, c)]
     if banded:
@@ -365,10 +369,8 @@ def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | No
             return None, MSG_BANDS_TOO.format(column=col_letter(banded[0]))
         return KIND_BANDS, None
     bounds = band_bounds(body, width)
-    if bounds is not None and bounds not in names and bounds + 1 not in names:
-        keys = [tuple(cell(r, c) for c in names) for r in body[:_SAMPLE] if any(r)]
-        if len(set(keys)) < 0.5 * len(keys):
-            return KIND_BOUNDS, None
+    if bounds is not None and bounds not in names and bounds + 1 not in names and repeated:
+        return KIND_BOUNDS, None
     return None, None
 
 
@@ -435,7 +437,7 @@ def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: st
         # Every value depends on the proposed mapping: each item is pointed at it, field by field.
         flags = [
             flag(Code.UNCERTAIN_COLUMN, role, variant="matrix", role=_ROLE_WORDS[role])
-            for role in ("description", "unit_price", "currency")
+            for role in ("sku", "description", "unit_price", "currency")
         ]
         for item in got.items:
             item["flags"] = list(item.get("flags") or []) + [dict(f) for f in flags]

@@ -17,7 +17,7 @@ from itertools import pairwise
 
 from catalog.extraction.headers import HEADER_CELL_MAX, RE, classify_header
 from catalog.extraction.money import parse_decimal
-from catalog.extraction.text import cap, fold
+from catalog.extraction.text import cap, fold, is_period
 
 HEADER_SCAN_ROWS = 50
 _DATA_RUN = 8  # rows looked at to decide that data starts here
@@ -242,21 +242,10 @@ def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
     return None
 
 
-# A date or a period that keys a row: "2025-07-04", "17.06.2021 00:00", "2011-1"
-# (a half-year), "2011 q2". The year is a calendar year, so a code such as
-# "4010-1" is no period.
-_PERIOD = re.compile(
-    r"(?:(?:19|20)\d\d(?:[-./]\d{1,2}){1,2}|\d{1,2}[-./]\d{1,2}[-./](?:19|20)?\d\d|(?:19|20)\d\d\s*+[qh]\d)"
-    r"(?:[ t]\d{1,2}:\d\d(?::\d\d)?+\S*+)?+"
-)
 _DIGITS = re.compile(r"\d+")
 PERIOD_SHARE = 0.8  # of a column's filled cells that are dates or periods
 PERIOD_DISTINCT = 0.3  # of them distinct: a running series, not one "valid from" date
 RUNNING_SHARE = 0.8  # of consecutive periods in order (a series may restart per group)
-
-
-def is_period(text: str) -> bool:
-    return bool(text) and len(text) <= 30 and bool(_PERIOD.fullmatch(fold(text).strip()))
 
 
 def _period_key(text: str) -> tuple[int, ...]:

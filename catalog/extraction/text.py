@@ -46,6 +46,19 @@ def fold(text: str) -> str:
     return out
 
 
+# A date or a period that keys a row: "2025-07-04", "17.06.2021 00:00", "2011-1"
+# (a half-year), "2011 q2". The year is a calendar year, so a code such as
+# "4010-1" is no period.
+_PERIOD = re.compile(
+    r"(?:(?:19|20)\d\d(?:[-./]\d{1,2}){1,2}|\d{1,2}[-./]\d{1,2}[-./](?:19|20)?\d\d|(?:19|20)\d\d\s*+[qh]\d)"
+    r"(?:[ t]\d{1,2}:\d\d(?::\d\d)?+\S*+)?+"
+)
+
+
+def is_period(text: str) -> bool:
+    return bool(text) and len(text) <= 30 and bool(_PERIOD.fullmatch(fold(text).strip()))
+
+
 def phrase_regex(phrases) -> re.Pattern:
     """Whole-word match of any phrase (folded); literal alternatives only."""
     alts = sorted({re.escape(fold(p)) for p in phrases}, key=len, reverse=True)

@@ -267,3 +267,17 @@ def test_header_without_priced_rows_is_not_an_item_list():
 def test_notes_say_which_column_was_the_price():
     ex = extract_items(table(["SKU", "Name", "Price (EUR)"], ["A", "Apple", "1"]))
     assert any("price from column C 'Price (EUR)'" in n for n in ex.notes)
+
+
+def test_a_description_taken_from_another_columns_text_is_flagged_on_the_description():
+    rows = [("Code", "Name", "Remark", "Price EUR")]
+    rows += [(f"K-{i}", f"Hinge model {i}", "", f"{3 + i}.50") for i in range(8)]
+    rows += [("", "", "Hinge model 9, sold by the box", "12.50"), ("", "", "", "4.00")]
+    got = extract_items(table(*rows))
+    by_row = {i["source"]["row"]: i for i in got.items}
+    taken, bare = by_row[10], by_row[11]
+    assert taken["description"] == "Hinge model 9, sold by the box"
+    (flagged,) = [f for f in taken["flags"] if f["code"] == "price_without_item"]
+    assert flagged["field"] == "description"
+    assert "column C was taken as the description" in flagged["message"]
+    assert [f["field"] for f in bare["flags"] if f["code"] == "price_without_item"] == [None]

@@ -74,6 +74,7 @@ def test_a_recognized_matrix_is_proposed_for_review_instead_of_refused(shape, bo
     # Every value hangs on the proposed mapping: each item is pointed at it field by field.
     for item in result.items:
         assert {(f["code"], f["field"]) for f in item["flags"]} >= {
+            ("uncertain_column", "sku"),
             ("uncertain_column", "description"),
             ("uncertain_column", "unit_price"),
             ("uncertain_column", "currency"),

@@ -109,3 +109,14 @@ def test_the_model_takes_no_name_when_the_rules_have_one_or_no_price():
         got = assignment(roles, doubted=())
         _take_model_names(got, {"description": 0, "unit_price": 1}, PROBS)
         assert got.roles == roles
+
+
+def test_a_sheet_without_a_header_reads_absences_from_the_floors_fitted_without_headers():
+    model = load_model()
+    headed, headless = model.rules_absent_floor["sku"], model.rules_absent_floor_headless["sku"]
+    assert headless < headed  # fitted: without a header, a free column of codes is less sure to read as one
+    probs = [{"sku": (headed + headless) / 2}, {"description": 0.9}, {"unit_price": 0.9}]
+    columns = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
+    rules = Assignment(roles={"description": 1, "unit_price": 2}, columns=columns, doubts=[])
+    assert "sku" not in _rules_absences(rules, probs)
+    assert _rules_absences(rules, probs, headless=True)["sku"][0] == 0

@@ -31,6 +31,19 @@ def test_rows_named_by_running_dates_are_refused_as_prices_over_time():
     assert "over time" in refused_kind(result)
 
 
+def test_items_named_once_beside_running_dates_are_an_item_list_and_the_dates_name_nothing():
+    rows = [["Unit", "Description", "Listed", "Price EUR"]]
+    day = date(2030, 5, 1)
+    for i in range(20):
+        rows.append(["pc", f"Valve body {i} brass", day.isoformat(), f"{12 + i}.40"])
+        day += timedelta(days=3)
+    for got in (extract(table(rows)), extract(table([r[2:3] + r[:2] + r[3:] for r in rows]))):
+        assert not got.refusal
+        assert len(got.items) == 20
+        dates = [c for c in got.sheets[0]["columns"] if c["header"] == "Listed"]
+        assert dates[0]["role"] not in ("sku", "description", "unit_price")
+
+
 def test_codes_shaped_like_periods_are_not_dates():
     rows = [["Code", "Description", "Price EUR"]]
     rows += [[f"4410-{i}", f"Hinge model {i}", f"{3 + i}.50"] for i in range(1, 12)]
