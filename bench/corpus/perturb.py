@@ -12,7 +12,8 @@ changed truth. Nothing is written: the tables live in memory.
 - ``reverse``: the columns from last to first;
 - ``noheader``: the header rows and everything above them removed;
 - ``head20``, ``head5``: the sheet cut after its 20th or 5th item row;
-- ``dropopt``: the unit, pack size and currency columns removed.
+- ``dropopt``: the unit, pack size and currency columns removed;
+- ``gaps``: an empty column after every column (a layout spaced out for print).
 
 A sheet the change does not apply to (no header to remove, fewer items than
 the cut, no optional column) stays as it is.
@@ -27,7 +28,7 @@ from bench.corpus.labels import rows_of
 from catalog.extraction import col_index, col_letter
 from catalog.readers.common import Sheet, Table
 
-KINDS = ("permute", "reverse", "noheader", "head20", "head5", "dropopt")
+KINDS = ("permute", "reverse", "noheader", "head20", "head5", "dropopt", "gaps")
 # Not the SKU: a second code column the label calls "other" (a manufacturer's part number) is the
 # SKU of a sheet without the supplier's own, and would be counted wrong.
 _OPTIONAL = ("unit", "pack_size", "currency")
@@ -146,6 +147,8 @@ def _change(kind: str, sheet: Sheet, lab: dict, rng: random.Random):
             return None
         kept = [c for c in range(width) if c not in drop]
         return {c: (kept.index(c) if c in kept else None) for c in range(width)}, None
+    if kind == "gaps":
+        return {c: 2 * c for c in range(width)}, None
     raise ValueError(f"unknown change {kind!r}; one of {', '.join(KINDS)}")
 
 
