@@ -293,6 +293,8 @@ REGISTRY: dict[Code, FlagType] = {
                 "absent": "Column {column} may hold the {role}, which was not read from any column; check it.",
                 "matrix": "The {role} was read from a price matrix whose rows, columns and body are not "
                 "confirmed; check it.",
+                "moved": "Row {row} names the price in column {new}; this price was read from column "
+                "{column}, as above that row; check it.",
             },
         ),
         # A price column computed from others: which one is the unit price is a

@@ -47,7 +47,13 @@ from catalog.extraction.money import (
     parse_decimal,
 )
 from catalog.extraction.packs import normalize_unit, pack_in_description, split_pack
-from catalog.extraction.rows import PRICE_WITHOUT_ITEM, Columns, RowClassifier
+from catalog.extraction.rows import (
+    MOVED_HEADER,
+    PRICE_WITHOUT_ITEM,
+    Columns,
+    RowClassifier,
+    header_price_columns,
+)
 from catalog.extraction.text import cap, cell, col_letter
 from catalog.flags import Code, flag
 
@@ -274,6 +280,7 @@ def _classify_rows(
     """(items, count per row class, non-item rows with reasons) for the whole sheet."""
     classifier = RowClassifier(builder.cols, builder.decimal)
     items, counts, listed = [], {}, []
+    moved: dict | None = None  # the flag of every price under a header that names another column
     for r, row in enumerate(sheet.rows, start=1):
         if r < header.body_start:
             kind = "header" if r in header.rows else ("title" if any(row) else "blank")
@@ -281,9 +288,22 @@ def _classify_rows(
         else:
             got = classifier.classify(r, row)
             kind = got.kind
+        if kind == MOVED_HEADER:
+            moved = flag(
+                Code.UNCERTAIN_COLUMN,
+                "unit_price",
+                variant="moved",
+                row=r,
+                new=col_letter(header_price_columns(row)[0]),
+                column=col_letter(builder.cols.price),
+            )
+            kind = "header"
         counts[kind] = counts.get(kind, 0) + 1
         if kind in ("item", PRICE_WITHOUT_ITEM):
-            items.append(builder.item(r, row, without_item=kind == PRICE_WITHOUT_ITEM))
+            item = builder.item(r, row, without_item=kind == PRICE_WITHOUT_ITEM)
+            if moved:
+                item["flags"] = [*item.get("flags", []), dict(moved)]
+            items.append(item)
         if got and kind not in ("item", "blank") and len(listed) < MAX_LISTED_ROWS:
             listed.append({"row": r, "class": kind, "reason": got.reason})
     return items, counts, listed

@@ -1,8 +1,9 @@
 """Row classes: every row of a sheet is accounted for, with a reason.
 
 Classes: ``item``, ``header``, ``title``, ``section``, ``blank``, ``total``,
-``note``, ``skipped``, and ``PRICE_WITHOUT_ITEM`` (a row that holds a price
-but no SKU or description: it becomes a flagged item, never dropped).
+``note``, ``skipped``, ``PRICE_WITHOUT_ITEM`` (a row that holds a price
+but no SKU or description: it becomes a flagged item, never dropped) and
+``MOVED_HEADER`` (a header again, naming the price in another column).
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
-from catalog.extraction.headers import RE
+from catalog.extraction.headers import RE, classify_header
 from catalog.extraction.money import parse_decimal
-from catalog.extraction.text import cap, cell, fold
+from catalog.extraction.text import cap, cell, col_letter, fold
 from catalog.flags import Code
 
 NOTE_CHARS = 60  # a lone text this long is a note, shorter a section heading
@@ -21,6 +22,9 @@ NOTE_CHARS = 60  # a lone text this long is a note, shorter a section heading
 
 # The row class of a price with no item: its item carries the flag of that name.
 PRICE_WITHOUT_ITEM = Code.PRICE_WITHOUT_ITEM.value
+# A header row below the first that names the price in another column: the items under it
+# are read from the same columns as above, each price flagged.
+MOVED_HEADER = "moved_header"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,26 @@ def _is_total(text: str) -> bool:
 def _is_repeated_header(row: list[str], labels: tuple[str, ...]) -> bool:
     same = sum(1 for i, c in enumerate(row) if c and i < len(labels) and fold(c) == fold(labels[i]))
     return same >= 2
+
+
+def header_price_columns(row: list[str]) -> list[int]:
+    """For a row of header words (no number in it, at least two roles named, the price among
+    them), the columns it names for the price; else []. Under the sheet's header, such a row
+    repeats it, or changes the columns partway down the sheet (a second table under its own
+    header) when none of them is the sheet's price column."""
+    roles: set[str] = set()
+    prices: list[int] = []
+    for i, text in enumerate(row):
+        if not text:
+            continue
+        if parse_decimal(text) is not None:
+            return []
+        got = classify_header(text)
+        if got:
+            roles.add(got[0])
+            if got[0] == "unit_price":
+                prices.append(i)
+    return prices if len(roles) >= 2 else []
 
 
 def _texts(row: list[str], skip: set[int]) -> Iterator[str]:
@@ -85,8 +109,14 @@ class RowClassifier:
         price_text = cell(row, cols.price)
         value = parse_decimal(price_text, self.decimal) if price_text else None
         # A number under the price label is never a repeat of that label.
-        if value is None and _is_repeated_header(row, cols.labels):
-            return RowClass(r, "header", "repeats the header")
+        if value is None:
+            named = header_price_columns(row)
+            if named and cols.price not in named:
+                return RowClass(
+                    r, MOVED_HEADER, f"a header naming the price in column {col_letter(named[0])}"
+                )
+            if named or _is_repeated_header(row, cols.labels):
+                return RowClass(r, "header", "repeats the header")
         if not price_text:
             got = _no_price_class(r, row, cols)
             if got.kind == "section":

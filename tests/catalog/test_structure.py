@@ -172,3 +172,41 @@ def test_a_price_column_that_is_quantity_times_another_is_flagged_as_a_total():
     result = extract(table(rows))
     flags = [f for f in result.items[0]["flags"] if f["code"] == "derived_price"]
     assert flags and "column C × column D" in flags[0]["message"]
+
+
+def test_a_header_again_that_names_the_price_in_another_column_flags_every_price_below_it():
+    rows = [["Code", "Name", "Price EUR", "Weight kg"]]
+    rows += [[f"A-{i}", f"Bolt {i}", f"{2 + i}.10", f"0.{i + 1}"] for i in range(10)]
+    rows += [["Code", "Name", "Weight kg", "Price EUR"]]
+    rows += [[f"B-{i}", f"Nut {i}", f"0.{i + 1}", f"{1 + i}.30"] for i in range(10)]
+    result = extract(table(rows))
+    assert not result.refusal
+    assert [i["source"]["row"] for i in result.items] == [*range(2, 12), *range(13, 23)]
+    for item in result.items:
+        moved = [
+            f
+            for f in item.get("flags", [])
+            if f["code"] == "uncertain_column" and "names the price" in f["message"]
+        ]
+        if item["source"]["row"] < 12:
+            assert moved == []
+        else:
+            assert [(f["field"], f["message"]) for f in moved] == [
+                (
+                    "unit_price",
+                    "Row 12 names the price in column D; this price was read from column C, as above that row; check it.",
+                )
+            ]
+    assert {"row": 12, "class": "header", "reason": "a header naming the price in column D"} in result.sheets[
+        0
+    ]["skipped_rows"]
+
+
+def test_a_header_repeated_with_the_price_where_it_was_flags_nothing():
+    rows = [["Code", "Name", "Price EUR"]]
+    rows += [[f"A-{i}", f"Bolt {i}", f"{2 + i}.10"] for i in range(10)]
+    rows += [["Item code", "Product", "Price EUR"]]
+    rows += [[f"B-{i}", f"Nut {i}", f"{1 + i}.30"] for i in range(10)]
+    result = extract(table(rows))
+    assert len(result.items) == 20
+    assert not any("names the price" in f["message"] for i in result.items for f in i.get("flags", []))
