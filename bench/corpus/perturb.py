@@ -13,7 +13,9 @@ changed truth. Nothing is written: the tables live in memory.
 - ``noheader``: the header rows and everything above them removed;
 - ``head20``, ``head5``: the sheet cut after its 20th or 5th item row;
 - ``dropopt``: the unit, pack size and currency columns removed;
-- ``gaps``: an empty column after every column (a layout spaced out for print).
+- ``gaps``: an empty column after every column (a layout spaced out for print);
+- ``foreign``: every header cell replaced by an invented word of its length (a header in a
+  language no vocabulary knows: the header row stays, its words name nothing).
 
 A sheet the change does not apply to (no header to remove, fewer items than
 the cut, no optional column) stays as it is.
@@ -28,7 +30,7 @@ from bench.corpus.labels import rows_of
 from catalog.extraction import col_index, col_letter
 from catalog.readers.common import Sheet, Table
 
-KINDS = ("permute", "reverse", "noheader", "head20", "head5", "dropopt", "gaps")
+KINDS = ("permute", "reverse", "noheader", "head20", "head5", "dropopt", "gaps", "foreign")
 # Not the SKU: a second code column the label calls "other" (a manufacturer's part number) is the
 # SKU of a sheet without the supplier's own, and would be counted wrong.
 _OPTIONAL = ("unit", "pack_size", "currency")
@@ -152,6 +154,20 @@ def _change(kind: str, sheet: Sheet, lab: dict, rng: random.Random):
     raise ValueError(f"unknown change {kind!r}; one of {', '.join(KINDS)}")
 
 
+_INVENTED = "bdfghjklmnprstvz"  # consonants only: no word of any vocabulary, no number, no unit
+
+
+def _foreign_header(sheet: Sheet, lab: dict, rng: random.Random) -> Sheet:
+    rows = [list(r) for r in sheet.rows]
+    for h in lab.get("header_rows") or []:
+        if h <= len(rows):
+            rows[h - 1] = [
+                "".join(rng.choice(_INVENTED) for _ in range(max(3, min(len(text), 12)))) if text else ""
+                for text in rows[h - 1]
+            ]
+    return Sheet(sheet.name, rows, sheet.currency_formats, sheet.raw)
+
+
 def perturbed(kind: str, table: Table, label: dict, seed: int = 0) -> tuple[Table, dict]:
     """``table`` and ``label`` with change ``kind`` applied to every labeled sheet (``seed`` varies
     the random order of ``permute``)."""
@@ -159,6 +175,9 @@ def perturbed(kind: str, table: Table, label: dict, seed: int = 0) -> tuple[Tabl
     sheets, label = list(table.sheets), copy.deepcopy(label)
     for i, lab in enumerate(label.get("sheets") or []):
         if lab["sheet"] >= len(sheets) or lab.get("matrix"):
+            continue
+        if kind == "foreign":
+            sheets[lab["sheet"]] = _foreign_header(sheets[lab["sheet"]], lab, rng)
             continue
         change = _change(kind, sheets[lab["sheet"]], lab, rng)
         if change is None:

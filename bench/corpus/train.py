@@ -480,7 +480,6 @@ def calibration_rows(probs, y, threshold: float) -> list[str]:
 def train(labels: dict[str, dict]) -> dict:
     import numpy as np
 
-
     dev = split()["development"]
     rows = examples(labels, dev)
     roles = _roles(rows)

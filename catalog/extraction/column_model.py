@@ -281,6 +281,10 @@ class ColumnModel:
         total = sum(exps)
         return {role: e / total for role, e in zip(self.roles, exps, strict=True)}
 
+    def knows(self, header: str) -> bool:
+        """Whether any word of ``header`` is in the model's vocabulary."""
+        return any(token in self._word_index for token in header_tokens(header))
+
     def header_words(self, role: str) -> set[str]:
         """The vocabulary words whose weight for ``role`` is positive."""
         ws = self.weights[self.roles.index(role)][len(self.features) :]

@@ -250,7 +250,8 @@ def _rules_absences(
     one (a column they took as a quantity is not read into items, so it counts as free), or a
     column whose own role is in doubt (``in_doubt``: a column of codes taken as the price on a
     close call may be the SKU): role -> (column, why), from the model's ``rules_absent_floor``,
-    or for a sheet without a header (``headless``) the floors fitted on such sheets."""
+    or for a sheet without a header or whose header names nothing (``headless``) the floors
+    fitted on sheets without their header."""
     model = load_model()
     floors = model.rules_absent_floor_headless if headless else model.rules_absent_floor
     items = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
@@ -298,7 +299,10 @@ def second_opinion(
                 f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}",
             )
     in_doubt = {c for c, _why in rules.doubted.values()}
-    headless = not any(labels)
+    # A header none of whose words the rules or the model know (a language neither has seen)
+    # says no more than no header: the sheet is read with the floors fitted on headerless sheets.
+    model = load_model()
+    headless = not any(label and (classify_header(label) or model.knows(label)) for label in labels)
     doubted.update(_rules_absences(rules, [p for p, _v, _f in scored], in_doubt, headless=headless))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)

@@ -222,3 +222,11 @@ def test_a_currency_read_for_a_price_column_in_doubt_is_in_doubt_too():
         assert {"unit_price", "currency"} <= {
             f["field"] for f in item["flags"] if f["code"] == "uncertain_column"
         }
+
+
+def test_the_model_knows_a_header_only_by_the_words_it_was_fitted_on():
+    model = load_model()
+    word = sorted(model.vocabulary)[0]
+    assert model.knows(f"  {word.upper()}  ")
+    assert not model.knows("qzxvbn")
+    assert not model.knows("")
