@@ -335,7 +335,35 @@ def second_opinion(
     model_roles = choose_columns(probs, feats, [c.col for c in rules.columns])
     _take_model_names(got, model_roles, probs)
     _take_model_columns(got, model_roles, probs, feats, headless=headless)
+    if headless and "unit_price" not in got.roles:
+        _take_model_price(got, model_roles, probs)
+        _take_model_names(got, model_roles, probs)
     return got
+
+
+def _take_model_price(got: Assignment, model_roles: dict[str, int], probs: list[dict]) -> None:
+    """A sheet whose header says nothing (none, or words neither the rules nor the model know)
+    where the rules found no price column (prices written as text, "Rp 150.000.000") while the
+    model gives the price to a column that holds no item role: that column is taken, in doubt,
+    so the sheet goes to review instead of being refused (a refusal needs positive evidence)."""
+    col = model_roles.get("unit_price")
+    if "unit_price" in got.roles or col is None:
+        return
+    if any(c == col for r, c in got.roles.items() if r in ITEM_ROLES):
+        return
+    for other in [r for r, c in got.roles.items() if c == col]:
+        del got.roles[other]
+    got.roles["unit_price"] = col
+    why = (
+        f"column {col_letter(col)} was taken as the unit price by the column model "
+        f"({probs[col].get('unit_price', 0.0):.2f}); the rules found no price column"
+    )
+    got.doubted["unit_price"] = (col, why)
+    got.doubts.append(why)
+    got.moved.append("unit_price")
+    for c in got.columns:
+        if c.col == col:
+            c.role, c.confidence, c.needs_confirmation = "unit_price", probs[col].get("unit_price", 0.0), True
 
 
 def _take_model_names(got: Assignment, model_roles: dict[str, int], probs: list[dict]) -> None:

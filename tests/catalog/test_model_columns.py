@@ -5,7 +5,13 @@ where a column may hold it (columns._rules_absences)."""
 
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import load_model
-from catalog.extraction.columns import _rules_absences, _take_model_columns, _take_model_names
+from catalog.extraction.columns import (
+    _rules_absences,
+    _take_model_columns,
+    _take_model_names,
+    _take_model_price,
+    second_opinion,
+)
 
 
 def assignment(roles: dict[str, int], doubted: tuple[str, ...], width: int = 4) -> Assignment:
@@ -120,3 +126,33 @@ def test_a_sheet_without_a_header_reads_absences_from_the_floors_fitted_without_
     rules = Assignment(roles={"description": 1, "unit_price": 2}, columns=columns, doubts=[])
     assert "sku" not in _rules_absences(rules, probs)
     assert _rules_absences(rules, probs, headless=True)["sku"][0] == 0
+
+
+def test_a_price_column_the_rules_did_not_find_is_taken_from_the_model_in_doubt():
+    probs = [{"description": 0.9}, {"unit_price": 0.7}, {"other": 1.0}, {"other": 1.0}]
+    got = assignment({"description": 0, "quantity": 1}, doubted=())
+    _take_model_price(got, {"description": 0, "unit_price": 1}, probs)
+    assert got.roles == {"description": 0, "unit_price": 1}
+    assert got.moved == ["unit_price"]
+    assert got.doubts == [
+        "column B was taken as the unit price by the column model (0.70); the rules found no price column"
+    ]
+    assert {c.col: (c.role, c.needs_confirmation) for c in got.columns}[1] == ("unit_price", True)
+
+
+def test_the_model_takes_no_price_onto_an_item_role_or_when_the_rules_have_one():
+    for roles in ({"description": 0, "unit_price": 2}, {"description": 1}):
+        got = assignment(roles, doubted=())
+        _take_model_price(got, {"description": 0, "unit_price": 1}, PROBS)
+        assert got.roles == roles and got.moved == []
+
+
+def test_only_a_header_that_says_nothing_lets_the_model_take_the_price():
+    from catalog.extraction import rules_columns
+
+    body = [[f"Gear wheel {i}", f"IDR. {150 + i}.500.000"] for i in range(12)]
+    for labels, taken in ((["", ""], True), (["qzxv", "bdfgh"], True), (["Product", "Remark"], False)):
+        rules = rules_columns.assign_roles(rules_columns.profile_columns(body, 2), labels)
+        assert "unit_price" not in rules.roles
+        got = second_opinion(rules, body, 2, labels)
+        assert ("unit_price" in got.roles) is taken, labels
