@@ -298,6 +298,8 @@ def _classify_rows(
                 column=col_letter(builder.cols.price),
             )
             kind = "header"
+        elif got and kind == "header":
+            moved = None  # the sheet's own header again: its columns hold from here
         counts[kind] = counts.get(kind, 0) + 1
         if kind in ("item", PRICE_WITHOUT_ITEM):
             item = builder.item(r, row, without_item=kind == PRICE_WITHOUT_ITEM)
