@@ -126,15 +126,16 @@ def test_sigterm_releases_a_job_at_its_check_in(workspace, processes):
 def test_sigterm_keeps_renewing_the_lease_of_a_job_that_does_not_check_in(workspace, processes):
     # Blocks for 5 s like a remote call, with a 2 s lease: only renewals
     # after the signal keep it.
-    job = admit(workspace, "sleep", {"seconds": 5})
+    job = admit(workspace, "sleep", {"seconds": 5, "progress": True})
     waiting = admit(workspace, "noop", {})
     Job.objects.filter(pk=waiting.pk).update(run_after=Now() + timedelta(seconds=1))
     a = processes.worker("worker-a", **FAST)
-    # Started, not only claimed: a claim that has not started yet is released at its first check
-    # (jobs/worker.py), which a signal right after the claim's commit can reach on a busy machine.
+    # Its handler is running, not only claimed: a claim is released at the check-in before its
+    # handler (jobs/worker.py), which a signal right after the "claimed" log line can reach on a
+    # busy machine. The handler reported progress, so it is past that check-in.
     wait_for(
-        lambda: f"job {job.pk} attempt 1 (sleep) claimed" in processes.output(a),
-        message="the worker to start the job",
+        lambda: running_attempt(job.pk, 1) and job_row(job.pk).progress_total == 1,
+        message="the worker to start the job's handler",
     )
     a.send_signal(signal.SIGTERM)
     assert a.wait(timeout=30) == 0, processes.output(a)
