@@ -10,8 +10,12 @@ development files; a role with fewer than ``MIN_ROLE_FILES`` files is
 ``other``. A multinomial logistic regression (scikit-learn, fixed seed) is
 fitted; a temperature is fitted on out-of-fold predictions (folds by file),
 and the confidence threshold is the lowest at which those predictions are
-right at least ``TARGET`` of the time. Writes the model as JSON: plain
-Python applies it at run time. Needs scikit-learn (requirements-dev.txt).
+right at least ``TARGET`` of the time. The floors under which a role the
+rules took no column for is absent are fitted on those predictions too, and
+again on the development sheets with their header rows removed, in their own
+column order and reversed (``HEADLESS``): the floors of a sheet whose header
+says nothing. Writes the model as JSON: plain Python applies it at run time.
+Needs scikit-learn (requirements-dev.txt).
 """
 
 from __future__ import annotations

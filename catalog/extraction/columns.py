@@ -280,7 +280,9 @@ def second_opinion(
     on the development part by ``make train``); otherwise it needs
     confirmation and its values are flagged on that field. A role in doubt
     that the model gives to another column is then taken from that column
-    (``_take_model_columns``).
+    (``_take_model_columns``). On a sheet whose header says nothing, absent
+    roles are read from the floors fitted without headers, and a price the
+    rules found no column for is taken from the model's (``_take_model_price``).
     """
     scored = column_probabilities(body, width, labels, features)
     doubted: dict[str, tuple[int, str]] = {}
