@@ -14,8 +14,8 @@ changed truth. Nothing is written: the tables live in memory.
 - ``head20``, ``head5``: the sheet cut after its 20th or 5th item row;
 - ``dropopt``: the unit, pack size and currency columns removed;
 - ``gaps``: an empty column after every column (a layout spaced out for print);
-- ``foreign``: every header cell replaced by an invented word of its length (a header in a
-  language no vocabulary knows: the header row stays, its words name nothing).
+- ``foreign``: every header cell replaced by an invented word of about its length (a header in
+  a language no vocabulary knows: the header row stays, its words name nothing).
 
 A sheet the change does not apply to (no header to remove, fewer items than
 the cut, no optional column) stays as it is.
@@ -154,7 +154,7 @@ def _change(kind: str, sheet: Sheet, lab: dict, rng: random.Random):
     raise ValueError(f"unknown change {kind!r}; one of {', '.join(KINDS)}")
 
 
-_INVENTED = "bdfghjklmnprstvz"  # consonants only: no word of any vocabulary, no number, no unit
+_INVENTED = "bdfghjklmnprstvz"  # consonants only, 3 or more: no number, and no word the vocabularies hold
 
 
 def _foreign_header(sheet: Sheet, lab: dict, rng: random.Random) -> Sheet:

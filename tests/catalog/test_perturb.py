@@ -1,0 +1,46 @@
+"""The robustness benchmark's changes (bench/corpus/perturb.py) move a sheet and its label together."""
+
+from bench.corpus.perturb import perturbed
+from catalog.extraction.headers import classify_header
+from catalog.readers.common import Sheet, Table
+
+ROWS = [["Code", "Name", "Price EUR"], ["K-1", "Hinge", "3.50"], ["K-2", "Bolt", "0.40"]]
+LABEL = {
+    "file": "dev/files/invented.csv",
+    "kind": "item_list",
+    "sheets": [
+        {
+            "sheet": 0,
+            "header_rows": [1],
+            "columns": {"A": "sku", "B": "description", "C": "unit_price"},
+            "item_rows": "2-3",
+        }
+    ],
+}
+
+
+def table() -> Table:
+    return Table([Sheet("Sheet1", [list(r) for r in ROWS], {}, {})])
+
+
+def test_gaps_put_an_empty_column_after_every_column_and_move_the_label():
+    got, label = perturbed("gaps", table(), LABEL)
+    assert got.sheets[0].rows[1] == ["K-1", "", "Hinge", "", "3.50"]
+    assert label["sheets"][0]["columns"] == {"A": "sku", "C": "description", "E": "unit_price"}
+
+
+def test_a_foreign_header_names_nothing_and_leaves_the_body_and_the_label():
+    got, label = perturbed("foreign", table(), LABEL)
+    header = got.sheets[0].rows[0]
+    assert len(header) == 3 and all(header) and header != ROWS[0]
+    assert [classify_header(text) for text in header] == [None, None, None]
+    assert got.sheets[0].rows[1:] == ROWS[1:]
+    assert label == LABEL
+
+
+def test_changes_compose_in_order():
+    got, label = perturbed("reverse", *perturbed("noheader", table(), LABEL))
+    assert got.sheets[0].rows == [["3.50", "Hinge", "K-1"], ["0.40", "Bolt", "K-2"]]
+    assert label["sheets"][0]["header_rows"] == []
+    assert label["sheets"][0]["columns"] == {"C": "sku", "B": "description", "A": "unit_price"}
+    assert label["sheets"][0]["item_rows"] == "1-2"
