@@ -353,19 +353,7 @@ def _take_model_price(got: Assignment, model_roles: dict[str, int], probs: list[
         return
     if any(c == col for r, c in got.roles.items() if r in ITEM_ROLES):
         return
-    for other in [r for r, c in got.roles.items() if c == col]:
-        del got.roles[other]
-    got.roles["unit_price"] = col
-    why = (
-        f"column {col_letter(col)} was taken as the unit price by the column model "
-        f"({probs[col].get('unit_price', 0.0):.2f}); the rules found no price column"
-    )
-    got.doubted["unit_price"] = (col, why)
-    got.doubts.append(why)
-    got.moved.append("unit_price")
-    for c in got.columns:
-        if c.col == col:
-            c.role, c.confidence, c.needs_confirmation = "unit_price", probs[col].get("unit_price", 0.0), True
+    _take_from_model(got, "unit_price", col, probs, "the rules found no price column")
 
 
 def _take_model_names(got: Assignment, model_roles: dict[str, int], probs: list[dict]) -> None:
@@ -381,22 +369,27 @@ def _take_model_names(got: Assignment, model_roles: dict[str, int], probs: list[
         col = model_roles.get(role)
         if col is None or col in taken:
             continue
-        for other in [r for r, c in got.roles.items() if c == col]:
-            del got.roles[other]
-        got.roles[role] = col
+        _take_from_model(got, role, col, probs, "the rules found no column naming the items")
         taken.add(col)
-        why = (
-            f"column {col_letter(col)} was taken as the {role.replace('_', ' ')} by the column model "
-            f"({probs[col].get(role, 0.0):.2f}); the rules found no column naming the items"
-        )
-        if role in got.doubted:  # its absence ("may hold the ...") is answered by this
-            got.doubts.remove(got.doubted[role][1])
-        got.doubted[role] = (col, why)
-        got.doubts.append(why)
-        got.moved.append(role)
-        for c in got.columns:
-            if c.col == col:
-                c.role, c.confidence, c.needs_confirmation = role, probs[col].get(role, 0.0), True
+
+
+def _take_from_model(got: Assignment, role: str, col: int, probs: list[dict], because: str) -> None:
+    """Column ``col`` takes ``role`` from the model, in doubt, and gives up any role it held."""
+    for other in [r for r, c in got.roles.items() if c == col]:
+        del got.roles[other]
+    got.roles[role] = col
+    why = (
+        f"column {col_letter(col)} was taken as the {role.replace('_', ' ')} by the column model "
+        f"({probs[col].get(role, 0.0):.2f}); {because}"
+    )
+    if role in got.doubted and got.doubted[role][1] in got.doubts:  # an absence this answers
+        got.doubts.remove(got.doubted[role][1])
+    got.doubted[role] = (col, why)
+    got.doubts.append(why)
+    got.moved.append(role)
+    for c in got.columns:
+        if c.col == col:
+            c.role, c.confidence, c.needs_confirmation = role, probs[col].get(role, 0.0), True
 
 
 def _filled_share(role: str, f: dict) -> float:
