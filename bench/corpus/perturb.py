@@ -15,7 +15,13 @@ changed truth. Nothing is written: the tables live in memory.
 - ``dropopt``: the unit, pack size and currency columns removed;
 - ``gaps``: an empty column after every column (a layout spaced out for print);
 - ``foreign``: every header cell replaced by an invented word of about its length (a header in
-  a language no vocabulary knows: the header row stays, its words name nothing).
+  a language no vocabulary knows: the header row stays, its words name nothing);
+- ``title``: three rows put above the sheet, as a supplier's letterhead: a name, an address with a
+  telephone number, a date;
+- ``sections``: a section heading (one invented word or two, in the description's column) put
+  above the first item and every tenth after it;
+- ``shift``: every header cell moved one column to the right, the body left where it is (a header
+  that does not stand over its values, as merged cells leave it).
 
 A sheet the change does not apply to (no header to remove, fewer items than
 the cut, no optional column) stays as it is.
@@ -30,7 +36,19 @@ from bench.corpus.labels import rows_of
 from catalog.extraction import col_index, col_letter
 from catalog.readers.common import Sheet, Table
 
-KINDS = ("permute", "reverse", "noheader", "head20", "head5", "dropopt", "gaps", "foreign")
+KINDS = (
+    "permute",
+    "reverse",
+    "noheader",
+    "head20",
+    "head5",
+    "dropopt",
+    "gaps",
+    "foreign",
+    "title",
+    "sections",
+    "shift",
+)
 # Not the SKU: a second code column the label calls "other" (a manufacturer's part number) is the
 # SKU of a sheet without the supplier's own, and would be counted wrong.
 _OPTIONAL = ("unit", "pack_size", "currency")
@@ -161,11 +179,62 @@ def _foreign_header(sheet: Sheet, lab: dict, rng: random.Random) -> Sheet:
     rows = [list(r) for r in sheet.rows]
     for h in lab.get("header_rows") or []:
         if h <= len(rows):
-            rows[h - 1] = [
-                "".join(rng.choice(_INVENTED) for _ in range(max(3, min(len(text), 12)))) if text else ""
-                for text in rows[h - 1]
-            ]
+            rows[h - 1] = [_word(rng, len(text)) if text else "" for text in rows[h - 1]]
     return Sheet(sheet.name, rows, sheet.currency_formats, sheet.raw)
+
+
+def _word(rng: random.Random, length: int) -> str:
+    return "".join(rng.choice(_INVENTED) for _ in range(max(3, min(length, 12))))
+
+
+def _inserted(sheet: Sheet, lab: dict, before: dict[int, list[list[str]]]) -> tuple[Sheet, dict]:
+    """``sheet`` and ``lab`` with the rows ``before[r]`` put above row ``r`` (1-based); the rows
+    below move down with their cells' formats and stored values."""
+    rows, moved, added = [], {}, 0
+    for r in range(1, len(sheet.rows) + 1):
+        for row in before.get(r, ()):
+            rows.append(list(row))
+            added += 1
+        rows.append(list(sheet.rows[r - 1]))
+        moved[r] = r + added
+    shifted = _moved_sheet(sheet, None, moved)
+    return Sheet(sheet.name, rows, shifted.currency_formats, shifted.raw), _moved_label(lab, None, moved)
+
+
+def _shifted_header(sheet: Sheet, lab: dict) -> Sheet:
+    rows = [list(r) for r in sheet.rows]
+    for h in lab.get("header_rows") or []:
+        if h <= len(rows):
+            rows[h - 1] = ["", *rows[h - 1]]
+    return Sheet(sheet.name, rows, sheet.currency_formats, sheet.raw)
+
+
+def _other_change(kind: str, sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | None:
+    """The changes that add rows or move header cells: (sheet, label), or None when it does not apply."""
+    if kind == "foreign":
+        return _foreign_header(sheet, lab, rng), lab
+    if kind == "shift":
+        return (_shifted_header(sheet, lab), lab) if lab.get("header_rows") else None
+    if kind == "title":
+        address = f"{_word(rng, 8).title()} {rng.randint(1, 99)}, {rng.randint(10000, 99999)} {_word(rng, 7).title()}"
+        phone = (
+            f"+{rng.randint(1, 99)} {rng.randint(100, 999)} {rng.randint(100, 999)} {rng.randint(1000, 9999)}"
+        )
+        date = f"{rng.randint(1, 28):02d}.{rng.randint(1, 12):02d}.{rng.randint(2015, 2026)}"
+        name = f"{_word(rng, 6).title()} {_word(rng, 5).title()}"
+        return _inserted(sheet, lab, {1: [[name], [f"{address}, tel. {phone}"], [date]]})
+    if kind == "sections":
+        items = rows_of(lab.get("item_rows"))
+        if not items:
+            return None
+        roles = {role: col_index(letter) for letter, role in (lab.get("columns") or {}).items()}
+        at = roles.get("description", 0)
+        before = {
+            r: [[""] * at + [" ".join(_word(rng, 7).title() for _ in range(rng.randint(1, 2)))]]
+            for r in items[::10]
+        }
+        return _inserted(sheet, lab, before)
+    return None
 
 
 def perturbed(kind: str, table: Table, label: dict, seed: int = 0) -> tuple[Table, dict]:
@@ -176,8 +245,10 @@ def perturbed(kind: str, table: Table, label: dict, seed: int = 0) -> tuple[Tabl
     for i, lab in enumerate(label.get("sheets") or []):
         if lab["sheet"] >= len(sheets) or lab.get("matrix"):
             continue
-        if kind == "foreign":
-            sheets[lab["sheet"]] = _foreign_header(sheets[lab["sheet"]], lab, rng)
+        if kind in ("foreign", "shift", "title", "sections"):
+            changed = _other_change(kind, sheets[lab["sheet"]], lab, rng)
+            if changed is not None:
+                sheets[lab["sheet"]], label["sheets"][i] = changed
             continue
         change = _change(kind, sheets[lab["sheet"]], lab, rng)
         if change is None:

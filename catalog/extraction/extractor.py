@@ -24,9 +24,11 @@ from catalog.extraction.layout import (
     band_bounds,
     find_header,
     header_at,
+    header_offset,
     is_band,
     keyed_by_periods,
     not_an_item_list,
+    realigned,
 )
 from catalog.extraction.mapping import MappingError, sheet_mapping
 from catalog.extraction.matrix import (
@@ -79,6 +81,10 @@ MSG_MATRIX_TOO_LARGE = (
     "than a sheet may hold; split it into several sheets"
 )
 MSG_REFUSED = "no sheet holds an item list: {details}"
+MSG_HEADER_SHIFTED = (
+    "the header's words stand one column {side} of the values they name: they were read one "
+    "column to the {back}; confirm every column"
+)
 _ROLE_WORDS = {
     "unit_price": "price",
     "sku": "SKU",
@@ -495,7 +501,7 @@ def _read_sheet(
     rows = sheet.rows
     if mapped and mapped.get("matrix"):
         return _matrix_sheet(sheet, Matrix.from_json(mapped["matrix"]), currency, "reviewer")
-    header = header_at(rows, mapped["header_row"]) if mapped else find_header(rows)
+    header, shift = _table_header(rows, mapped)
     if not mapped:
         kind = not_an_item_list(rows, header)
         # A product matrix becomes items for a reviewer to confirm; a rate
@@ -526,6 +532,7 @@ def _read_sheet(
         )
         if second is not None and (model_doubt or second.moved):
             shape_of, assignment = assignment, second
+    _doubt_every_role(shift, assignment, second)
     if "unit_price" not in assignment.roles:
         named = any((got := classify_header(label)) and got[0] == "unit_price" for label in header.labels)
         if named:
@@ -563,6 +570,34 @@ def _read_sheet(
     )
     held = _held_doubt(second, assignment) if model_doubt is None and assignment is not second else None
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder) + relation_notes, held)
+
+
+def _table_header(rows: list[list[str]], mapped: dict | None) -> tuple[Header, int]:
+    """The table's header (the reviewer's, else the one found) and the shift its words were
+    read with: one column over when they stand over the body's columns only so
+    (``layout.header_offset``)."""
+    if mapped:
+        return header_at(rows, mapped["header_row"]), 0
+    header = find_header(rows)
+    shift = header_offset(rows, header)
+    return (realigned(header, shift) if shift else header), shift
+
+
+def _doubt_every_role(shift: int, *assignments) -> None:
+    """Every item role in doubt, each column to confirm, when the header was read shifted: in
+    the roles taken and in the column model's opinion (shown if held), which read that header."""
+    if not shift:
+        return
+    side, back = ("right", "left") if shift > 0 else ("left", "right")
+    why = MSG_HEADER_SHIFTED.format(side=side, back=back)
+    for assignment in {id(a): a for a in assignments if a is not None}.values():
+        assignment.doubts.insert(0, why)
+        for role, col in assignment.roles.items():
+            if role in ROLES:
+                assignment.doubted.setdefault(role, (col, why))
+        for column in assignment.columns:
+            if column.role in ROLES:
+                column.needs_confirmation = True
 
 
 def _held_doubt(second, rules) -> tuple[list[dict], list[str], list[dict]] | None:

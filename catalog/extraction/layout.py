@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
+from catalog.extraction.column_model import SAMPLE_ROWS
 from catalog.extraction.headers import HEADER_CELL_MAX, RE, classify_header
 from catalog.extraction.money import parse_decimal
 from catalog.extraction.text import cap, fold, is_period
@@ -165,6 +166,42 @@ def _is_footer(rows: list[list[str]], header: Header) -> bool:
     if any(_is_data_row(r) for r in rows[header.rows[-1] :]):
         return False
     return sum(1 for r in rows[: header.rows[0] - 1] if _is_data_row(r)) >= _DATA_RUN
+
+
+def header_offset(rows: list[list[str]], header: Header) -> int:
+    """0, or the shift (+1 or -1) that stands the header's words over their values.
+
+    A header whose words stand one column off the body (merged cells whose text lands in the
+    next column, a header typed one cell over) names the wrong column for every role. It is
+    read shifted only when it fits the body exactly that way and does not as it stands: the
+    columns it names are the columns the body's rows fill, moved by one. A body row is a row
+    of two cells or more (a section heading fills one).
+
+    Only the whole header: one merged cell standing over two columns is not moved (its word
+    may name either, and the sheet's other words stand right). A header over an unnamed first
+    column and a named column left empty (a running number, an order quantity to fill in)
+    fits the same way: it is read shifted too, and its roles are all to confirm, as for any
+    shifted header (a reviewer moves them back); reading a shifted header as it stands would
+    put values under the wrong words with nothing to point at them."""
+    if not header.rows:
+        return 0
+    filled = {
+        c
+        for row in rows[header.body_start - 1 :][:SAMPLE_ROWS]
+        if sum(1 for text in row if text.strip()) >= 2
+        for c, text in enumerate(row)
+        if text.strip()
+    }
+    named = {c for c, text in enumerate(header.labels) if text.strip()}
+    if not filled or named == filled:
+        return 0
+    return next((s for s in (1, -1) if named == {c + s for c in filled}), 0)
+
+
+def realigned(header: Header, shift: int) -> Header:
+    """``header`` with its words moved ``shift`` columns to the left (see ``header_offset``)."""
+    labels = header.labels[shift:] if shift > 0 else [""] * -shift + header.labels
+    return Header(header.rows, labels)
 
 
 def header_at(rows: list[list[str]], row: int | None) -> Header:

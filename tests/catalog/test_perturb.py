@@ -44,3 +44,30 @@ def test_changes_compose_in_order():
     assert label["sheets"][0]["header_rows"] == []
     assert label["sheets"][0]["columns"] == {"C": "sku", "B": "description", "A": "unit_price"}
     assert label["sheets"][0]["item_rows"] == "1-2"
+
+
+def test_a_title_puts_three_rows_above_and_moves_the_label_down():
+    got, label = perturbed("title", table(), LABEL)
+    rows = got.sheets[0].rows
+    assert len(rows) == 6 and all(len(r) == 1 and r[0] for r in rows[:3])
+    assert rows[3:] == ROWS
+    assert label["sheets"][0]["header_rows"] == [4]
+    assert label["sheets"][0]["item_rows"] == "5-6"
+
+
+def test_sections_put_a_heading_in_the_description_column_above_every_tenth_item():
+    rows = [ROWS[0]] + [[f"K-{i}", f"Hinge {i}", "1.00"] for i in range(12)]
+    lab = {**LABEL, "sheets": [{**LABEL["sheets"][0], "item_rows": "2-13"}]}
+    got, label = perturbed("sections", Table([Sheet("Sheet1", rows, {}, {})]), lab)
+    rows = got.sheets[0].rows
+    assert rows[1][0] == "" and rows[1][1] and len(rows[1]) == 2  # above the first item
+    assert rows[12][0] == "" and len(rows[12]) == 2  # above the eleventh
+    assert label["sheets"][0]["item_rows"] == "3-12,14-15"
+    assert [rows[r - 1][0] for r in (3, 12, 14, 15)] == ["K-0", "K-9", "K-10", "K-11"]
+
+
+def test_shift_moves_the_header_one_column_right_and_leaves_the_body_and_the_label():
+    got, label = perturbed("shift", table(), LABEL)
+    assert got.sheets[0].rows[0] == ["", *ROWS[0]]
+    assert got.sheets[0].rows[1:] == ROWS[1:]
+    assert label == LABEL

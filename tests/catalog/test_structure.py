@@ -212,3 +212,46 @@ def test_a_header_repeated_with_the_price_where_it_was_flags_nothing():
     result = extract(table(rows))
     assert len(result.items) == 20
     assert not any("names the price" in f["message"] for i in result.items for f in i.get("flags", []))
+
+
+def _uncertain(item) -> set[str]:
+    return {f["field"] for f in item.get("flags", []) if f["code"] == "uncertain_column"}
+
+
+def test_a_header_one_column_right_of_its_values_is_read_over_them_with_every_column_to_confirm():
+    rows = [["", "Code", "Name", "Price EUR", "In stock"]]
+    rows += [[f"K-{i}", f"Hinge {i}", f"{3 + i}.50", str(7 * i % 13)] for i in range(12)]
+    result = extract(table(rows))
+    assert not result.refusal
+    assert [(i["sku"], i["description"], i["unit_price"]) for i in result.items[:2]] == [
+        ("K-0", "Hinge 0", "3.5"),
+        ("K-1", "Hinge 1", "4.5"),
+    ]
+    assert all({"sku", "description", "unit_price"} <= _uncertain(i) for i in result.items)
+    report = result.sheets[0]
+    assert report["needs_confirmation"]
+    assert report["doubts"][0].startswith("the header's words stand one column right of the values they name")
+    assert [c["header"] for c in report["columns"]][:4] == ["Code", "Name", "Price EUR", "In stock"]
+
+
+def test_a_header_with_a_named_empty_column_stands_where_it_is():
+    rows = [["Code", "Name", "Price EUR", "Order qty"]]
+    rows += [[f"K-{i}", f"Hinge {i}", f"{3 + i}.50", ""] for i in range(12)]
+    result = extract(table(rows))
+    assert [(i["sku"], i["description"], i["unit_price"]) for i in result.items[:1]] == [
+        ("K-0", "Hinge 0", "3.5")
+    ]
+    assert not any("stand one column" in d for d in result.sheets[0]["doubts"])
+    assert not any(_uncertain(i) for i in result.items)
+
+
+def test_a_price_named_only_over_an_empty_column_leaves_the_price_to_the_values_in_doubt():
+    # One column off, and a note far right on one row: not exactly one column over, so the
+    # header stands; its price word is over an empty column, the prices beside it.
+    rows = [["", "Product name", "Price without VAT"]]
+    rows += [[f"Caliper model {i} with depth gauge", f"{470 + 35 * i}", ""] for i in range(30)]
+    rows[5] += [""] * 20 + ["note"]
+    result = extract(table(rows))
+    assert not result.refusal, result.refusal
+    assert [i["unit_price"] for i in result.items[:2]] == ["470", "505"]
+    assert all({"unit_price", "description"} <= _uncertain(i) for i in result.items)
