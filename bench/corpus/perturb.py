@@ -21,7 +21,16 @@ changed truth. Nothing is written: the tables live in memory.
 - ``sections``: a section heading (one invented word or two, in the description's column) put
   above the first item and every tenth after it;
 - ``shift``: every header cell moved one column to the right, the body left where it is (a header
-  that does not stand over its values, as merged cells leave it).
+  that does not stand over its values, as merged cells leave it);
+- ``comma``: the money columns (price, other prices, totals) written the continental way, a
+  decimal comma and dots between thousands ("1234.5" becomes "1.234,5");
+- ``pages``: the header again, after an empty row, above every 40th item (a list printed page by
+  page and read back);
+- ``spaced``: an empty row after every item but the last;
+- ``twoline``: a header of one row written over two, each cell of several words cut after its
+  first word (a header wrapped as it is printed);
+- ``taxed``: a column put right of the price holding it with 20% tax on every item row, under an
+  invented header word (prices net and gross, the gross one named in no known word).
 
 A sheet the change does not apply to (no header to remove, fewer items than
 the cut, no optional column) stays as it is.
@@ -31,9 +40,12 @@ from __future__ import annotations
 
 import copy
 import random
+import re
+from decimal import Decimal
 
 from bench.corpus.labels import rows_of
 from catalog.extraction import col_index, col_letter
+from catalog.extraction.money import parse_decimal
 from catalog.readers.common import Sheet, Table
 
 KINDS = (
@@ -48,6 +60,11 @@ KINDS = (
     "title",
     "sections",
     "shift",
+    "comma",
+    "taxed",
+    "pages",
+    "spaced",
+    "twoline",
 )
 # Not the SKU: a second code column the label calls "other" (a manufacturer's part number) is the
 # SKU of a sheet without the supplier's own, and would be counted wrong.
@@ -209,12 +226,107 @@ def _shifted_header(sheet: Sheet, lab: dict) -> Sheet:
     return Sheet(sheet.name, rows, sheet.currency_formats, sheet.raw)
 
 
+_PLAIN_NUMBER = re.compile(r"(-?)(\d+)(?:\.(\d+))?")
+_MONEY_ROLES = ("unit_price", "alt_price", "total")
+
+
+def _continental(text: str) -> str:
+    match = _PLAIN_NUMBER.fullmatch(text.strip())
+    if not match:
+        return text
+    sign, whole, cents = match.groups()
+    grouped = f"{int(whole):,}".replace(",", ".")
+    return f"{sign}{grouped}{',' + cents if cents else ''}"
+
+
+def _comma_money(sheet: Sheet, lab: dict) -> Sheet | None:
+    money = [col_index(letter) for letter, role in (lab.get("columns") or {}).items() if role in _MONEY_ROLES]
+    if not money:
+        return None
+    body = (
+        set(rows_of(lab.get("item_rows")))
+        | set(rows_of(lab.get("review_rows")))
+        | set(rows_of(lab.get("group_rows")))
+    )
+    rows = [list(r) for r in sheet.rows]
+    for r in body:
+        if r > len(rows):
+            continue
+        for c in money:
+            if c < len(rows[r - 1]):
+                rows[r - 1][c] = _continental(rows[r - 1][c])
+    return Sheet(sheet.name, rows, sheet.currency_formats, {})
+
+
+def _taxed(sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | None:
+    roles = {role: col_index(letter) for letter, role in (lab.get("columns") or {}).items()}
+    price = roles.get("unit_price")
+    if price is None:
+        return None
+    width = max((len(r) for r in sheet.rows), default=0)
+    cols = {c: (c if c <= price else c + 1) for c in range(width)}
+    moved = _moved_sheet(sheet, cols, None)
+    rows = [list(r) for r in moved.rows]
+    header, items = set(lab.get("header_rows") or []), set(rows_of(lab.get("item_rows")))
+    for r, row in enumerate(rows, start=1):
+        if r in header:
+            text = _word(rng, 8)
+        elif r in items:
+            value = parse_decimal(row[price] if price < len(row) else "")
+            text = f"{value * Decimal('1.2'):.2f}" if value is not None else ""
+        else:
+            continue
+        row.extend([""] * (price + 2 - len(row)))
+        row[price + 1] = text
+    label = _moved_label(lab, cols, None)
+    label["columns"][col_letter(price + 1)] = "alt_price"
+    return Sheet(sheet.name, rows, moved.currency_formats, moved.raw), label
+
+
+_MOVES = ("permute", "reverse", "noheader", "head20", "head5", "dropopt", "gaps")  # ``_change``'s
+_MORE_ROWS = ("pages", "spaced", "twoline")
+
+
+def _more_rows(kind: str, sheet: Sheet, lab: dict) -> tuple[Sheet, dict] | None:
+    items = rows_of(lab.get("item_rows"))
+    if kind == "spaced":
+        return _inserted(sheet, lab, {r + 1: [[]] for r in items if r < len(sheet.rows)}) if items else None
+    if kind == "twoline":
+        if len(lab.get("header_rows") or []) != 1 or lab["header_rows"][0] > len(sheet.rows):
+            return None
+        h = lab["header_rows"][0]
+        cut = [text.split(None, 1) if text.strip() else [""] for text in sheet.rows[h - 1]]
+        sheet = Sheet(
+            sheet.name,
+            [*sheet.rows[: h - 1], [words[0] for words in cut], *sheet.rows[h:]],
+            sheet.currency_formats,
+            sheet.raw,
+        )
+        sheet, lab = _inserted(sheet, lab, {h + 1: [[words[1] if len(words) > 1 else "" for words in cut]]})
+        lab["header_rows"] = [h, h + 1]
+        return sheet, lab
+    first = []  # the first header (a label may list it again further down)
+    for h in lab.get("header_rows") or []:
+        if first and h != first[-1] + 1:
+            break
+        first.append(h)
+    header = [list(sheet.rows[h - 1]) for h in first if h <= len(sheet.rows)]
+    if not header or len(items) <= 40:
+        return None
+    return _inserted(sheet, lab, {r: [[], *header] for r in items[40::40]})
+
+
 def _other_change(kind: str, sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | None:
     """The changes that add rows or move header cells: (sheet, label), or None when it does not apply."""
     if kind == "foreign":
         return _foreign_header(sheet, lab, rng), lab
     if kind == "shift":
         return (_shifted_header(sheet, lab), lab) if lab.get("header_rows") else None
+    if kind == "taxed":
+        return _taxed(sheet, lab, rng)
+    if kind == "comma":
+        changed = _comma_money(sheet, lab)
+        return (changed, lab) if changed is not None else None
     if kind == "title":
         address = f"{_word(rng, 8).title()} {rng.randint(1, 99)}, {rng.randint(10000, 99999)} {_word(rng, 7).title()}"
         phone = (
@@ -223,6 +335,8 @@ def _other_change(kind: str, sheet: Sheet, lab: dict, rng: random.Random) -> tup
         date = f"{rng.randint(1, 28):02d}.{rng.randint(1, 12):02d}.{rng.randint(2015, 2026)}"
         name = f"{_word(rng, 6).title()} {_word(rng, 5).title()}"
         return _inserted(sheet, lab, {1: [[name], [f"{address}, tel. {phone}"], [date]]})
+    if kind in _MORE_ROWS:
+        return _more_rows(kind, sheet, lab)
     if kind == "sections":
         items = rows_of(lab.get("item_rows"))
         if not items:
@@ -245,7 +359,7 @@ def perturbed(kind: str, table: Table, label: dict, seed: int = 0) -> tuple[Tabl
     for i, lab in enumerate(label.get("sheets") or []):
         if lab["sheet"] >= len(sheets) or lab.get("matrix"):
             continue
-        if kind in ("foreign", "shift", "title", "sections"):
+        if kind not in _MOVES:
             changed = _other_change(kind, sheets[lab["sheet"]], lab, rng)
             if changed is not None:
                 sheets[lab["sheet"]], label["sheets"][i] = changed

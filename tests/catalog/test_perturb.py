@@ -71,3 +71,45 @@ def test_shift_moves_the_header_one_column_right_and_leaves_the_body_and_the_lab
     assert got.sheets[0].rows[0] == ["", *ROWS[0]]
     assert got.sheets[0].rows[1:] == ROWS[1:]
     assert label == LABEL
+
+
+def test_comma_writes_the_money_columns_the_continental_way_and_leaves_the_codes():
+    rows = [ROWS[0], ["1234", "Hinge", "1234.5"], ["K-2", "Bolt", "0.40"]]
+    got, label = perturbed("comma", Table([Sheet("Sheet1", rows, {}, {})]), LABEL)
+    assert got.sheets[0].rows == [ROWS[0], ["1234", "Hinge", "1.234,5"], ["K-2", "Bolt", "0,40"]]
+    assert label == LABEL
+
+
+def test_taxed_puts_the_price_with_tax_right_of_the_price_and_labels_it_another_price():
+    got, label = perturbed("taxed", table(), LABEL)
+    rows = got.sheets[0].rows
+    assert [r[:3] for r in rows[1:]] == [["K-1", "Hinge", "3.50"], ["K-2", "Bolt", "0.40"]]
+    assert [r[3] for r in rows[1:]] == ["4.20", "0.48"]
+    assert rows[0][3] and classify_header(rows[0][3]) is None
+    assert label["sheets"][0]["columns"] == {"A": "sku", "B": "description", "C": "unit_price", "D": "alt_price"}
+
+
+def test_pages_repeat_the_header_after_an_empty_row_above_every_fortieth_item():
+    rows = [ROWS[0]] + [[f"K-{i}", f"Hinge {i}", "1.00"] for i in range(85)]
+    lab = {**LABEL, "sheets": [{**LABEL["sheets"][0], "item_rows": "2-86"}]}
+    got, label = perturbed("pages", Table([Sheet("Sheet1", rows, {}, {})]), lab)
+    rows = got.sheets[0].rows
+    assert (rows[41], rows[42]) == ([], ROWS[0])  # above the 41st item
+    assert (rows[83], rows[84]) == ([], ROWS[0])  # above the 81st
+    assert label["sheets"][0]["header_rows"] == [1]
+    assert label["sheets"][0]["item_rows"] == "2-41,44-83,86-90"
+    assert rows[43][0] == "K-40" and rows[89][0] == "K-84"
+
+
+def test_spaced_puts_an_empty_row_after_every_item_but_the_last():
+    got, label = perturbed("spaced", table(), LABEL)
+    assert got.sheets[0].rows == [ROWS[0], ROWS[1], [], ROWS[2]]
+    assert label["sheets"][0]["item_rows"] == "2,4"
+
+
+def test_twoline_wraps_the_header_after_each_cells_first_word():
+    rows = [["Item code", "Name", "Unit price EUR"], *ROWS[1:]]
+    got, label = perturbed("twoline", Table([Sheet("Sheet1", rows, {}, {})]), LABEL)
+    assert got.sheets[0].rows == [["Item", "Name", "Unit"], ["code", "", "price EUR"], *ROWS[1:]]
+    assert label["sheets"][0]["header_rows"] == [1, 2]
+    assert label["sheets"][0]["item_rows"] == "3-4"
