@@ -29,8 +29,9 @@ changed truth. Nothing is written: the tables live in memory.
 - ``spaced``: an empty row after every item but the last;
 - ``twoline``: a header of one row written over two, each cell of several words cut after its
   first word (a header wrapped as it is printed);
-- ``taxed``: a column put right of the price holding it with 20% tax on every item row, under an
-  invented header word (prices net and gross, the gross one named in no known word).
+- ``taxed``: a column put right of the price holding it with 20% tax on every item row, written
+  as the price is (decimal sign, places, currency), under an invented header word (prices net
+  and gross, the gross one named in no known word).
 
 A sheet the change does not apply to (no header to remove, fewer items than
 the cut, no optional column) stays as it is.
@@ -258,6 +259,22 @@ def _comma_money(sheet: Sheet, lab: dict) -> Sheet | None:
     return Sheet(sheet.name, rows, sheet.currency_formats, {})
 
 
+_WRITTEN = re.compile(r"(\D*?)(\d[\d\s.,'\u00a0]*?)(?:([.,])(\d{1,2}))?(\D*)")
+
+
+def _taxed_text(text: str) -> str:
+    """The price in ``text`` with 20% tax, written as ``text`` writes it (its decimal sign and
+    places, its currency before or after): "€ 19" gives "€ 23", "1 234,50 zł" "1481,40 zł"."""
+    value = parse_decimal(text)
+    match = _WRITTEN.fullmatch(text.strip())
+    if value is None or not match:
+        return ""
+    before, _whole, sign, cents, after = match.groups()
+    places = len(cents) if cents else 0
+    number = f"{value * Decimal('1.2'):.{places}f}"
+    return f"{before}{number.replace('.', sign) if sign else number}{after}"
+
+
 def _taxed(sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | None:
     roles = {role: col_index(letter) for letter, role in (lab.get("columns") or {}).items()}
     price = roles.get("unit_price")
@@ -272,8 +289,7 @@ def _taxed(sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | 
         if r in header:
             text = _word(rng, 8)
         elif r in items:
-            value = parse_decimal(row[price] if price < len(row) else "")
-            text = f"{value * Decimal('1.2'):.2f}" if value is not None else ""
+            text = _taxed_text(row[price] if price < len(row) else "")
         else:
             continue
         row.extend([""] * (price + 2 - len(row)))
