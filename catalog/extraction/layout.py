@@ -168,6 +168,9 @@ def _is_footer(rows: list[list[str]], header: Header) -> bool:
     return sum(1 for r in rows[: header.rows[0] - 1] if _is_data_row(r)) >= _DATA_RUN
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def header_offset(rows: list[list[str]], header: Header) -> int:
     """0, or the shift (+1 or -1) that stands the header's words over their values.
 
@@ -175,7 +178,8 @@ def header_offset(rows: list[list[str]], header: Header) -> int:
     next column, a header typed one cell over) names the wrong column for every role. It is
     read shifted only when it fits the body exactly that way and does not as it stands: the
     columns it names are the columns the body's rows fill, moved by one. A body row is a row
-    of two cells or more (a section heading fills one).
+    of two cells or more, one with a digit at least (a section heading fills one cell, a
+    header's second line holds words).
 
     Only the whole header: one merged cell standing over two columns is not moved (its word
     may name either, and the sheet's other words stand right). A header over an unnamed first
@@ -188,7 +192,7 @@ def header_offset(rows: list[list[str]], header: Header) -> int:
     filled = {
         c
         for row in rows[header.body_start - 1 :][:SAMPLE_ROWS]
-        if sum(1 for text in row if text.strip()) >= 2
+        if sum(1 for text in row if text.strip()) >= 2 and any(_DIGIT.search(text) for text in row)
         for c, text in enumerate(row)
         if text.strip()
     }

@@ -255,3 +255,15 @@ def test_a_price_named_only_over_an_empty_column_leaves_the_price_to_the_values_
     assert not result.refusal, result.refusal
     assert [i["unit_price"] for i in result.items[:2]] == ["470", "505"]
     assert all({"unit_price", "description"} <= _uncertain(i) for i in result.items)
+
+
+def test_a_header_wrapped_over_two_rows_and_one_column_off_is_read_over_its_values():
+    # The second line names nothing the header reading knows: it stays below the header, a row
+    # of words over columns the items leave empty, and is no body row.
+    rows = [["", "Brand", "Article", "Unit price", "Stock"], ["", "name", "no", "", "free"]]
+    rows += [[f"Acme {i % 3}", f"K-{i}", f"{3 + i}.50", str(7 * i % 13)] for i in range(12)]
+    result = extract(table(rows))
+    items = [i for i in result.items if i["source"]["row"] >= 3]
+    assert [i["unit_price"] for i in items[:2]] == ["3.5", "4.5"]
+    assert all("unit_price" in _uncertain(i) for i in items)
+    assert result.sheets[0]["doubts"][0].startswith("the header's words stand one column right")
