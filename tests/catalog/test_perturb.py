@@ -86,7 +86,12 @@ def test_taxed_puts_the_price_with_tax_right_of_the_price_and_labels_it_another_
     assert [r[:3] for r in rows[1:]] == [["K-1", "Hinge", "3.50"], ["K-2", "Bolt", "0.40"]]
     assert [r[3] for r in rows[1:]] == ["4.20", "0.48"]
     assert rows[0][3] and classify_header(rows[0][3]) is None
-    assert label["sheets"][0]["columns"] == {"A": "sku", "B": "description", "C": "unit_price", "D": "alt_price"}
+    assert label["sheets"][0]["columns"] == {
+        "A": "sku",
+        "B": "description",
+        "C": "unit_price",
+        "D": "alt_price",
+    }
 
 
 def test_pages_repeat_the_header_after_an_empty_row_above_every_fortieth_item():
