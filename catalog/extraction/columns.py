@@ -354,9 +354,9 @@ def _price_named_over_nothing(labels: list[str], feats: list[dict]) -> bool:
 
 def _take_model_price(got: Assignment, model_roles: dict[str, int], probs: list[dict]) -> None:
     """A sheet whose header says nothing of the price (no header, words neither the rules nor
-    the model know, or a price word over an empty column) where the rules found no price column (prices written as text, "Rp 150.000.000") while the
-    model gives the price to a column that holds no item role: that column is taken, in doubt,
-    so the sheet goes to review instead of being refused (a refusal needs positive evidence)."""
+    the model know, or a price word over an empty column) where the rules found no price
+    column (prices written as text, "Rp 150.000.000") while the model gives the price to a
+    column that holds no item role: that column is taken, in doubt, so the sheet goes to review instead of being refused (a refusal needs positive evidence)."""
     col = model_roles.get("unit_price")
     if "unit_price" in got.roles or col is None:
         return
