@@ -1,15 +1,14 @@
 """Uploaded sheets go through the `sheets` storage: a folder under
 MEDIA_ROOT by default, an S3-compatible bucket by configuration. The S3
-tests run against moto's server mode, started here on 127.0.0.1."""
+tests run against moto's server, started in this process on 127.0.0.1."""
 
 import hashlib
 import io
-import socket
 import subprocess
-import sys
 
 import boto3
 import pytest
+from moto.server import ThreadedMotoServer
 from django.core.files.storage import storages
 from django.test import Client
 
@@ -17,7 +16,7 @@ from accounts.services import apitoken_create
 from catalog.models import CatalogItem, PriceSheet
 from catalog.storage import UploadTooLarge, sheet_file_store, sheet_read_bytes
 from jobs.models import Job, State
-from tests.helpers import free_port, wait_for
+from tests.helpers import wait_for
 
 CSV = b"SKU,Description,Unit,Price,Currency\nA-1,Bolt M8,piece,0.42,EUR\nA-2,Nut M8,piece,0.09,EUR\n"
 BUCKET = "pricesheet-sheets"
@@ -39,32 +38,22 @@ def media(settings, tmp_path):
     return settings.MEDIA_ROOT
 
 
-def _accepts_connections(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 @pytest.fixture
-def s3_server(tmp_path, monkeypatch):
-    """moto in server mode on 127.0.0.1 with one empty bucket; its endpoint URL."""
+def s3_server(monkeypatch):
+    """moto's server on 127.0.0.1 with one empty bucket; its endpoint URL.
+    The server binds port 0 itself, so no other test's server can take the
+    port between choosing it and listening on it."""
     for name, value in S3_ENV.items():
         monkeypatch.setenv(name, value)
-    port = free_port()
-    with open(tmp_path / "moto.log", "wb") as log:  # the server keeps its own descriptor
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
     try:
-        wait_for(lambda: _accepts_connections(port), message="the S3 server to listen")
-        endpoint = f"http://127.0.0.1:{port}"
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
         yield endpoint
     finally:
-        proc.kill()
-        proc.wait(timeout=10)
-        log.close()
+        server.stop()
 
 
 @pytest.fixture
