@@ -36,9 +36,9 @@ setup: db
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
-# `set -m` puts each process in its own process group, so Ctrl-C reaches only
-# make and this shell, which asks each process once (SIGTERM) to stop
-# gracefully and ends quietly when they have.
+# config/supervise.py starts the web server and the workers, each in a process
+# group of its own, so Ctrl-C reaches only make and it: it asks each process
+# once (SIGTERM) to stop gracefully and ends quietly when they have.
 # make run is local development: its webhook receivers may be http://127.0.0.1.
 run: export WEBHOOK_ALLOW_INSECURE ?= true
 run: export WEBHOOK_ALLOW_PRIVATE_NETWORKS ?= true
@@ -46,11 +46,9 @@ run: setup
 	$(BIN)/python manage.py seeddemo --url http://$(HOST):$(PORT)/
 	@echo $(PORT) > .port  # where a second terminal's `make -s api` finds the server
 	@echo "Pricesheet on http://$(HOST):$(PORT)/  (Ctrl-C stops web, worker and relay)"
-	@bash -c 'set -m; trap "kill -TERM \$$(jobs -p) 2>/dev/null; wait; exit 0" INT TERM; \
-	  $(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 2 --threads 4 \
-	    --access-logfile - --log-level warning & \
-	  for i in $$(seq $(WORKERS)); do $(BIN)/python manage.py runworker --relay & done; \
-	  set +m; wait'
+	@$(BIN)/python -m config.supervise \
+	  '$(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 2 --threads 4 --access-logfile - --log-level warning' \
+	  $(foreach i,$(shell seq $(WORKERS)),'$(BIN)/python manage.py runworker --relay')
 
 # pytest-xdist: PYTEST_WORKERS processes run the tests, each on a test database of its own
 # (pytest-django names them test_…_gw0, test_…_gw1, …); tests/conftest.py keeps a module whole
