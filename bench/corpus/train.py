@@ -130,26 +130,24 @@ def rules_roles(label: dict, corpus: Path = CORPUS, table=None):
 def agreements(
     rows, probs, roles, labels: dict[str, dict], files: list[str]
 ) -> list[tuple[float, bool, bool]]:
-    """Per role the rules take on a labeled column: (the model's probability for it when the model
-    agrees, else 0; right?; does the header name the role?). ``rows`` and ``probs`` are the labeled
-    columns and their probabilities."""
-    from catalog.extraction.columns import ITEM_ROLES, agrees, header_names
+    """Per role the rules take on a labeled column: (how sure the model is of it, as
+    ``columns.agreement`` reads it; right?; does the header name the role?). ``rows`` and ``probs``
+    are the labeled columns and their probabilities."""
+    from catalog.extraction.columns import ITEM_ROLES, agreement, header_names
 
     index = {(where, col): n for n, (_f, _r, _v, _h, where, col) in enumerate(rows)}
+    sheets = collections.defaultdict(dict)  # (file, sheet) -> column -> probabilities
+    for n, (_f, _r, _v, _h, where, col) in enumerate(rows):
+        sheets[where][col] = dict(zip(roles, probs[n], strict=True))
     out = []
     for f in files:
         for where, role, col, _doubted in rules_roles(labels[f]):
             n = index.get((where, col))
             if n is None or role not in ITEM_ROLES:
                 continue
-            p = dict(zip(roles, probs[n], strict=True))
-            out.append(
-                (
-                    p[role] if role in p and agrees(p, role, 0.0) else 0.0,
-                    rows[n][1] == role,
-                    header_names(rows[n][3], role),
-                )
-            )
+            cols = sheets[where]
+            on_sheet = [cols.get(c) for c in range(max(cols) + 1)]
+            out.append((agreement(on_sheet, col, role), rows[n][1] == role, header_names(rows[n][3], role)))
     return out
 
 

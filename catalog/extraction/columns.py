@@ -231,6 +231,31 @@ def agrees(probs: dict[str, float], role: str, threshold: float) -> bool:
     return p >= threshold and p >= max(probs.values())
 
 
+_PRICES = ("unit_price", "alt_price")
+
+
+def reads_as_a_price(probs: dict[str, float]) -> tuple[bool, float]:
+    """Whether the model reads the column as a price of some kind (the unit price and another
+    price taken together are its most likely reading), and with what probability."""
+    mass = sum(probs.get(r, 0.0) for r in _PRICES)
+    return mass >= max((p for r, p in probs.items() if r not in _PRICES), default=0.0), mass
+
+
+def agreement(probs: list[dict[str, float]], col: int, role: str) -> float:
+    """How sure the model is of the rules' ``role`` for column ``col`` (``probs``: every column's
+    probabilities on the sheet, None for an empty column): the role's probability when it is the
+    column's most likely role, else 0. Which price a sheet's unit price is needs no choice when
+    the model reads no other column as a price: the unit price is then as sure as the column is
+    a price at all."""
+    p = probs[col]
+    score = p.get(role, 0.0) if agrees(p, role, 0.0) else 0.0
+    if role == "unit_price":
+        price, mass = reads_as_a_price(p)
+        if price and not any(q and reads_as_a_price(q)[0] for c, q in enumerate(probs) if c != col):
+            score = max(score, mass)
+    return score
+
+
 def header_names(label: str, role: str) -> bool:
     """The rules' header reading (``headers.classify_header``) names ``role``."""
     got = classify_header(label)
@@ -285,6 +310,7 @@ def second_opinion(
     rules found no column for is taken from the model's (``_take_model_price``).
     """
     scored = column_probabilities(body, width, labels, features)
+    filled = [p if "numeric" in f else None for p, _v, f in scored]  # an empty column reads as nothing
     doubted: dict[str, tuple[int, str]] = {}
     for role, col in rules.roles.items():
         if role in rules.doubted:
@@ -292,7 +318,8 @@ def second_opinion(
         p = scored[col][0]
         if role not in ITEM_ROLES:
             continue
-        if not agrees(p, role, agreement_threshold(labels[col] if col < len(labels) else "", role)):
+        sure = agreement(filled, col, role)
+        if not (sure > 0 and sure >= agreement_threshold(labels[col] if col < len(labels) else "", role)):
             kind = max(p, key=p.get)
             doubted[role] = (
                 col,

@@ -1,7 +1,10 @@
 """A role in doubt that the column model gives to another column is taken from the model's
 column, still in doubt (columns._take_model_columns); a name the rules found no column for is
 taken from the model's (columns._take_model_names); an item role no column holds is in doubt
-where a column may hold it (columns._rules_absences)."""
+where a column may hold it (columns._rules_absences). How sure the model is of the rules'
+unit price (columns.agreement) depends on whether another column reads as a price."""
+
+import pytest
 
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import load_model
@@ -10,6 +13,7 @@ from catalog.extraction.columns import (
     _take_model_columns,
     _take_model_names,
     _take_model_price,
+    agreement,
     second_opinion,
 )
 
@@ -156,3 +160,22 @@ def test_only_a_header_that_says_nothing_lets_the_model_take_the_price():
         assert "unit_price" not in rules.roles
         got = second_opinion(rules, body, 2, labels)
         assert ("unit_price" in got.roles) is taken, labels
+
+
+NAME = {"description": 0.9, "other": 0.1}
+PRICE = {"unit_price": 0.55, "alt_price": 0.35, "other": 0.1}
+
+
+def test_the_only_price_column_is_as_sure_a_unit_price_as_it_is_a_price():
+    assert agreement([NAME, PRICE, None], 1, "unit_price") == pytest.approx(
+        0.9
+    )  # the empty column reads as nothing
+    assert agreement([NAME, PRICE], 0, "description") == 0.9
+
+
+def test_beside_another_price_column_the_unit_price_is_only_as_sure_as_its_own_probability():
+    assert agreement([NAME, PRICE, PRICE], 1, "unit_price") == 0.55
+    other_price = {"alt_price": 0.6, "unit_price": 0.3, "other": 0.1}
+    assert agreement([NAME, other_price, PRICE], 1, "unit_price") == 0.0  # read as the other price
+    assert agreement([NAME, other_price], 1, "unit_price") == pytest.approx(0.9)  # alone, the price
+    assert agreement([NAME, PRICE], 1, "alt_price") == 0.0  # only the unit price is read as a price at all
