@@ -248,8 +248,8 @@ REGISTRY: dict[Code, FlagType] = {
             ["description"],
             **_DOUBT,
             messages=(
-                "{description!r} appears {count} times with different prices ({prices}) and no SKU tells "
-                "them apart; check which is right or tell them apart."
+                "{description!r} appears {count} times with different prices ({prices}) and no SKU, unit or "
+                "pack tells them apart; check which is right or tell them apart."
             ),
         ),
         _type(

@@ -422,12 +422,16 @@ def supplier_current_items(*, supplier_id: int | None) -> list[dict[str, Any]]:
         {
             "sku": sku,
             "description": description,
+            "unit": unit,
+            "pack_size": pack_size,
             "unit_price": str(price),
             "currency": currency,
             "price_text": price_text(price, places),
         }  # as the catalog shows it, for messages
-        for sku, description, price, places, currency in CatalogItem.objects.filter(revision_id=revision_id)
-        .values_list("sku", "description", "unit_price", "price_places", "currency")
+        for sku, description, unit, pack_size, price, places, currency in CatalogItem.objects.filter(
+            revision_id=revision_id
+        )
+        .values_list("sku", "description", "unit", "pack_size", "unit_price", "price_places", "currency")
         .iterator()
     ]
 

@@ -291,14 +291,25 @@ def normalized_description(text: str | None) -> str:
     return _SPACES.sub(" ", fold(text or "")).strip()
 
 
-def _duplicate_keys(items: list[dict]) -> dict[str, tuple[set[Decimal], int]]:
-    """Descriptions without SKU seen at more than one price: key -> (prices, count)."""
-    prices: dict[str, set[Decimal]] = {}
-    counts: dict[str, int] = {}
+def offer_key(item: dict) -> tuple[str, str, Decimal | None]:
+    """What tells an item without SKU apart: its description (``normalized_description``),
+    its unit and its pack size. The same name per 200 ml and per 450 ml are two offers."""
+    pack = item.get("pack_size")
+    try:
+        size = None if pack is None or pack == "" else Decimal(str(pack)).normalize()
+    except ArithmeticError:
+        size = None
+    return normalized_description(item.get("description")), fold(item.get("unit") or "").strip(), size
+
+
+def _duplicate_keys(items: list[dict]) -> dict[tuple, tuple[set[Decimal], int]]:
+    """Offers without SKU (``offer_key``) seen at more than one price: key -> (prices, count)."""
+    prices: dict[tuple, set[Decimal]] = {}
+    counts: dict[tuple, int] = {}
     for item in items:
         price = price_value(item.get("unit_price"))
-        key = normalized_description(item.get("description"))
-        if key and price is not None and not (item.get("sku") or "").strip():
+        key = offer_key(item)
+        if key[0] and price is not None and not (item.get("sku") or "").strip():
             prices.setdefault(key, set()).add(price)
             counts[key] = counts.get(key, 0) + 1
     return {k: (v, counts[k]) for k, v in prices.items() if len(v) > 1}
@@ -314,13 +325,13 @@ def _previous_index(previous) -> tuple[dict, dict]:
         if (old.get("sku") or "").strip():
             by_sku[old["sku"].strip()] = entry
         else:
-            by_desc[normalized_description(old.get("description"))] = entry
+            by_desc[offer_key(old)] = entry
     return by_sku, by_desc
 
 
 def _price_change(item: dict, by_sku: dict, by_desc: dict, ratio: Decimal) -> dict | None:
     sku = (item.get("sku") or "").strip()
-    old = by_sku.get(sku) if sku else by_desc.get(normalized_description(item.get("description")))
+    old = by_sku.get(sku) if sku else by_desc.get(offer_key(item))
     new = price_value(item.get("unit_price"))
     if old is None or new is None or old[1] != item.get("currency"):
         return None
@@ -342,7 +353,7 @@ def _price_change(item: dict, by_sku: dict, by_desc: dict, ratio: Decimal) -> di
 def review_flags(
     items: list[dict], *, previous: list[dict] | None = None, ratio: Decimal = PRICE_CHANGE_REVIEW_RATIO
 ) -> list[dict]:
-    """Add ``Code.DUPLICATE_ITEM`` (the same description at different prices, no SKU)
+    """Add ``Code.DUPLICATE_ITEM`` (the same description, unit and pack at different prices, no SKU)
     and ``Code.PRICE_CHANGED`` (a move beyond ``ratio`` against ``previous``, the
     supplier's current items) to validated ``items``; pure, returns copies."""
     duplicates = _duplicate_keys(items)
@@ -350,7 +361,7 @@ def review_flags(
     out = []
     for item in items:
         copy = {**item, "flags": [dict(f) for f in item.get("flags") or []]}
-        key = normalized_description(item.get("description"))
+        key = offer_key(item)
         if key in duplicates and not (item.get("sku") or "").strip():
             seen, count = duplicates[key]
             prices = ", ".join(str(p) for p in sorted(seen)[:5])

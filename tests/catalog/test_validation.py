@@ -171,3 +171,45 @@ def test_a_price_change_is_told_with_prices_as_the_catalog_shows_them():
     }
     message = review_flags([item], previous=previous)[0]["flags"][0]["message"]
     assert "from 223.93 to 2239.30 EUR" in message
+
+
+def _offer(description: str, pack, price: str, unit: str = "ml") -> dict:
+    return {
+        "sku": "",
+        "description": description,
+        "unit": unit,
+        "pack_size": pack,
+        "unit_price": price,
+        "currency": "INR",
+        "source": {"sheet": "S", "row": 2},
+        "flags": [],
+    }
+
+
+def test_the_same_name_in_two_pack_sizes_is_two_offers_not_a_duplicate():
+    from catalog.validation import review_flags
+
+    items = [
+        _offer("Herbal tonic", 450, "59"),
+        _offer("Herbal tonic", 200, "27"),
+        _offer("herbal  TONIC", "450.0", "62"),
+    ]
+    got = [[f["code"] for f in item["flags"]] for item in review_flags(items)]
+    assert got == [["duplicate_item"], [], ["duplicate_item"]]  # 450 ml at 59 and at 62
+    assert "no SKU, unit or pack tells them apart" in review_flags(items)[0]["flags"][0]["message"]
+
+
+def test_a_price_is_compared_with_the_same_offer_in_the_catalog():
+    from decimal import Decimal
+
+    from catalog.validation import review_flags
+
+    previous = [
+        {**_offer("Herbal tonic", Decimal("450.000"), "59.000000"), "price_text": "59.00"},
+        {**_offer("Herbal tonic", Decimal("200.000"), "27.000000"), "price_text": "27.00"},
+    ]
+    got = review_flags(
+        [_offer("Herbal tonic", 450, "60"), _offer("Herbal tonic", 200, "80")], previous=previous
+    )
+    assert [[f["code"] for f in item["flags"]] for item in got] == [[], ["price_changed"]]
+    assert "from 27.00 to 80" in got[1]["flags"][0]["message"]
