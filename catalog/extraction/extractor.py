@@ -17,7 +17,7 @@ import catalog.extraction.rules_columns as rules_columns
 from catalog.errors import NotAnItemList
 from catalog.extraction.column_model import sheet_features
 from catalog.extraction.columns import ROLES, assign_roles, second_opinion
-from catalog.extraction.formulas import price_relations
+from catalog.extraction.formulas import per_measure, price_relations
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import (
     Header,
@@ -449,6 +449,43 @@ def _price_relations(
     return [], []
 
 
+def _price_per_measure(body: list[list[str]], width: int, mapped: dict | None, *assignments) -> None:
+    """A price column that is another column's price per kilogram or litre
+    (``formulas.per_measure``) gives the price role to that column, in doubt: in the roles
+    taken and in the column model's opinion (shown if held). Not when that column holds
+    another item role, nor on a reviewer's mapping."""
+    if mapped:
+        return
+    price = assignments[0].roles["unit_price"]
+    decimal = decimal_style(cell(r, price) for r in body[:2000])
+    got = per_measure(body, width, price, decimal)
+    if got is None:
+        return
+    offer, content = got
+    why = (
+        f"column {col_letter(price)} is a price per measure: times the content in column "
+        f"{col_letter(content)} it is column {col_letter(offer)}, taken as the price"
+    )
+    for assignment in {id(a): a for a in assignments if a is not None}.values():
+        if assignment.roles.get("unit_price") != price:
+            continue
+        if any(c == offer and r in ROLES for r, c in assignment.roles.items()):
+            continue
+        for role in [r for r, c in assignment.roles.items() if c == offer]:
+            del assignment.roles[role]
+        assignment.roles["unit_price"] = offer
+        assignment.doubted["unit_price"] = (offer, why)
+        assignment.doubts.append(why)
+        for column in assignment.columns:
+            if column.col == price:
+                column.role, column.needs_confirmation = "other", True
+            elif column.col == offer:
+                column.role, column.needs_confirmation = "unit_price", True
+        if offer in assignment.other_prices:
+            assignment.other_prices.remove(offer)
+            assignment.other_prices.append(price)
+
+
 def _matrix_sheet(sheet: Sheet, matrix: Matrix, currency: str | None, source: str) -> _SheetResult:
     """A price matrix read as one item per priced cell; proposed (inferred)
     it waits for a reviewer's confirmation."""
@@ -543,6 +580,7 @@ def _read_sheet(
     shape_kind, shape_doubt = _rows_shape(body, width, shape_of or assignment) if not mapped else (None, None)
     if shape_kind:
         return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=shape_kind), shape_kind)
+    _price_per_measure(body, width, mapped, assignment, second)
     uncertain = _uncertain_flags(assignment.doubted, assignment.roles)
     cols = _columns_of(assignment, header.labels)
     relation_flags, relation_notes = ([], []) if mapped else _price_relations(sheet, body, width, cols)

@@ -5,7 +5,9 @@ price with tax (the net price × 1.19), a discount or a markup (× 0.5, ×
 1.3), a total (quantity × unit price). When the column taken as the unit
 price is such a formula of another column, which of them is the unit price
 is a choice a reviewer confirms; when it is a factor of a total, the total
-is recognized and left alone.
+is recognized and left alone. A price per kilogram or litre beside the
+price (the row's price divided by its content, "0.75 l") is recognized too:
+the price is the other column (``per_measure``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import pairwise
+from statistics import median
 
 from catalog.extraction.money import parse_decimal
+from catalog.extraction.packs import content_amount
 from catalog.extraction.text import cell
 
 _SAMPLE = 200  # body rows compared
@@ -109,3 +114,59 @@ def price_relations(body: list[list[str]], width: int, price: int, decimal: str 
         if factor is not None:
             return Relations(Derived("ratio", (other,), factor), None)
     return Relations(None, None)
+
+
+def _contents(rows: list[list[str]], width: int) -> dict[int, list[Decimal | None]]:
+    """Columns stating what one item holds ("0.75 l", "500 g"): col -> amount per row."""
+    out = {}
+    for col in range(width):
+        probe = [content_amount(t) for r in rows[:_PROBE_ROWS] if (t := cell(r, col))]
+        if sum(1 for v in probe if v) < min(MIN_ROWS, len(rows)):
+            continue
+        amounts = [got[1] if (got := content_amount(cell(r, col))) else None for r in rows]
+        if sum(1 for v in amounts if v) >= MIN_ROWS:
+            out[col] = amounts
+    return out
+
+
+def _linear_fit(y: list, x: list) -> int:
+    """On how many rows ``y`` is a × ``x`` + b (to half a percent, or a cent), for the a and b
+    most rows agree on (the median slope between neighbouring rows, then the median offset:
+    a deposit in every price); 0 when fewer than ``PRODUCT_SHARE`` of the rows holding both fit."""
+    pairs = [(float(a), float(b)) for a, b in zip(y, x, strict=True) if a and b and a > 0 and b > 0]
+    if len(pairs) < MIN_ROWS or len({b for _a, b in pairs}) < 3:
+        return 0
+    slopes = [(y2 - y1) / (x2 - x1) for (y1, x1), (y2, x2) in pairwise(pairs) if x2 != x1]
+    if not slopes:
+        return 0
+    slope = median(slopes)
+    if slope <= 0:
+        return 0
+    offset = median(a - slope * b for a, b in pairs)
+    fit = sum(1 for a, b in pairs if abs(a - slope * b - offset) <= max(a * float(_TOLERANCE), 0.01))
+    return fit if fit >= PRODUCT_SHARE * len(pairs) else 0
+
+
+def per_measure(body: list[list[str]], width: int, price: int, decimal: str | None) -> tuple[int, int] | None:
+    """(the column holding the price, the content column) when the price column is a price per
+    measure: its value times the row's content ("0.30 kg", "0.75 l") is, up to a factor and a
+    constant (per 100 g, a deposit), another money column's value on most rows, and on more rows
+    than the price column alone is (a copy or a markup of it; on a sheet of one bottle size the
+    two cannot be told apart). Of several such columns, the one most rows fit, then the leftmost."""
+    rows = [r for r in body[:_SAMPLE] if any(r)]
+    contents = _contents(rows, width)
+    if not contents:
+        return None
+    numbers = _numbers(body, width, decimal)
+    if price not in numbers:
+        return None
+    best = None
+    for content, amounts in contents.items():
+        per = [q * a if q and a else None for q, a in zip(numbers[price], amounts, strict=True)]
+        for col, values in numbers.items():
+            if col in (price, content):
+                continue
+            fit = _linear_fit(values, per)
+            if fit > _linear_fit(values, numbers[price]) and (best is None or fit > best[0]):
+                best = (fit, col, content)
+    return (best[1], best[2]) if best else None

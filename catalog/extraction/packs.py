@@ -8,6 +8,8 @@ quantifiers, so their time is linear in the text they see.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
+
 from catalog.extraction.text import fold
 from catalog.units import unit_code, unit_is_ambiguous
 
@@ -54,6 +56,32 @@ _LIQUID_CUES = re.compile(
     r"(?<![\w])(?:bouteille|flacon|bottle|liquide|liquid|huile|oil|sirop|jus|juice|vin|wine|biere|beer|"
     r"eau|water|creme|shampo\w*+|lait|milk|parfum|spray|gel)(?![\w])"
 )
+
+
+_CONTENT_CELL = re.compile(r"(?P<n>\d{1,9}+(?:[.,]\d{1,6}+)?+)\s*+(?P<unit>[^\W\d]{1,6}+\.?+)")
+# A content unit in its base (kilograms, litres) and what one of it is in that base.
+_CONTENT_BASE = {
+    "KGM": ("KGM", 1),
+    "GRM": ("KGM", 1000),
+    "MGM": ("KGM", 1_000_000),
+    "LTR": ("LTR", 1),
+    "DLT": ("LTR", 10),
+    "CLT": ("LTR", 100),
+    "MLT": ("LTR", 1000),
+    "ONZ": ("ONZ", 1),
+    "LBR": ("LBR", 1),
+}
+
+
+def content_amount(text: str) -> tuple[str, Decimal] | None:
+    """What a cell says one item holds ("0.75 l", "500 g", "0,30 kg"): (the base unit's code,
+    the amount in it: kilograms, litres, ounces or pounds), or None."""
+    m = _CONTENT_CELL.fullmatch((text or "").strip())
+    base = m and _CONTENT_BASE.get(normalize_unit(m.group("unit")) or "")
+    if not base:
+        return None
+    amount = Decimal(m.group("n").replace(",", ".")) / base[1]
+    return (base[0], amount) if amount > 0 else None
 
 
 def normalize_unit(unit: str | None) -> str | None:
