@@ -248,6 +248,8 @@ def agreement(probs: list[dict[str, float]], col: int, role: str) -> float:
     the model reads no other column as a price: the unit price is then as sure as the column is
     a price at all."""
     p = probs[col]
+    if not p:
+        return 0.0  # a column with no values in the rows read: nothing to agree with
     score = p.get(role, 0.0) if agrees(p, role, 0.0) else 0.0
     if role == "unit_price":
         price, mass = reads_as_a_price(p)

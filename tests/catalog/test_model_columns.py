@@ -171,6 +171,7 @@ def test_the_only_price_column_is_as_sure_a_unit_price_as_it_is_a_price():
         0.9
     )  # the empty column reads as nothing
     assert agreement([NAME, PRICE], 0, "description") == 0.9
+    assert agreement([NAME, PRICE, None], 2, "unit_price") == 0.0  # an empty column agrees with nothing
 
 
 def test_beside_another_price_column_the_unit_price_is_only_as_sure_as_its_own_probability():
