@@ -120,7 +120,6 @@ SKU_WEAK_WORDS = (
     "upc",
     "штрихкод",
     "штрих-код",
-    "modelo",
     "型号",
     "型番",
     "條碼",
@@ -244,7 +243,6 @@ DESC_WEAK_WORDS = (
     "kategorie",
     "группа",
     "тип",
-    "categoria",
     "kategorie",
     "类别",
     "分类",
@@ -661,8 +659,19 @@ def _is_cjk(text: str) -> bool:
 _LATIN_END = re.compile(r"[a-z]$")
 
 
+_INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
+_STEM_MIN = 4  # a shorter stem would match other words ("sal" of "sale" in "sala")
+
+
 def _with_plural(word: str) -> str:
-    """A phrase ending in a Latin letter also matches its plural: "codes", "precios", "références"."""
+    """A phrase also matches its plurals and simple inflections: its last word's stem (its
+    trailing vowels and "s" dropped after the third letter, as the column model's header words
+    are) with up to three of them after it ("prezzo" also "prezzi", "товар" also "товары",
+    "наименование" also "наименования"); a shorter stem, a plural in -s or -es ("codes")."""
+    head, _sep, last = word.rpartition(" ")
+    stem = last[:3] + last[3:].rstrip(_INFLECTION) if len(last) > 3 and last.isalpha() else ""
+    if len(stem) >= _STEM_MIN:
+        return re.escape(word[: len(word) - len(last)] + stem) + f"[{_INFLECTION}]{{0,3}}+"
     return re.escape(word) + ("(?:e?s)?" if _LATIN_END.search(word) else "")
 
 

@@ -233,3 +233,22 @@ def test_invisible_direction_marks_and_format_characters_do_not_hide_a_header_wo
     from catalog.extraction.headers import classify_header
 
     assert classify_header(label)[0] == "unit_price"
+
+
+@pytest.mark.parametrize(
+    ("header", "role"),
+    [
+        ("Prezzi", "unit_price"),  # the plural of a listed word
+        ("Prodotti", "description"),
+        ("Товары", "description"),
+        ("Наименования", "description"),
+        ("Quantities", "quantity"),
+        ("Coda", None),  # a stem of three letters ("cod" of "code") matches only -s and -es
+        ("Codes", "sku"),
+    ],
+)
+def test_header_words_match_their_plurals_and_simple_inflections(header, role):
+    from catalog.extraction.headers import classify_header
+
+    got = classify_header(header)
+    assert (got and got[0]) == role
