@@ -160,13 +160,12 @@ def per_measure(body: list[list[str]], width: int, price: int, decimal: str | No
     numbers = _numbers(body, width, decimal)
     if price not in numbers:
         return None
+    plain = {col: _linear_fit(values, numbers[price]) for col, values in numbers.items() if col != price}
     best = None
     for content, amounts in contents.items():
         per = [q * a if q and a else None for q, a in zip(numbers[price], amounts, strict=True)]
-        for col, values in numbers.items():
-            if col in (price, content):
-                continue
-            fit = _linear_fit(values, per)
-            if fit > _linear_fit(values, numbers[price]) and (best is None or fit > best[0]):
+        for col, alone in plain.items():
+            fit = _linear_fit(numbers[col], per) if col != content else 0
+            if fit > alone and (best is None or fit > best[0]):
                 best = (fit, col, content)
     return (best[1], best[2]) if best else None

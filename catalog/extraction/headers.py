@@ -663,12 +663,12 @@ _INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plura
 _STEM_MIN = 4  # a shorter stem would match other words ("sal" of "sale" in "sala")
 
 
-def _with_plural(word: str) -> str:
+def _inflected(word: str) -> str:
     """A phrase also matches its plurals and simple inflections: its last word's stem (its
     trailing vowels and "s" dropped after the third letter, as the column model's header words
     are) with up to three of them after it ("prezzo" also "prezzi", "товар" also "товары",
     "наименование" also "наименования"); a shorter stem, a plural in -s or -es ("codes")."""
-    head, _sep, last = word.rpartition(" ")
+    last = word.rpartition(" ")[2]
     stem = last[:3] + last[3:].rstrip(_INFLECTION) if len(last) > 3 and last.isalpha() else ""
     if len(stem) >= _STEM_MIN:
         return re.escape(word[: len(word) - len(last)] + stem) + f"[{_INFLECTION}]{{0,3}}+"
@@ -678,7 +678,7 @@ def _with_plural(word: str) -> str:
 def phrases(words) -> re.Pattern:
     """Whole-word match of alphabetic phrases (and their plurals in -s and -es); CJK phrases match
     as substrings."""
-    latin = sorted({_with_plural(fold(w)) for w in words if not _is_cjk(w)}, key=len, reverse=True)
+    latin = sorted({_inflected(fold(w)) for w in words if not _is_cjk(w)}, key=len, reverse=True)
     cjk = sorted({re.escape(fold(w)) for w in words if _is_cjk(w)}, key=len, reverse=True)
     parts = [r"(?<![\w])(?:" + "|".join(latin) + r")(?![\w])"] if latin else []
     if cjk:
