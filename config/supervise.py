@@ -4,7 +4,9 @@
 
 Each command runs in a process group of its own, so a Ctrl-C in the
 terminal reaches only this process, which asks every command once (SIGTERM)
-to stop gracefully, waits for all of them and exits 0. A command that ends
+to stop gracefully, waits for all of them and exits 0. Each further Ctrl-C
+is passed on as one more SIGTERM (a worker asked twice exits at once, giving
+its jobs back to the queue). A command that ends
 by itself stops the others too, and this process exits with its status (1
 if that was 0: the service is not meant to end; 128 + N for signal N).
 
@@ -23,10 +25,10 @@ import sys
 
 
 def supervise(commands: list[list[str]]) -> int:
-    stopping: list[int] = []  # the signal that asked us to stop, once
+    signals: list[int] = []  # every SIGINT or SIGTERM received, in order
 
     def on_stop(signum, frame) -> None:
-        stopping.append(signum)
+        signals.append(signum)
 
     wake_read, wake_write = os.pipe()
     for fd in (wake_read, wake_write):
@@ -38,20 +40,20 @@ def supervise(commands: list[list[str]]) -> int:
 
     children: list[subprocess.Popen] = []
     for command in commands:
-        if stopping:
+        if signals:
             break
         children.append(subprocess.Popen(command, process_group=0))
 
-    status = 0
-    asked = False
+    status, ended_by_itself, asked = 0, False, 0
     while True:
         ended = [child for child in children if child.poll() is not None]
-        if ended and not stopping:  # one ended by itself: stop the rest
+        if ended and not signals and not ended_by_itself:  # one ended by itself: stop the rest
             code = next((c.returncode for c in ended if c.returncode), 0)
             status = 128 - code if code < 0 else code or 1
-            stopping.append(0)
-        if stopping and not asked:
-            asked = True
+            ended_by_itself = True
+        rounds = max(len(signals), int(ended_by_itself))
+        if rounds > asked:  # one SIGTERM per signal received (one if a command ended by itself)
+            asked = rounds
             for child in children:
                 if child.poll() is None:
                     child.send_signal(signal.SIGTERM)

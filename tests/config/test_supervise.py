@@ -61,3 +61,28 @@ def test_a_command_that_ends_by_itself_stops_the_others_with_its_status(tmp_path
 
     assert proc.returncode == 3, out
     assert not [p for p in _pids(pids) if psutil.pid_exists(p)]
+
+
+STUBBORN = (
+    f'{sys.executable} -c "import os, signal, sys, time; '
+    "asked = []; "
+    "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0) if asked else asked.append(open(sys.argv[1], 'a').write('asked'))); "
+    "open(sys.argv[1] + '.pid', 'w').write(str(os.getpid())); "
+    '[time.sleep(0.05) for _ in iter(int, 1)]" {path}'
+)
+
+
+def test_a_second_ctrl_c_is_passed_on_as_a_second_sigterm(tmp_path):
+    # A command that finishes its work on the first SIGTERM and exits on the second, as the worker does.
+    path = tmp_path / "stubborn"
+    proc = _supervise(STUBBORN.format(path=path))
+    wait_for(lambda: (tmp_path / "stubborn.pid").exists(), message="the command to start")
+
+    proc.send_signal(signal.SIGINT)
+    wait_for(lambda: path.exists(), message="the command to be asked once")
+    assert proc.poll() is None  # it is still finishing its work
+
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    assert not psutil.pid_exists(int((tmp_path / "stubborn.pid").read_text()))
