@@ -5,8 +5,8 @@
 Each command runs in a process group of its own, so a Ctrl-C in the
 terminal reaches only this process, which asks every command once (SIGTERM)
 to stop gracefully, waits for all of them and exits 0. Each further Ctrl-C
-is passed on as one more SIGTERM (a worker asked twice exits at once, giving
-its jobs back to the queue). A command that ends
+is passed on as one more SIGTERM (a worker asked twice exits at once; the
+jobs it held run again once their leases expire). A command that ends
 by itself stops the others too, and this process exits with its status (1
 if that was 0: the service is not meant to end; 128 + N for signal N).
 
