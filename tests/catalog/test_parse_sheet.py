@@ -6,6 +6,7 @@ import signal
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 import openpyxl
 import pytest
@@ -15,6 +16,7 @@ from django.db.models.functions import Now
 from catalog.models import CatalogItem, CatalogRevision, Supplier
 from catalog.services import pricesheet_store, supplier_get_or_create
 from catalog.storage import sheets_storage
+from jobs import backoff
 from jobs.models import Attempt, Job, State
 from jobs.services import job_accept_output, job_admit, job_claim_next
 from jobs.worker import Worker
@@ -105,13 +107,17 @@ def test_missing_sheet_header_needs_attention_with_reason(workspace):
 
 
 @pytest.fixture
-def provider(settings):
+def provider(settings, monkeypatch):
     fake = FakeProvider()
     settings.EXTRACTOR = "openai"
     settings.LLM_BASE_URL = fake.url
     settings.LLM_API_KEY = "test-key"
     settings.LLM_MODEL = "fake-model"
     settings.LLM_TIMEOUT_SECONDS = 2
+    # A failed attempt's retry waits its whole backoff (minutes, no jitter): full jitter could make
+    # it due at once, and run_until_idle would run it before the test looks; make_due runs it.
+    settings.JOB_BACKOFF_BASE_SECONDS = 3600
+    monkeypatch.setattr(backoff, "random", SimpleNamespace(random=lambda: 0.0))
     yield fake
     fake.close()
 
