@@ -34,7 +34,7 @@ STEM_CHARS = 7
 MAJORITY = 0.5  # a value share above half speaks for the column
 
 _TOKEN = re.compile(r"\w++")
-_INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
+INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
 _URL = re.compile(r"(?<![\w/.])(?:https?://|www\.)", re.IGNORECASE)
 _DATE = re.compile(r"\d{1,4}[-./]\d{1,2}[-./]\d{1,4}(?:\s|T|$)")
 _NUM_HYPHEN_NUM = re.compile(r"(?<!\d)\d{1,12}-\d{1,12}(?!\d)")
@@ -44,10 +44,16 @@ def _is_cjk(ch: str) -> bool:
     return "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" or "\uf900" <= ch <= "\ufaff"
 
 
-def _stem(word: str) -> str:
+def inflection_stem(word: str) -> str:
+    """A word without its trailing vowels and "s" after the third letter: "prezzi" and "prezzo"
+    are "prezz". Words of three letters or fewer, and numbers, stay as they are."""
     if len(word) > 3 and not word.isdigit():
-        word = word[:3] + word[3:].rstrip(_INFLECTION)
-    return word[:STEM_CHARS]
+        return word[:3] + word[3:].rstrip(INFLECTION)
+    return word
+
+
+def _stem(word: str) -> str:
+    return inflection_stem(word)[:STEM_CHARS]
 
 
 @functools.lru_cache(maxsize=4096)

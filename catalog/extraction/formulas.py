@@ -143,7 +143,7 @@ def _linear_fit(y: list, x: list) -> int:
     if slope <= 0:
         return 0
     offset = median(a - slope * b for a, b in pairs)
-    fit = sum(1 for a, b in pairs if abs(a - slope * b - offset) <= max(a * float(_TOLERANCE), 0.01))
+    fit = sum(1 for a, b in pairs if _close(a - offset, slope, b))
     return fit if fit >= PRODUCT_SHARE * len(pairs) else 0
 
 

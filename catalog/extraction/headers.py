@@ -19,6 +19,7 @@ from catalog.extraction.money import (
     ambiguous_currency_symbol,
     find_currencies,
 )
+from catalog.extraction.column_model import INFLECTION, inflection_stem
 from catalog.extraction.text import fold
 
 SKU_WORDS = (
@@ -659,19 +660,15 @@ def _is_cjk(text: str) -> bool:
 _LATIN_END = re.compile(r"[a-z]$")
 
 
-_INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
-_STEM_MIN = 4  # a shorter stem would match other words ("sal" of "sale" in "sala")
-
-
 def _inflected(word: str) -> str:
-    """A phrase also matches its plurals and simple inflections: its last word's stem (its
-    trailing vowels and "s" dropped after the third letter, as the column model's header words
-    are) with up to three of them after it ("prezzo" also "prezzi", "товар" also "товары",
-    "наименование" also "наименования"); a shorter stem, a plural in -s or -es ("codes")."""
+    """A phrase also matches its plurals and simple inflections, as the column model's header
+    words are normalized (``column_model.inflection_stem``): its last word's stem, then any of
+    the letters the stem dropped ("prezzo" also "prezzi", "товар" also "товары", "наименование"
+    also "наименования"). A last word of three letters or fewer, or not all letters, matches
+    its plural in -s or -es ("eans", "codes")."""
     last = word.rpartition(" ")[2]
-    stem = last[:3] + last[3:].rstrip(_INFLECTION) if len(last) > 3 and last.isalpha() else ""
-    if len(stem) >= _STEM_MIN:
-        return re.escape(word[: len(word) - len(last)] + stem) + f"[{_INFLECTION}]{{0,3}}+"
+    if len(last) > 3 and last.isalpha():
+        return re.escape(word[: len(word) - len(last)] + inflection_stem(last)) + f"[{INFLECTION}]*+"
     return re.escape(word) + ("(?:e?s)?" if _LATIN_END.search(word) else "")
 
 

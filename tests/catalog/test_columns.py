@@ -243,8 +243,9 @@ def test_invisible_direction_marks_and_format_characters_do_not_hide_a_header_wo
         ("Товары", "description"),
         ("Наименования", "description"),
         ("Quantities", "quantity"),
-        ("Coda", None),  # a stem of three letters ("cod" of "code") matches only -s and -es
         ("Codes", "sku"),
+        ("SKUs", "sku"),  # a word of three letters matches its plural in -s or -es only
+        ("Skua", None),
     ],
 )
 def test_header_words_match_their_plurals_and_simple_inflections(header, role):

@@ -30,7 +30,8 @@ MAX_LISTS_REFUSED = 2
 # as flagged items: F1 0.997 -> 0.995), and a sheet whose names the rules do not see is read with
 # the model's name column instead of refused (one statistics table goes to review: 86 -> 85
 # outcomes, 8 -> 9 non-item tables accepted). Lowered once more: a price per kilogram or litre is
-# no longer taken for the price (formulas.per_measure; price 0.531 -> 0.689), and on one sheet the
+# no longer taken for the price (formulas.per_measure; price 0.531 -> 0.689; 0.700 with header
+# inflections), and on one sheet the
 # rows with no regular price (special offers) are now skipped rows instead of items with the price
 # per kilogram: F1 0.995 -> 0.9926.
 PARSED_FLOOR = {

@@ -167,9 +167,8 @@ PRICE = {"unit_price": 0.55, "alt_price": 0.35, "other": 0.1}
 
 
 def test_the_only_price_column_is_as_sure_a_unit_price_as_it_is_a_price():
-    assert agreement([NAME, PRICE, None], 1, "unit_price") == pytest.approx(
-        0.9
-    )  # the empty column reads as nothing
+    # The empty column reads as nothing.
+    assert agreement([NAME, PRICE, None], 1, "unit_price") == pytest.approx(0.9)
     assert agreement([NAME, PRICE], 0, "description") == 0.9
     assert agreement([NAME, PRICE, None], 2, "unit_price") == 0.0  # an empty column agrees with nothing
 
