@@ -17,7 +17,7 @@ import catalog.extraction.rules_columns as rules_columns
 from catalog.errors import NotAnItemList
 from catalog.extraction.column_model import sheet_features
 from catalog.extraction.columns import ROLES, assign_roles, second_opinion
-from catalog.extraction.formulas import per_measure, price_relations
+from catalog.extraction.formulas import midpoint, per_measure, price_relations
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import (
     Header,
@@ -359,6 +359,7 @@ MSG_BANDS_TOO = (
 KIND_BANDS = "rate card (prices by weight or size bands)"
 KIND_BOUNDS = "rate card (prices by bands whose bounds are kept in two columns)"
 KIND_PERIODS = "table of prices over time (its rows are dates or periods, not items)"
+KIND_SPREAD = "table of statistics (a low, an average and a high price on every row)"
 _SAMPLE = 500  # body rows looked at to judge what names the rows
 
 
@@ -383,7 +384,9 @@ def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | No
     beside a column of running dates, are observations over time; rows told
     apart only by a band (in one cell, or its bounds in two columns) are
     rates. A band beside a column that names the rows with text (a grade
-    and its size band) reads as items too: the reviewer confirms."""
+    and its size band) reads as items too: the reviewer confirms. A price
+    that is a low, an average or a high of a spread observed on every row
+    is a statistic."""
     names = [assignment.get("sku"), assignment.get("description")]
     names = [c for c in names if c is not None]
     keys = [tuple(cell(r, c) for c in names) for r in body[:_SAMPLE] if any(r)]
@@ -399,7 +402,17 @@ def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | No
     bounds = band_bounds(body, width)
     if bounds is not None and bounds not in names and bounds + 1 not in names and repeated:
         return KIND_BOUNDS, None
+    if _observed_spread(body, width, assignment):
+        return KIND_SPREAD, None
     return None, None
+
+
+def _observed_spread(body: list[list[str]], width: int, assignment) -> bool:
+    """The price column is a low, an average or a high of a spread observed on
+    every row (``formulas.midpoint``)."""
+    price = assignment.get("unit_price")
+    decimal = decimal_style(cell(r, price) for r in body[:2000])
+    return midpoint(body, width, price, decimal) is not None
 
 
 def _price_relations(

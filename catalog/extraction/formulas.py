@@ -169,3 +169,43 @@ def per_measure(body: list[list[str]], width: int, price: int, decimal: str | No
             if fit > alone and (best is None or fit > best[0]):
                 best = (fit, col, content)
     return (best[1], best[2]) if best else None
+
+
+def _midway(first: Decimal, mid: Decimal, last: Decimal) -> bool:
+    """``mid`` lies strictly between the two others and is their mean, as far as it is
+    written (a whole number rounds half a unit, "0.75" half a cent)."""
+    if not (first < mid < last or last < mid < first):
+        return False
+    written = Decimal(1).scaleb(min(mid.as_tuple().exponent, 0)) / 2
+    return abs((first + last) / 2 - mid) <= max(written, abs(mid) * _TOLERANCE)
+
+
+def midpoint(
+    body: list[list[str]], width: int, price: int, decimal: str | None
+) -> tuple[int, int, int] | None:
+    """(first, middle, last column) when the price column is one of three money columns of which
+    the middle one is, row after row, the mean of the other two: a low, an average and a high
+    price observed (a market's statistics, either way round), not an offer. Rows where the outer
+    two are equal (one price observed) count for nothing; outer columns at a fixed ratio (tiers or
+    tax rates in even steps hold means too) are no spread."""
+    numbers = _numbers(body, width, decimal)
+    if price not in numbers:
+        return None
+    cols = sorted(numbers)
+    for i, first in enumerate(cols):
+        for j, mid in enumerate(cols[i + 1 :], i + 1):
+            for last in cols[j + 1 :]:
+                if price not in (first, mid, last):
+                    continue
+                rows = [
+                    (a, b, c)
+                    for a, b, c in zip(numbers[first], numbers[mid], numbers[last], strict=True)
+                    if a is not None and b is not None and c is not None and a != c
+                ]
+                if len(rows) < MIN_ROWS:
+                    continue
+                if sum(1 for r in rows if _midway(*r)) < PRODUCT_SHARE * len(rows):
+                    continue
+                if _ratio(numbers[last], numbers[first]) is None:
+                    return first, mid, last
+    return None
