@@ -479,10 +479,11 @@ def calibration_rows(probs, y, threshold: float) -> list[str]:
     return out
 
 
-def train(labels: dict[str, dict]) -> dict:
+def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
+    """The column model fitted on ``files`` (default: the development part)."""
     import numpy as np
 
-    dev = split()["development"]
+    dev = split()["development"] if files is None else files
     rows = examples(labels, dev)
     roles = _roles(rows)
     features = sorted({f for _f, _r, v, *_rest in rows for f in v})

@@ -17,6 +17,8 @@ from such a column (the uncertain-column flag, its field the role).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
     MAJORITY,
@@ -271,24 +273,32 @@ def agreement_threshold(label: str, role: str) -> float:
 
 
 def _rules_absences(
-    rules, probs: list[dict], in_doubt: set[int] = frozenset(), *, headless: bool = False
+    rules, probs: list[dict], in_doubt: set[int] = frozenset(), *, unnamed: Collection[int] = ()
 ) -> dict[str, tuple[int, str]]:
     """Item roles the rules took no column for while a column that holds no item role may hold
     one (a column they took as a quantity is not read into items, so it counts as free), or a
     column whose own role is in doubt (``in_doubt``: a column of codes taken as the price on a
     close call may be the SKU): role -> (column, why), from the model's ``rules_absent_floor``,
-    or for a sheet without a header or whose header names nothing (``headless``) the floors
-    fitted on sheets without their header."""
+    or for a column read from its values alone (``unnamed``: its header names nothing the rules
+    or the model know, or the sheet has none) the floors fitted on sheets without their header."""
     model = load_model()
-    floors = model.rules_absent_floor_headless if headless else model.rules_absent_floor
     items = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
     free = [c.col for c in rules.columns if c.col not in items or c.col in in_doubt]
     out = {}
     for role in ITEM_ROLES:
-        if role in rules.roles or not free:
+        if role in rules.roles:
             continue
-        p, col = max((probs[c].get(role, 0.0), c) for c in free)
-        if p >= floors.get(role, 1.0) and p > 0:
+        likely = [
+            (p, c)
+            for c in free
+            if (p := probs[c].get(role, 0.0)) > 0
+            and p
+            >= (model.rules_absent_floor_headless if c in unnamed else model.rules_absent_floor).get(
+                role, 1.0
+            )
+        ]
+        if likely:
+            p, col = max(likely)
             out[role] = (
                 col,
                 f"column {col_letter(col)} may hold the {role.replace('_', ' ')} ({p:.2f}); none was taken",
@@ -331,10 +341,18 @@ def second_opinion(
             )
     in_doubt = {c for c, _why in rules.doubted.values()}
     # A header none of whose words the rules or the model know (a language neither has seen)
-    # says no more than no header: the sheet is read with the floors fitted on headerless sheets.
+    # says no more than no header: such a column, and every column of a sheet whose header names
+    # nothing, is read with the floors fitted on headerless sheets.
     model = load_model()
-    headless = not any(label and (classify_header(label) or model.knows(label)) for label in labels)
-    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored], in_doubt, headless=headless))
+    unnamed = {
+        c
+        for c in range(len(scored))
+        if not (
+            (label := labels[c] if c < len(labels) else "") and (classify_header(label) or model.knows(label))
+        )
+    }
+    headless = len(unnamed) == len(scored)
+    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored], in_doubt, unnamed=unnamed))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
@@ -365,7 +383,7 @@ def second_opinion(
     feats = [f for _p, _v, f in scored]
     model_roles = choose_columns(probs, feats, [c.col for c in rules.columns])
     _take_model_names(got, model_roles, probs)
-    _take_model_columns(got, model_roles, probs, feats, headless=headless)
+    _take_model_columns(got, model_roles, probs, feats, unnamed=unnamed)
     if (headless or _price_named_over_nothing(labels, feats)) and "unit_price" not in got.roles:
         _take_model_price(got, model_roles, probs)
         _take_model_names(got, model_roles, probs)
@@ -441,7 +459,7 @@ def _take_model_columns(
     probs: list[dict],
     feats: list[dict],
     *,
-    headless: bool = False,
+    unnamed: Collection[int] = (),
 ) -> None:
     """A role in doubt (``got.doubted``) that the model gives to another column is taken from
     the model's column, still in doubt (``got.moved`` names it, so the doubt is always shown):
@@ -482,7 +500,7 @@ def _take_model_columns(
         return
     # The column a role left may hold a role no column holds now (a price moved off a column of
     # codes leaves the SKU to it): the absences are read again on the roles as they now stand.
-    for role, (c, why) in _rules_absences(got, probs, headless=headless).items():
+    for role, (c, why) in _rules_absences(got, probs, unnamed=unnamed).items():
         if role not in got.doubted:
             got.doubted[role] = (c, why)
             got.doubts.append(why)

@@ -129,7 +129,18 @@ def test_a_sheet_without_a_header_reads_absences_from_the_floors_fitted_without_
     columns = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
     rules = Assignment(roles={"description": 1, "unit_price": 2}, columns=columns, doubts=[])
     assert "sku" not in _rules_absences(rules, probs)
-    assert _rules_absences(rules, probs, headless=True)["sku"][0] == 0
+    assert _rules_absences(rules, probs, unnamed={0, 1, 2})["sku"][0] == 0
+
+
+def test_a_column_whose_header_names_nothing_known_reads_from_the_floors_fitted_without_headers():
+    """The floor follows the column: another column's known header word tells nothing about it."""
+    model = load_model()
+    headed, headless = model.rules_absent_floor["sku"], model.rules_absent_floor_headless["sku"]
+    probs = [{"sku": (headed + headless) / 2}, {"sku": (headed + headless) / 2}, {"unit_price": 0.9}]
+    columns = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
+    rules = Assignment(roles={"unit_price": 2}, columns=columns, doubts=[])
+    assert _rules_absences(rules, probs, unnamed={1})["sku"][0] == 1
+    assert "sku" not in _rules_absences(rules, probs, unnamed={2})
 
 
 def test_a_price_column_the_rules_did_not_find_is_taken_from_the_model_in_doubt():
