@@ -172,12 +172,21 @@ def per_measure(body: list[list[str]], width: int, price: int, decimal: str | No
 
 
 def _midway(first: Decimal, mid: Decimal, last: Decimal) -> bool:
-    """``mid`` lies strictly between the two others and is their mean, as far as it is
-    written (a whole number rounds half a unit, "0.75" half a cent)."""
+    """``mid`` lies strictly between the two others, all three are written alike (as many
+    decimal places), and ``mid`` is their mean as far as it is written: to half a unit of its
+    last digit that is not a trailing zero ("1703.0" half a unit, "1.75" half a cent)."""
     if not (first < mid < last or last < mid < first):
         return False
-    written = Decimal(1).scaleb(min(mid.as_tuple().exponent, 0)) / 2
-    return abs((first + last) / 2 - mid) <= max(written, abs(mid) * _TOLERANCE)
+    if not first.as_tuple().exponent == mid.as_tuple().exponent == last.as_tuple().exponent:
+        return False
+    written = Decimal(1).scaleb(min(mid.normalize().as_tuple().exponent, 0)) / 2
+    return abs((first + last) / 2 - mid) <= written
+
+
+def _fixed_step(first: list, last: list) -> bool:
+    """The two columns differ by one amount on most rows (tiers a fixed sum apart)."""
+    steps = [b - a for a, b in zip(first, last, strict=True) if a is not None and b is not None]
+    return bool(steps) and collections.Counter(steps).most_common(1)[0][1] >= RATIO_SHARE * len(steps)
 
 
 def midpoint(
@@ -186,8 +195,8 @@ def midpoint(
     """(first, middle, last column) when the price column is one of three money columns of which
     the middle one is, row after row, the mean of the other two: a low, an average and a high
     price observed (a market's statistics, either way round), not an offer. Rows where the outer
-    two are equal (one price observed) count for nothing; outer columns at a fixed ratio (tiers or
-    tax rates in even steps hold means too) are no spread."""
+    two are equal (one price observed) count for nothing; outer columns at a fixed ratio or a
+    fixed sum apart (tiers or tax rates in even steps hold means too) are no spread."""
     numbers = _numbers(body, width, decimal)
     if price not in numbers:
         return None
@@ -206,6 +215,8 @@ def midpoint(
                     continue
                 if sum(1 for r in rows if _midway(*r)) < PRODUCT_SHARE * len(rows):
                     continue
-                if _ratio(numbers[last], numbers[first]) is None:
+                if _ratio(numbers[last], numbers[first]) is None and not _fixed_step(
+                    numbers[first], numbers[last]
+                ):
                     return first, mid, last
     return None

@@ -37,6 +37,18 @@ def market(header: bool = False, seed: int = 3) -> list[list[str]]:
     return rows
 
 
+def tiers_apart(step: int) -> list[list[str]]:
+    """Article, name, list price, then two tiers each a fixed sum below: the middle is their mean."""
+    rng = random.Random(7)
+    rows = [["Article", "Name", "Price", "Dealer", "Distributor"]]
+    for n in range(30):
+        price = rng.randint(50, 900) * 1000
+        rows.append(
+            [f"AB-{n:04d}", f"Camera model {n}", str(price), str(price - step), str(price - 2 * step)]
+        )
+    return rows
+
+
 def tiers(step: Decimal) -> list[list[str]]:
     """Article, name, list price, then two discounts in even steps: the middle is their mean."""
     rng = random.Random(5)
@@ -90,3 +102,21 @@ def test_a_middle_column_that_is_not_the_mean_is_no_spread():
         r[2] = cents(Decimal(r[1]) + Decimal("0.01")) if r[1] != r[3] else r[2]
     body = rows[1:]
     assert midpoint(body, 6, 2, ".") is None
+
+
+def test_tiers_a_fixed_sum_apart_are_no_spread():
+    rows = tiers_apart(20000)
+    assert midpoint(rows[1:], 5, 2, ".") is None
+    assert len(extract(table(rows)).items) == 30
+
+
+def test_small_whole_numbers_beside_a_price_are_no_spread():
+    """Two columns of group numbers (1, 2, 3) before the price: "1" is within half a unit of the
+    mean of "2" and "0.57", but numbers written with no decimals are not the price's kind."""
+    rows = [["", "", "Name", "Unit", "Price"]]
+    for n, (a, b, price) in enumerate(
+        [(2, 1, "0.57"), (2, 1, "0.55"), (1, 2, "2.50"), (1, 2, "2.40"), (1, 2, "2.40")]
+    ):
+        rows.append([str(a), str(b), f"Potatoes grade {n}", "kg", price])
+    assert midpoint(rows[1:], 5, 4, ".") is None
+    assert len(extract(table(rows)).items) == 5
