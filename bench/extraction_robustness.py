@@ -61,10 +61,10 @@ def item_lists(part: str) -> list[tuple[dict, object]]:
 FOLD_SEED = 20261203
 
 
-def folds(files: list, k: int) -> list[list]:
-    """``files`` dealt into ``k`` folds at random, the same every run."""
+def folds(files: list, k: int, seed: int = FOLD_SEED) -> list[list]:
+    """``files`` dealt into ``k`` folds at random, the same every run for one ``seed``."""
     order = list(files)
-    random.Random(FOLD_SEED).shuffle(order)
+    random.Random(seed).shuffle(order)
     return [order[i::k] for i in range(k)]
 
 
@@ -97,11 +97,15 @@ def model_without(held_out: set[str]):
 
 
 def score_out_of_fold(
-    kinds: list[str | None], files: list[tuple[dict, object]], k: int, seed: int = 0
+    kinds: list[str | None],
+    files: list[tuple[dict, object]],
+    k: int,
+    seed: int = 0,
+    fold_seed: int = FOLD_SEED,
 ) -> dict:
     """Each change's scores of ``files``, every fold read with a model fitted without it."""
     scores: dict[str | None, list] = {kind: [] for kind in kinds}
-    for fold in folds(files, k):
+    for fold in folds(files, k, fold_seed):
         with model_without({label["file"] for label, _table in fold}):
             for kind in kinds:
                 scores[kind] += score_change(kind, fold, seed)[1]
@@ -149,6 +153,9 @@ def main(argv=None) -> int:
         metavar="K",
         help="the development part only, each of K folds read with a model fitted without it",
     )
+    parser.add_argument(
+        "--fold-seed", type=int, default=FOLD_SEED, help=f"another dealing of the folds [{FOLD_SEED}]"
+    )
     args = parser.parse_args(argv)
     if not (CORPUS / "dev").is_dir():
         print(f"no corpus at {CORPUS}", file=sys.stderr)
@@ -157,7 +164,11 @@ def main(argv=None) -> int:
     parts = ["development"] if args.out_of_fold else args.part or ("development", "test")
     for part in parts:
         files = item_lists(part)
-        fitted = score_out_of_fold(kinds, files, args.out_of_fold, args.seed) if args.out_of_fold else None
+        fitted = (
+            score_out_of_fold(kinds, files, args.out_of_fold, args.seed, args.fold_seed)
+            if args.out_of_fold
+            else None
+        )
         where = f", {args.out_of_fold} folds, each read with a model fitted without it" if fitted else ""
         print(f"\n== {part} part: {len(files)} labeled item lists{where}")
         print(
