@@ -43,3 +43,14 @@ def test_a_changed_sheet_leaves_no_wrong_value_without_a_flag(development_item_l
     assert got["unflagged_total"] == 0, dict(got["unflagged"])
     assert got["unflagged_rows_total"] == 0, dict(got["unflagged_rows"])
     assert len(got["lists_refused"]) <= MAX_REFUSED[change], got["lists_refused"]
+
+
+def test_out_of_fold_deals_every_file_once_the_same_way_each_run():
+    from bench.extraction_robustness import folds
+
+    files = [f"file{n}" for n in range(23)]
+    dealt = folds(files, 5)
+    assert len(dealt) == 5 and all(len(fold) in (4, 5) for fold in dealt)
+    assert sorted(f for fold in dealt for f in fold) == sorted(files)
+    assert dealt == folds(files, 5)
+    assert dealt != folds(files, 5, seed=7)
