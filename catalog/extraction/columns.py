@@ -288,15 +288,11 @@ def _rules_absences(
     for role in ITEM_ROLES:
         if role in rules.roles:
             continue
-        likely = [
-            (p, c)
-            for c in free
-            if (p := probs[c].get(role, 0.0)) > 0
-            and p
-            >= (model.rules_absent_floor_headless if c in unnamed else model.rules_absent_floor).get(
-                role, 1.0
-            )
-        ]
+        floor = {
+            False: model.rules_absent_floor.get(role, 1.0),
+            True: model.rules_absent_floor_headless.get(role, 1.0),
+        }
+        likely = [(p, c) for c in free if (p := probs[c].get(role, 0.0)) > 0 and p >= floor[c in unnamed]]
         if likely:
             p, col = max(likely)
             out[role] = (

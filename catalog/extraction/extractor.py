@@ -180,7 +180,7 @@ class _ItemBuilder:
         self.sheet = sheet
         self.cols = cols
         self.uncertain = uncertain or []  # one uncertain_column flag per role in doubt
-        self.decimal = decimal_style(cell(r, cols.price) for r in sheet.rows[header.body_start - 1 :][:2000])
+        self.decimal = _decimal_of(sheet.rows[header.body_start - 1 :], cols.price)
         self.sheet_code, self.basis, self.doubts = _currency_context(sheet, header, cols.price)
         if currency:
             self.sheet_code, self.basis = currency, "the reviewer's mapping"
@@ -407,11 +407,16 @@ def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | No
     return None, None
 
 
+def _decimal_of(body: list[list[str]], col: int | None) -> str | None:
+    """The decimal sign the column's first rows write (``money.decimal_style``)."""
+    return decimal_style(cell(r, col) for r in body[:2000])
+
+
 def _observed_spread(body: list[list[str]], width: int, assignment) -> bool:
     """The price column is a low, an average or a high of a spread observed on
     every row (``formulas.midpoint``)."""
     price = assignment.get("unit_price")
-    decimal = decimal_style(cell(r, price) for r in body[:2000])
+    decimal = _decimal_of(body, price)
     return midpoint(body, width, price, decimal) is not None
 
 
@@ -420,7 +425,7 @@ def _price_relations(
 ) -> tuple[list[dict], list[str]]:
     """(the flag every item carries when the price column is computed from
     another, notes on the sheet) from ``formulas.price_relations``."""
-    decimal = decimal_style(cell(r, cols.price) for r in body[:2000])
+    decimal = _decimal_of(body, cols.price)
     got = price_relations(body, width, cols.price, decimal)
     column = col_letter(cols.price)
     if got.derived and got.derived.kind == "ratio":
@@ -470,7 +475,7 @@ def _price_per_measure(body: list[list[str]], width: int, mapped: dict | None, *
     if mapped:
         return
     price = assignments[0].roles["unit_price"]
-    decimal = decimal_style(cell(r, price) for r in body[:2000])
+    decimal = _decimal_of(body, price)
     got = per_measure(body, width, price, decimal)
     if got is None:
         return
