@@ -74,13 +74,17 @@ def model_without(held_out: set[str]):
     part without the files ``held_out``."""
     from bench.corpus import train as fitting
     from catalog.extraction import column_model
+    from catalog.readers import common as reading
 
     labels = load_all()
     files = [f for f in split()["development"] if f not in held_out]
     key = hashlib.sha256()
     key.update(json.dumps([labels.get(f) for f in files], sort_keys=True).encode())
-    for module in (column_model, fitting):
-        key.update(Path(module.__file__).read_bytes())
+    # What the model learns from: the fitting, the readers, every part of the extraction.
+    sources = [Path(fitting.__file__), Path(reading.__file__)]
+    sources += sorted(Path(column_model.__file__).parent.glob("*.py"))
+    for source in sources:
+        key.update(source.read_bytes())
     path = Path(tempfile.gettempdir()) / f"pricesheet-fold-model-{key.hexdigest()[:16]}.json"
     if not path.exists():
         with contextlib.redirect_stdout(io.StringIO()):

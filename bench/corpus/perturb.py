@@ -139,7 +139,19 @@ def _moved_sheet(sheet: Sheet, cols: dict[int, int | None] | None, rows: dict[in
         _moved_rows(sheet.rows, cols, rows),
         _moved_formats(sheet.currency_formats, cols, rows),
         raw,
+        _moved_spans(sheet.spans, cols, rows),
     )
+
+
+def _moved_spans(spans: dict, cols: dict[int, int | None] | None, rows: dict[int, int] | None) -> dict:
+    """The merged ranges across columns that stay whole and in order where their cells go."""
+    out = {}
+    for (r, first), last in spans.items():
+        r = rows.get(r) if rows is not None else r
+        to = [cols.get(c) if cols is not None else c for c in range(first, last + 1)]
+        if r is not None and None not in to and to == list(range(to[0], to[0] + len(to))):
+            out[(r, to[0])] = to[-1]
+    return out
 
 
 def _moved_label(lab: dict, cols: dict[int, int | None] | None, rows: dict[int, int] | None) -> dict:

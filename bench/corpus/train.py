@@ -41,6 +41,7 @@ from catalog.extraction.column_model import (  # noqa: E402
     value_features,
     with_context,
 )
+from catalog.extraction.layout import header_labels  # noqa: E402
 from catalog.extraction.text import col_index  # noqa: E402
 from catalog.reading import read_table  # noqa: E402
 
@@ -89,12 +90,9 @@ def labeled_columns(label: dict, corpus: Path = CORPUS, table=None):
         cols = sorted((c, r if r in MODEL_ROLES else "other") for c, r in cols if c is not None)
         width = max([len(r) for r in body[:2000]] + [c + 1 for c, _r in cols])
         feats = with_context([value_features(*column_values(body, c), c, width) for c, _r in cols])
+        words = header_labels(rows, headers, table.sheets[lab["sheet"]].spans) if headers else []
         for (col, role), f in zip(cols, feats, strict=False):
-            header = " ".join(
-                rows[h - 1][col]
-                for h in headers
-                if h <= len(rows) and col < len(rows[h - 1]) and rows[h - 1][col]
-            )
+            header = words[col] if col < len(words) else ""
             yield label["file"], role, f, header, (label["file"], lab["sheet"]), col
 
 
@@ -116,12 +114,8 @@ def rules_roles(label: dict, corpus: Path = CORPUS, table=None):
         headers = lab.get("header_rows") or []
         body = rows[max(headers) :] if headers else rows
         width = max([len(r) for r in body] + [len(rows[h - 1]) for h in headers if h <= len(rows)] + [1])
-        labels = [
-            " ".join(
-                rows[h - 1][c] for h in headers if h <= len(rows) and c < len(rows[h - 1]) and rows[h - 1][c]
-            )
-            for c in range(width)
-        ]
+        words = header_labels(rows, headers, table.sheets[lab["sheet"]].spans) if headers else []
+        labels = [words[c] if c < len(words) else "" for c in range(width)]
         got = rules_columns.assign_roles(rules_columns.profile_columns(body, width), labels)
         for role, col in got.roles.items():
             yield (label["file"], lab["sheet"]), role, col, role in got.doubted
@@ -535,11 +529,7 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
     intercepts = np.full(len(roles), -30.0)  # a role no development column had stays out of reach
     weights[model.classes_] = model.coef_
     intercepts[model.classes_] = model.intercept_
-    digest = hashlib.sha256(
-        json.dumps([labels[f] for f in dev if f in labels], sort_keys=True).encode()
-    ).hexdigest()
-    return {
-        "version": f"1+{digest[:12]}",
+    content = {
         "trained_on": f"{len({f for f, *_ in rows})} development files, {len(rows)} columns",
         "seed": SEED,
         "C": C,
@@ -561,6 +551,12 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
         "rules_absent_floor_headless": rules_absent_floor_headless,
         "target": TARGET,
     }
+    # The labels it learned from and what it learned: a model read another way
+    # (a change to the header reading, say) is another version.
+    digest = hashlib.sha256(
+        json.dumps([[labels[f] for f in dev if f in labels], content], sort_keys=True).encode()
+    ).hexdigest()
+    return {"version": f"1+{digest[:12]}", **content}
 
 
 def main(argv=None) -> int:

@@ -556,7 +556,7 @@ def _read_sheet(
     rows = sheet.rows
     if mapped and mapped.get("matrix"):
         return _matrix_sheet(sheet, Matrix.from_json(mapped["matrix"]), currency, "reviewer")
-    header, shift = _table_header(rows, mapped)
+    header, shift = _table_header(rows, mapped, sheet.spans)
     if not mapped:
         kind = not_an_item_list(rows, header)
         # A product matrix becomes items for a reviewer to confirm; a rate
@@ -628,13 +628,13 @@ def _read_sheet(
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder) + relation_notes, held)
 
 
-def _table_header(rows: list[list[str]], mapped: dict | None) -> tuple[Header, int]:
+def _table_header(rows: list[list[str]], mapped: dict | None, spans: dict) -> tuple[Header, int]:
     """The table's header (the reviewer's, else the one found) and the shift its words were
     read with: one column over when they stand over the body's columns only so
     (``layout.header_offset``)."""
     if mapped:
         return header_at(rows, mapped["header_row"]), 0
-    header = find_header(rows)
+    header = find_header(rows, spans)
     shift = header_offset(rows, header)
     return (realigned(header, shift) if shift else header), shift
 

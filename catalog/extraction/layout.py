@@ -92,9 +92,35 @@ def _label_score(labels: list[str]) -> tuple[int, int]:
     return len(best) + ("unit_price" in best), sum(best.values())
 
 
-def _combined(row: list[str], nxt: list[str]) -> list[str]:
-    width = max(len(row), len(nxt))
-    return [" ".join(x for x in (cell_at(row, i), cell_at(nxt, i)) if x) for i in range(width)]
+def _joined(row: list[str], nxt: list[str]) -> list[str]:
+    return header_labels([row, nxt], (1, 2))
+
+
+def header_labels(
+    rows: list[list[str]], header_rows: list[int] | tuple[int, ...], spans: dict | None = None
+) -> list[str]:
+    """The words over each column of a header of ``header_rows`` (1-based): the
+    rows' cells joined top to bottom. A cell merged across columns (``spans``:
+    (row, first column) -> last column, Sheet.spans) above a lower header row
+    is a group word ("price" over "retail" and "wholesale") when the next row
+    is the header's too: it stands over each column of its range that has
+    words of its own in that row. A range alone in its row is the table's
+    title, not a group."""
+    lines = [list(rows[h - 1]) if 0 < h <= len(rows) else [] for h in header_rows]
+    for n, (h, nxt) in enumerate(pairwise(header_rows)):
+        if nxt != h + 1:
+            continue
+        line, below = lines[n], lines[n + 1]
+        worded = [c for c, text in enumerate(line) if text]
+        for (r, first), last in (spans or {}).items():
+            if r != h or not cell_at(line, first) or all(first <= c <= last for c in worded):
+                continue
+            for c in range(first + 1, last + 1):
+                if not cell_at(line, c) and cell_at(below, c):
+                    line.extend([""] * (c + 1 - len(line)))
+                    line[c] = line[first]
+    width = max([len(line) for line in lines] + [0])
+    return [" ".join(x for line in lines if (x := cell_at(line, i))) for i in range(width)]
 
 
 def cell_at(row: list[str], i: int) -> str:
@@ -108,7 +134,7 @@ def _price_under(labels: list[str], row: list[str]) -> bool:
     )
 
 
-def _by_words(rows: list[list[str]]) -> Header | None:
+def _by_words(rows: list[list[str]], spans: dict | None) -> Header | None:
     best: tuple[tuple, Header] | None = None
     for r in range(1, min(len(rows), HEADER_SCAN_ROWS) + 1):
         row = rows[r - 1]
@@ -118,11 +144,13 @@ def _by_words(rows: list[list[str]]) -> Header | None:
         cand = ((*score, -r), Header((r,), list(row)))
         nxt = rows[r] if r < len(rows) else []
         if _is_text_row(nxt):
-            labels = _combined(row, nxt)
+            labels = header_labels(rows, (r, r + 1), spans)
             double = _label_score(labels)
-            # The second line continues the header unless it holds a price
-            # under the price label: then it is the first item.
-            if double > score and not _price_under(labels, nxt):
+            # The second line continues the header when it names more, or as
+            # much under a group word, unless it holds a price under the price
+            # label: then it is the first item.
+            grouped = labels != _joined(row, nxt)
+            if (double > score or (grouped and double >= score)) and not _price_under(labels, nxt):
                 cand = ((*double, -r), Header((r, r + 1), labels))
         if cand[0][0] >= 2 and (best is None or cand[0] > best[0]):
             best = cand
@@ -152,9 +180,10 @@ def _by_shape(rows: list[list[str]]) -> Header | None:
     return None
 
 
-def find_header(rows: list[list[str]]) -> Header:
-    """The header of the sheet's table, or ``Header((), [])`` when it has none."""
-    named = _by_words(rows)
+def find_header(rows: list[list[str]], spans: dict | None = None) -> Header:
+    """The header of the sheet's table, or ``Header((), [])`` when it has none;
+    ``spans`` are the sheet's cells merged across columns (``header_labels``)."""
+    named = _by_words(rows, spans)
     if named and _is_footer(rows, named):
         named = None
     return named or _by_shape(rows) or Header((), [])

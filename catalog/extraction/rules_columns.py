@@ -19,7 +19,7 @@ from catalog.extraction.column_model import MAJORITY, sheet_features, value_veto
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
 from catalog.extraction.packs import normalize_unit, split_pack
-from catalog.extraction.text import cap, col_letter
+from catalog.extraction.text import cap, cell, col_letter
 
 ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "quantity")
 ITEM_ROLES = ROLES[:6]  # the roles an item is made of (a quantity column is not read into items)
@@ -245,10 +245,14 @@ def _doubts(
     price = roles.get("unit_price")
     if price is not None:
         best = scores[("unit_price", price)][0]
+        named = _named(cell(labels, price), "unit_price")
         for (r, c), (s, _w) in scores.items():
             if r == "unit_price" and c != price and s >= THRESHOLDS[r] and c not in roles.values():
                 other_prices.append(c)
-                if s >= best - CLOSE_CALL:
+                # Tiers, currencies, with and without tax under one price word: the
+                # header's word alone does not tell which is the item's price
+                # (README, "Several price columns").
+                if s >= best - CLOSE_CALL or (named and _named(cell(labels, c), "unit_price")):
                     doubts.append(
                         (
                             "unit_price",

@@ -9,6 +9,7 @@ JSON-serializable, so a replacement worker never reads the file again.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import datetime as dt
 import io
 import re
@@ -76,6 +77,11 @@ class ReadLimits:
     max_pages: int = 100
 
 
+# The rows whose cells merged across columns a sheet keeps (``Sheet.spans``):
+# at least the rows a header is looked for in (extraction.layout.HEADER_SCAN_ROWS).
+SPAN_ROWS = 50
+
+
 @dataclass(frozen=True)
 class Sheet:
     """One sheet: ``rows[i]`` is spreadsheet row ``i + 1``.
@@ -95,6 +101,9 @@ class Sheet:
     rows: list[list[str]]
     currency_formats: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
     raw: dict[str, dict] = field(default_factory=dict)
+    # Cells merged across columns in the first SPAN_ROWS rows, where a header
+    # is looked for: (row 1-based, first column 0-based) -> last column.
+    spans: dict[tuple[int, int], int] = field(default_factory=dict)
 
     def raw_value(self, row: int, col: int) -> dict | None:
         """The stored value behind cell (row 1-based, col 0-based), when it differs or is computed."""
@@ -127,6 +136,7 @@ class Table:
                         str(col): [list(run) for run in runs] for col, runs in s.currency_formats.items()
                     },
                     **({"raw": s.raw} if s.raw else {}),
+                    **({"spans": [[r, c, last] for (r, c), last in s.spans.items()]} if s.spans else {}),
                 }
                 for s in self.sheets
             ]
@@ -144,6 +154,7 @@ class Table:
                         for col, runs in (s.get("currency_formats") or {}).items()
                     },
                     raw=dict(s.get("raw") or {}),
+                    spans={(int(r), int(c)): int(last) for r, c, last in s.get("spans") or []},
                 )
                 for s in d["sheets"]
             ]
@@ -446,12 +457,17 @@ def fill_merged(sheet: Sheet, merges, limits: ReadLimits) -> Sheet:
     them. ``merges`` holds ``(first_row, last_row, first_col, last_col)``,
     0-based and inclusive. Nothing is repeated across: a title or a section
     merged over the row stays one cell (a copy in every column would read as
-    a row of values), and a header merged over its sub-columns is left to the
-    header reading. Only ranges whose first cell holds a value fill; rows
-    beyond the sheet's last valued row are not added."""
-    rows, filled = sheet.rows, 0
-    for r0, r1, c0, _c1 in merges:
-        if r0 >= len(rows) or c0 >= len(rows[r0]) or not rows[r0][c0] or r1 <= r0:
+    a row of values); a range across columns in the first SPAN_ROWS rows is
+    kept in ``spans`` for the header reading (a group word over its
+    sub-columns). Only ranges whose first cell holds a value fill or are
+    kept; rows beyond the sheet's last valued row are not added."""
+    rows, filled, spans = sheet.rows, 0, {}
+    for r0, r1, c0, c1 in merges:
+        if r0 >= len(rows) or c0 >= len(rows[r0]) or not rows[r0][c0]:
+            continue
+        if c1 > c0 and r0 < SPAN_ROWS:
+            spans[(r0 + 1, c0)] = c1
+        if r1 <= r0:
             continue
         r1 = min(r1, len(rows) - 1)
         filled += r1 - r0
@@ -464,4 +480,4 @@ def fill_merged(sheet: Sheet, merges, limits: ReadLimits) -> Sheet:
                 row.extend([""] * (c0 + 1 - len(row)))
             if not row[c0]:
                 row[c0] = value
-    return sheet
+    return dataclasses.replace(sheet, spans=spans) if spans else sheet

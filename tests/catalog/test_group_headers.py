@@ -1,0 +1,88 @@
+"""A header word merged across the columns of a lower header row (a group:
+"Price" over "Box" and "Pallet") stands over each of them, and a sheet whose
+header names several price columns has its price in doubt."""
+
+import io
+
+import openpyxl
+
+from catalog.extraction import extract
+from catalog.extraction.layout import find_header, header_labels
+from catalog.reading import Sheet, Table, read_bytes
+from tests.catalog.formatgen import xls_bytes
+
+ROWS = [
+    ["Name", "Price", None],
+    [None, "Box", "Pallet"],
+    ["Nails 40 mm", 4.5, 410],
+    ["Nails 60 mm", 5.25, 480],
+    ["Screws 4x40", 7.75, 700],
+]
+
+
+def _xlsx(rows, merges) -> bytes:
+    book = openpyxl.Workbook()
+    for row in rows:
+        book.active.append(row)
+    for ref in merges:
+        book.active.merge_cells(ref)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def _price_doubt(table: Table) -> tuple[list[str], set[str]]:
+    """(the rules' doubts about the price, the fields the first item is flagged on)."""
+    got = extract(table, model_doubt=False)
+    doubts = [d for d in got.sheets[0]["doubts"] if "price" in d]
+    return doubts, {f.get("field") for f in got.items[0].get("flags", [])}
+
+
+def test_the_readers_keep_a_range_merged_across_columns_near_the_top():
+    xlsx = read_bytes(_xlsx(ROWS, ["B1:C1"]), filename="p.xlsx").sheets[0]
+    xls = read_bytes(xls_bytes({"S": ROWS}, merges={"S": [(0, 0, 1, 2)]}), filename="p.xls").sheets[0]
+    assert xlsx.spans == xls.spans == {(1, 1): 2}
+
+
+def test_the_merged_ranges_survive_the_tables_json():
+    sheet = read_bytes(_xlsx(ROWS, ["B1:C1"]), filename="p.xlsx").sheets[0]
+    again = Table.from_json(Table(sheets=[sheet]).to_json()).sheets[0]
+    assert again.spans == {(1, 1): 2}
+
+
+def test_a_group_word_stands_over_each_of_its_sub_columns():
+    sheet = read_bytes(_xlsx(ROWS, ["B1:C1"]), filename="p.xlsx").sheets[0]
+    assert find_header(sheet.rows, sheet.spans).labels == ["Name", "Price Box", "Price Pallet"]
+    # Without the merge (a CSV of the same cells) the second line names nothing more.
+    assert find_header(sheet.rows).labels == ["Name", "Price"]
+
+
+def test_a_merged_title_over_the_whole_header_is_no_group():
+    rows = [["Nails and screws"], ["Name", "Price"], ["Nails", "4.5"]]
+    assert header_labels(rows, (1, 2), {(1, 0): 1}) == ["Nails and screws Name", "Price"]
+
+
+def test_a_group_fills_only_columns_with_words_of_their_own_below():
+    rows = [["Name", "Price", "", ""], ["", "Box", "", "Pallet"]]
+    assert header_labels(rows, (1, 2), {(1, 1): 3}) == ["Name", "Price Box", "", "Price Pallet"]
+
+
+def test_two_price_columns_under_one_group_put_the_price_in_doubt():
+    merged = read_bytes(_xlsx(ROWS, ["B1:C1"]), filename="p.xlsx")
+    assert _price_doubt(merged) == (["two plausible price columns: B and C"], {"unit_price"})
+    # The same cells without the merge: one column is named price, the other nothing.
+    unmerged = Table(sheets=[Sheet(name="Sheet", rows=merged.sheets[0].rows)])
+    assert _price_doubt(unmerged) == ([], set())
+
+
+def test_two_columns_the_header_names_price_are_in_doubt_however_far_apart_their_scores():
+    rows = [
+        ["Name", "Retail price", "Wholesale price"],
+        ["Nails 40 mm", "4.50", "410"],
+        ["Nails 60 mm", "5.25", "480"],
+        ["Screws 4x40", "7.75", "700"],
+    ]
+    assert _price_doubt(Table(sheets=[Sheet(name="Sheet", rows=rows)])) == (
+        ["two plausible price columns: B and C"],
+        {"unit_price"},
+    )
