@@ -115,8 +115,8 @@ def header_labels(
         for (r, first), last in (spans or {}).items():
             if r != h or not cell_at(line, first) or all(first <= c <= last for c in worded):
                 continue
-            for c in range(first + 1, last + 1):
-                if not cell_at(line, c) and cell_at(below, c):
+            for c in range(first + 1, min(last, len(below) - 1) + 1):
+                if not cell_at(line, c) and below[c]:
                     line.extend([""] * (c + 1 - len(line)))
                     line[c] = line[first]
     width = max([len(line) for line in lines] + [0])

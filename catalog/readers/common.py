@@ -78,8 +78,10 @@ class ReadLimits:
 
 
 # The rows whose cells merged across columns a sheet keeps (``Sheet.spans``):
-# at least the rows a header is looked for in (extraction.layout.HEADER_SCAN_ROWS).
+# at least the rows a header is looked for in (extraction.layout.HEADER_SCAN_ROWS),
+# and at most this many ranges of them (the first; a header has far fewer).
 SPAN_ROWS = 50
+MAX_SPANS = 2_000
 
 
 @dataclass(frozen=True)
@@ -465,7 +467,7 @@ def fill_merged(sheet: Sheet, merges, limits: ReadLimits) -> Sheet:
     for r0, r1, c0, c1 in merges:
         if r0 >= len(rows) or c0 >= len(rows[r0]) or not rows[r0][c0]:
             continue
-        if c1 > c0 and r0 < SPAN_ROWS:
+        if c1 > c0 and r0 < SPAN_ROWS and len(spans) < MAX_SPANS:
             spans[(r0 + 1, c0)] = c1
         if r1 <= r0:
             continue

@@ -86,3 +86,18 @@ def test_two_columns_the_header_names_price_are_in_doubt_however_far_apart_their
         ["two plausible price columns: B and C"],
         {"unit_price"},
     )
+
+
+def test_a_sheet_keeps_a_bounded_number_of_merged_ranges_near_the_top():
+    from catalog.readers.common import MAX_SPANS, ReadLimits, fill_merged
+
+    merges = [(r, r, c, c + 1) for r in range(50) for c in range(0, 200, 2)]
+    sheet = fill_merged(Sheet(name="S", rows=[["x"] * 200 for _ in range(60)]), merges, ReadLimits())
+    assert len(merges) > MAX_SPANS and len(sheet.spans) == MAX_SPANS
+    # Below the rows a header is looked for in, none is kept.
+    assert fill_merged(Sheet(name="S", rows=[["x", "y"]] * 60), [(55, 55, 0, 1)], ReadLimits()).spans == {}
+
+
+def test_a_range_wider_than_the_sheet_fills_only_the_columns_that_exist():
+    rows = [["Name", "Price"], ["", "Box", "Pallet"]]
+    assert header_labels(rows, (1, 2), {(1, 1): 16383}) == ["Name", "Price Box", "Price Pallet"]
