@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO))
 from bench.corpus.labels import CORPUS, load_all, rows_of, split  # noqa: E402
 from catalog.errors import UnreadableSheet  # noqa: E402
 from catalog.extraction import headers  # noqa: E402
+from catalog.extraction.layout import header_labels  # noqa: E402
 from catalog.extraction.text import col_index, fold  # noqa: E402
 from catalog.reading import read_table  # noqa: E402
 
@@ -65,9 +66,10 @@ def _texts(files: list[str]):
                 continue
             rows = table.sheets[sh["sheet"]].rows
             hs = [h for h in sh.get("header_rows") or [] if h <= len(rows)]
+            words = header_labels(rows, hs, table.sheets[sh["sheet"]].spans)
             for letter, role in (sh.get("columns") or {}).items():
                 c = col_index(letter)
-                text = " ".join(rows[h - 1][c] for h in hs if c < len(rows[h - 1]) and rows[h - 1][c])
+                text = words[c] if c < len(words) else ""
                 if text:
                     heads.append((f, role, lab["kind"], fold(text)))
             if lab["kind"] == "statistics":
@@ -126,6 +128,40 @@ def contradicted_words(files: list[str]) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def several_prices(files: list[str]) -> list[tuple[str, int, bool]]:
+    """The labeled sheets whose header names two money columns or more as the price
+    (``classify_header``): (file, sheet, does the strongest price word stand over the labeled
+    price alone?). Where it seldom does, the header cannot choose between them
+    (``rules_columns._doubts``)."""
+    labels = load_all()
+    out = []
+    for f in files:
+        lab = labels[f]
+        if lab["kind"] != "item_list":
+            continue
+        try:
+            table = read_table(CORPUS / lab["file"], filename=Path(lab["file"]).name)
+        except UnreadableSheet:
+            continue
+        for sh in lab.get("sheets") or []:
+            if sh["sheet"] >= len(table.sheets) or not sh.get("header_rows") or sh.get("matrix"):
+                continue
+            sheet = table.sheets[sh["sheet"]]
+            words = header_labels(sheet.rows, sh["header_rows"], sheet.spans)
+            named = {}
+            for letter, role in (sh.get("columns") or {}).items():
+                c = col_index(letter)
+                got = headers.classify_header(words[c]) if role in _MONEY and c < len(words) else None
+                if got and got[0] == "unit_price":
+                    named[letter] = (got[1], role)
+            if len(named) < 2:
+                continue
+            strongest = max(strength for strength, _role in named.values())
+            top = [role for strength, role in named.values() if strength == strongest]
+            out.append((f, sh["sheet"], top == ["unit_price"]))
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="list the backed words")
@@ -139,6 +175,12 @@ def main(argv=None) -> int:
         if args.verbose and backed[name]:
             print("      " + ", ".join(backed[name]))
     print(f"  {'all':>16s}: {sum(len(w) for w in backed.values()):>3d} of {total:>3d}")
+    several = several_prices(split()["development"])
+    print(
+        f"development sheets whose header names two money columns or more price: {len(several)} "
+        f"(in {len({f for f, _s, _ok in several})} files); the strongest price word stands over the "
+        f"labeled price alone on {sum(ok for _f, _s, ok in several)}"
+    )
     if args.score:
         from bench import extraction_accuracy
 

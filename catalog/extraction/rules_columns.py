@@ -249,9 +249,10 @@ def _doubts(
         for (r, c), (s, _w) in scores.items():
             if r == "unit_price" and c != price and s >= THRESHOLDS[r] and c not in roles.values():
                 other_prices.append(c)
-                # Tiers, currencies, with and without tax under one price word: the
-                # header's word alone does not tell which is the item's price
-                # (README, "Several price columns").
+                # Tiers, currencies, with and without tax: when the header names both
+                # columns price, its words do not tell which is the item's price (on
+                # the 16 development sheets whose header does, the strongest price
+                # word stands over the labeled price alone on 1: bench/corpus/vocabulary.py).
                 if s >= best - CLOSE_CALL or (named and _named(cell(labels, c), "unit_price")):
                     doubts.append(
                         (
