@@ -136,6 +136,9 @@ def _price_under(labels: list[str], row: list[str]) -> bool:
 
 def _by_words(rows: list[list[str]], spans: dict | None) -> Header | None:
     best: tuple[tuple, Header] | None = None
+    by_row: dict[int, dict] = {}  # each row's own ranges, so each candidate reads only those
+    for (r, first), last in (spans or {}).items():
+        by_row.setdefault(r, {})[(r, first)] = last
     for r in range(1, min(len(rows), HEADER_SCAN_ROWS) + 1):
         row = rows[r - 1]
         if not _is_text_row(row):
@@ -144,7 +147,7 @@ def _by_words(rows: list[list[str]], spans: dict | None) -> Header | None:
         cand = ((*score, -r), Header((r,), list(row)))
         nxt = rows[r] if r < len(rows) else []
         if _is_text_row(nxt):
-            labels = header_labels(rows, (r, r + 1), spans)
+            labels = header_labels(rows, (r, r + 1), by_row.get(r))
             double = _label_score(labels)
             # The second line continues the header when it names more, or as
             # much under a group word, unless it holds a price under the price
