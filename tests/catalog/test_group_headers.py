@@ -9,7 +9,7 @@ import openpyxl
 from catalog.extraction import extract
 from catalog.extraction.layout import find_header, header_labels
 from catalog.reading import Sheet, Table, read_bytes
-from tests.catalog.formatgen import xls_bytes
+from tests.catalog.formatgen import ods_bytes, ods_cell, ods_row, xls_bytes
 
 ROWS = [
     ["Name", "Price", None],
@@ -38,10 +38,19 @@ def _price_doubt(table: Table) -> tuple[list[str], set[str]]:
     return doubts, {f.get("field") for f in got.items[0].get("flags", [])}
 
 
+def _ods(rows) -> bytes:
+    """ROWS as an ODS, "Price" spanning its two columns."""
+    first = ods_row([ods_cell("Name"), ods_cell("Price", span=(1, 2)), "<table:covered-table-cell/>"])
+    rest = "".join(ods_row([ods_cell(v) for v in row]) for row in rows[1:])
+    return ods_bytes({"S": first + rest})
+
+
 def test_the_readers_keep_a_range_merged_across_columns_near_the_top():
     xlsx = read_bytes(_xlsx(ROWS, ["B1:C1"]), filename="p.xlsx").sheets[0]
     xls = read_bytes(xls_bytes({"S": ROWS}, merges={"S": [(0, 0, 1, 2)]}), filename="p.xls").sheets[0]
-    assert xlsx.spans == xls.spans == {(1, 1): 2}
+    ods = read_bytes(_ods(ROWS), filename="p.ods").sheets[0]
+    assert xlsx.spans == xls.spans == ods.spans == {(1, 1): 2}
+    assert ods.rows[:2] == [["Name", "Price"], ["", "Box", "Pallet"]]
 
 
 def test_the_merged_ranges_survive_the_tables_json():
