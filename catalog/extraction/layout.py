@@ -92,10 +92,6 @@ def _label_score(labels: list[str]) -> tuple[int, int]:
     return len(best) + ("unit_price" in best), sum(best.values())
 
 
-def _joined(row: list[str], nxt: list[str]) -> list[str]:
-    return header_labels([row, nxt], (1, 2))
-
-
 def header_labels(
     rows: list[list[str]], header_rows: list[int] | tuple[int, ...], spans: dict | None = None
 ) -> list[str]:
@@ -152,7 +148,7 @@ def _by_words(rows: list[list[str]], spans: dict | None) -> Header | None:
             # The second line continues the header when it names more, or as
             # much under a group word, unless it holds a price under the price
             # label: then it is the first item.
-            grouped = labels != _joined(row, nxt)
+            grouped = r in by_row and labels != header_labels(rows, (r, r + 1))
             if (double > score or (grouped and double >= score)) and not _price_under(labels, nxt):
                 cand = ((*double, -r), Header((r, r + 1), labels))
         if cand[0][0] >= 2 and (best is None or cand[0] > best[0]):
