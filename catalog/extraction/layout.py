@@ -253,10 +253,13 @@ def _numeric_columns(body: list[list[str]], width: int) -> list[int]:
     return out
 
 
+_DIMENSION_SCAN = 20  # rows from the top where a matrix's column labels may sit
+
+
 def _dimension_rows(rows: list[list[str]]) -> list[Header]:
     """Rows near the top with at least three dimension labels: a matrix's column headers."""
     out = []
-    for r in range(1, min(len(rows), 20) + 1):
+    for r in range(1, min(len(rows), _DIMENSION_SCAN) + 1):
         cells = [c for c in rows[r - 1][1:] if c]
         dims = [c for c in cells if is_dimension(c)]
         if len(dims) >= 3 and len(dims) >= 0.8 * len(cells) and len(set(dims)) == len(dims):
@@ -303,6 +306,9 @@ def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
         kind = _shape_kind(cand, rows[cand.body_start - 1 :])
         if kind:
             return kind
+    for r in range(1, min(len(rows), _DIMENSION_SCAN) + 1):
+        if _periods_across(rows, r):  # no item list's row holds them, under a header or not
+            return "table of prices over time (its columns are dates or periods, not items)"
     labels = [t for t in header.labels if t and len(t) <= HEADER_CELL_MAX]
     stats = [t for t in labels if RE["statistic"].search(fold(t))]
     priced = any((got := classify_header(t)) and got[0] == "unit_price" for t in labels)
@@ -312,6 +318,7 @@ def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
 
 
 _DIGITS = re.compile(r"\d+")
+PERIOD_LEAST = 5  # dates or periods that make a series
 PERIOD_SHARE = 0.8  # of a column's filled cells that are dates or periods
 PERIOD_DISTINCT = 0.3  # of them distinct: a running series, not one "valid from" date
 RUNNING_SHARE = 0.8  # of consecutive periods in order (a series may restart per group)
@@ -329,7 +336,7 @@ def keyed_by_periods(texts: list[str]) -> bool:
     """A column of running dates or periods: its rows are observations over
     time (prices by day, by half-year), not items."""
     texts = [t for t in texts if t]
-    if len(texts) < 5:
+    if len(texts) < PERIOD_LEAST:
         return False
     periods = [t for t in texts if is_period(t)]
     if len(periods) < PERIOD_SHARE * len(texts) or len(set(periods)) < PERIOD_DISTINCT * len(periods):
@@ -338,6 +345,19 @@ def keyed_by_periods(texts: list[str]) -> bool:
     ordered = sum(1 for a, b in pairwise(keys) if a <= b)
     descending = sum(1 for a, b in pairwise(keys) if a >= b)
     return max(ordered, descending) >= RUNNING_SHARE * (len(keys) - 1)
+
+
+def _periods_across(rows: list[list[str]], r: int) -> bool:
+    """Row ``r`` labels the numeric columns below it with running dates or
+    periods (``keyed_by_periods`` read across): each column is an
+    observation over time (a day's rate, a month's market price), so its
+    rows are no items with one price each."""
+    row = rows[r - 1]
+    if sum(1 for t in row if is_period(t)) < PERIOD_LEAST:  # before the body is read
+        return False
+    body = rows[r:]
+    width = max([len(row)] + [len(b) for b in body[:200]])
+    return keyed_by_periods([cell_at(row, c) for c in _numeric_columns(body, width)])
 
 
 BOUNDS_SHARE = 0.9  # of rows whose two whole numbers run low to high

@@ -145,8 +145,9 @@ class Matrix:
 
 @dataclass(frozen=True)
 class Proposal:
-    """A matrix the extractor saw: ``kind`` is "matrix" (proposed as items)
-    or "rate_card" (refused unless a reviewer maps it)."""
+    """A matrix the extractor saw: ``kind`` is "matrix" (proposed as items),
+    "rate_card" or "series" (prices over time; both refused unless a
+    reviewer maps them)."""
 
     matrix: Matrix
     kind: str
@@ -474,7 +475,10 @@ def _zone(text: str) -> bool:
 
 
 def _kind(column_labels_: list[str], row_labels: list[str]) -> str:
-    """ "rate_card" for weight bands or zones by weights; else "matrix"."""
+    """ "series" for columns of running dates or periods (prices over time);
+    "rate_card" for weight bands or zones by weights; else "matrix"."""
+    if layout.keyed_by_periods(column_labels_):
+        return "series"
     if _share(column_labels_, layout.is_band) >= 0.6 or _share(row_labels, layout.is_band) >= 0.6:
         return "rate_card"
     if _share(column_labels_, _zone) >= 0.6 and _share(row_labels, _weight) >= 0.6:

@@ -31,6 +31,42 @@ def test_rows_named_by_running_dates_are_refused_as_prices_over_time():
     assert "over time" in refused_kind(result)
 
 
+def month_columns(header, firsts):
+    """A table of market prices by month: a product per row, a month per column."""
+    rng = random.Random(2)
+    rows = [["Monthly market prices"], header]
+    for product in ("Dry maize", "Sorghum", "Wheat", "Beans", "Onions", "Potatoes"):
+        rows.append([product, "bag", *(str(rng.randint(20, 60) * 100) for _ in firsts)])
+    return rows
+
+
+def test_columns_named_by_running_dates_are_refused_as_prices_over_time():
+    months = [date(2031, m, 1).isoformat() for m in range(1, 8)]
+    result = extract(table(month_columns(["Commodity", "Unit", *months], months)))
+    assert result.refusal
+    assert "its columns are dates" in refused_kind(result)
+    assert result.sheets[0]["matrix"]["column_header_rows"] == [2]  # a reviewer may still map it
+
+
+def test_month_blocks_above_the_header_are_prices_over_time_too():
+    months = [date(2031, m, 1).isoformat() for m in range(1, 7)]
+    rows = month_columns(["Commodity", "Unit", *("Nairobi" for _ in months)], months)
+    rows.insert(1, ["", "", *months])
+    result = extract(table(rows))
+    assert result.refusal
+    assert "its columns are dates" in refused_kind(result)
+
+
+def test_a_few_dated_price_columns_or_dates_out_of_order_name_no_series():
+    for dates in (
+        [date(2031, m, 1).isoformat() for m in (1, 2, 3, 4)],  # fewer than a series
+        [date(2031, m, 1).isoformat() for m in (3, 1, 6, 2, 5, 4)],  # no running order
+    ):
+        rows = month_columns(["Commodity", "Unit", *dates], dates)
+        result = extract(table(rows))
+        assert refused_kind(result) is None or "columns are dates" not in refused_kind(result)
+
+
 def test_items_named_once_beside_running_dates_are_an_item_list_and_the_dates_name_nothing():
     rows = [["Unit", "Description", "Listed", "Price EUR"]]
     day = date(2030, 5, 1)
