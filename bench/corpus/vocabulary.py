@@ -162,6 +162,41 @@ def several_prices(files: list[str]) -> list[tuple[str, int, bool]]:
     return out
 
 
+_NAMES = ("sku", "description")
+
+
+def code_names(files: list[str]) -> list[tuple[str, int, str]]:
+    """The labeled sheets whose only column naming the items (a SKU or a description, not both)
+    mostly starts with a code (``column_model.code_shaped`` first words, over half of its
+    values): (file, sheet, its labeled role). Where both roles occur, values cannot tell them
+    apart and only the header can (``columns._code_names``)."""
+    from catalog.extraction.column_model import MAJORITY, code_shaped, column_values
+
+    labels = load_all()
+    out = []
+    for f in files:
+        lab = labels[f]
+        if lab["kind"] != "item_list":
+            continue
+        try:
+            table = read_table(CORPUS / lab["file"], filename=Path(lab["file"]).name)
+        except UnreadableSheet:
+            continue
+        for sh in lab.get("sheets") or []:
+            if sh["sheet"] >= len(table.sheets) or sh.get("matrix"):
+                continue
+            named = [(letter, role) for letter, role in (sh.get("columns") or {}).items() if role in _NAMES]
+            if len(named) != 1:
+                continue
+            letter, role = named[0]
+            rows = table.sheets[sh["sheet"]].rows
+            body = rows[sh["header_rows"][-1] :] if sh.get("header_rows") else rows
+            firsts = [v.split()[0] for v in column_values(body, col_index(letter))[0] if v.split()]
+            if firsts and sum(1 for v in firsts if code_shaped(v)) > MAJORITY * len(firsts):
+                out.append((f, sh["sheet"], role))
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="list the backed words")
@@ -180,6 +215,11 @@ def main(argv=None) -> int:
         f"development sheets whose header names two money columns or more price: {len(several)} "
         f"(in {len({f for f, _s, _ok in several})} files); the strongest price word stands over the "
         f"labeled price alone on {sum(ok for _f, _s, ok in several)}"
+    )
+    codes = code_names(split()["development"])
+    print(
+        "development sheets whose only name column holds codes: "
+        + ", ".join(f"{sum(r == role for _f, _s, r in codes)} {role}" for role in _NAMES)
     )
     if args.score:
         from bench import extraction_accuracy

@@ -77,7 +77,7 @@ def header_tokens(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _code_shaped(text: str) -> bool:
+def code_shaped(text: str) -> bool:
     """Letters and digits in one token ("AB-120", "X5"): how supplier codes look."""
     return (
         2 <= len(text) <= 40
@@ -137,7 +137,7 @@ def _text_features(texts: list[str], n: int) -> dict[str, float]:
         "words": min(10.0, sum(len(t.split()) for t in texts) / n) / 10,
         "alpha": sum(1 for t in texts if any(ch.isalpha() for ch in t)) / n,
         "digits": sum(1 for t in texts if any(ch.isdigit() for ch in t)) / n,
-        "code_shape": sum(1 for t in texts if _code_shaped(t)) / n,
+        "code_shape": sum(1 for t in texts if code_shaped(t)) / n,
         "num_hyphen_num": sum(1 for t in texts if len(t) <= 25 and _NUM_HYPHEN_NUM.fullmatch(t)) / n,
         "url": sum(1 for t in texts if _URL.search(t)) / n,
         "percent": sum(1 for t in texts if "%" in t and len(t) <= 12) / n,

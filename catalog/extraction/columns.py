@@ -22,6 +22,8 @@ from collections.abc import Collection
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
     MAJORITY,
+    code_shaped,
+    column_values,
     load_model,
     sheet_features,
     value_vetoes,
@@ -348,6 +350,7 @@ def second_opinion(
         )
     }
     headless = len(unnamed) == len(scored)
+    doubted.update(_code_names(rules, body, labels, {**doubted, **rules.doubted}))
     doubted.update(_rules_absences(rules, [p for p, _v, _f in scored], in_doubt, unnamed=unnamed))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
@@ -384,6 +387,34 @@ def second_opinion(
         _take_model_price(got, model_roles, probs)
         _take_model_names(got, model_roles, probs)
     return got
+
+
+def _code_names(rules, body: list[list[str]], labels: list[str], doubted: dict) -> dict[str, tuple[int, str]]:
+    """The SKU or the description, when it is the only column naming the items with
+    confidence, its values mostly start with a code (a first word of letters and digits:
+    "IPC-120 (PoE)") and its header does not name its role: role -> (column, why). Such a
+    column is the description of some sheets (a model code is the only name) and the SKU of
+    others (a code list); only its header tells which (on the development part, 6 sheets
+    whose only name is such a column label it the description, 3 the SKU), so without a
+    header that names it the role needs confirmation."""
+    names = [r for r in _NAME_ROLES if r in rules.roles and r not in doubted]
+    if len(names) != 1:
+        return {}
+    role = names[0]
+    col = rules.roles[role]
+    label = labels[col] if col < len(labels) else ""
+    if header_names(label, role):
+        return {}
+    values = [v.split()[0] for v in column_values(body, col)[0] if v.split()]
+    if not values or sum(1 for v in values if code_shaped(v)) <= MAJORITY * len(values):
+        return {}
+    return {
+        role: (
+            col,
+            f"column {col_letter(col)} is the only column naming the items and holds codes; "
+            f"its header does not say whether they are SKUs or names",
+        )
+    }
 
 
 def _price_named_over_nothing(labels: list[str], feats: list[dict]) -> bool:

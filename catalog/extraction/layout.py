@@ -157,10 +157,12 @@ def _by_words(rows: list[list[str]], spans: dict | None) -> Header | None:
 
 
 def _data_start(rows: list[list[str]]) -> int | None:
-    """The first row (1-based) that starts a run of mostly data rows."""
+    """The first row (1-based) that starts a run of mostly data rows. A row of labels that
+    names a role ("Name" beside "3 %", "6 %" over discount tiers) is a header line, not data."""
     limit = min(len(rows), HEADER_SCAN_ROWS + _DATA_RUN)
     for r in range(1, limit + 1):
-        if not _is_data_row(rows[r - 1]):
+        row = rows[r - 1]
+        if not _is_data_row(row) or (_is_text_row(row) and _label_score(row)[0]):
             continue
         run = [x for x in rows[r - 1 : r - 1 + _DATA_RUN * 2] if x][:_DATA_RUN]
         if sum(1 for x in run if _is_data_row(x)) >= 0.6 * len(run):

@@ -30,3 +30,13 @@ def test_the_header_does_not_choose_between_several_columns_it_names_price():
     several = several_prices(split()["development"])
     assert len({f for f, _sheet, _ok in several}) >= 2
     assert sum(ok for _f, _sheet, ok in several) < 0.5 * len(several)
+
+
+def test_only_the_header_tells_whether_a_lone_column_of_codes_holds_skus_or_names():
+    # columns._code_names puts such a column's role in doubt under a header that does not name
+    # it: on the development part both roles occur, each on two files or more.
+    from bench.corpus.vocabulary import code_names
+
+    codes = code_names(split()["development"])
+    for role in ("sku", "description"):
+        assert len({f for f, _sheet, r in codes if r == role}) >= 2

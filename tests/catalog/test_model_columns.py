@@ -2,13 +2,16 @@
 column, still in doubt (columns._take_model_columns); a name the rules found no column for is
 taken from the model's (columns._take_model_names); an item role no column holds is in doubt
 where a column may hold it (columns._rules_absences). How sure the model is of the rules'
-unit price (columns.agreement) depends on whether another column reads as a price."""
+unit price (columns.agreement) depends on whether another column reads as a price. The only
+column naming the items, holding codes under a header that does not name its role, is in doubt
+(columns._code_names)."""
 
 import pytest
 
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import load_model
 from catalog.extraction.columns import (
+    _code_names,
     _rules_absences,
     _take_model_columns,
     _take_model_names,
@@ -190,3 +193,30 @@ def test_beside_another_price_column_the_unit_price_is_only_as_sure_as_its_own_p
     assert agreement([NAME, other_price, PRICE], 1, "unit_price") == 0.0  # read as the other price
     assert agreement([NAME, other_price], 1, "unit_price") == pytest.approx(0.9)  # alone, the price
     assert agreement([NAME, PRICE], 1, "alt_price") == 0.0  # only the unit price is read as a price at all
+
+
+CODES = [[str(i), f"IPC-HDW{1230 + i}C-A", f"{500 + 10 * i}.00"] for i in range(1, 13)]
+CODES[3][1] += " (PoE)"  # a note after the code: the first word is still a code
+
+
+def names(roles: dict[str, int], width: int = 3) -> Assignment:
+    columns = [Column(c, "", "other", 0.5, kind="other") for c in range(width)]
+    return Assignment(roles=dict(roles), columns=columns, doubts=[])
+
+
+def test_the_only_name_column_holding_codes_is_in_doubt_unless_its_header_names_its_role():
+    for role in ("description", "sku"):
+        rules = names({role: 1, "unit_price": 2})
+        got = _code_names(rules, CODES, ["", "", ""], {})
+        assert got[role][0] == 1 and "SKUs or names" in got[role][1]
+        assert _code_names(rules, CODES, ["", "Art.-Nr." if role == "sku" else "Name", "Price"], {}) == {}
+
+
+def test_words_a_second_confident_name_or_a_role_already_in_doubt_raise_no_code_doubt():
+    words = [[r[0], f"Brass valve {r[0]} inch", r[2]] for r in CODES]
+    assert _code_names(names({"description": 1, "unit_price": 2}), words, [""] * 3, {}) == {}
+    both = names({"sku": 0, "description": 1, "unit_price": 2})
+    assert _code_names(both, CODES, [""] * 3, {}) == {}
+    # The other name taken in doubt (numbers read as codes) leaves this one the only sure name.
+    assert "description" in _code_names(both, CODES, [""] * 3, {"sku": (0, "why")})
+    assert _code_names(both, CODES, [""] * 3, {"description": (1, "why")}) == {}

@@ -140,6 +140,21 @@ def test_header_words_under_the_data_are_a_footer_not_the_header():
     assert result.sheets[0]["header_row"] is None
 
 
+def test_a_line_of_labels_naming_a_role_above_tier_numbers_is_header_not_data():
+    # The first line names the description and holds the tiers' discounts (numbers);
+    # the second line has words only; no line names two roles, so the header is found by shape.
+    rows = [["No", "Name", "Country", "", "3 %", "6 %", "0.09", "0.12"]]
+    rows.append(["No", "Name", "Country", "Base", "Level A", "Level B", "Level C", "Level D"])
+    for n in range(1, 11):
+        base = 0.4 + n / 37
+        tiers = [f"{base * (1 - k * 0.03):.4f}" for k in range(1, 5)]  # 3 % off, 6 % off, ...
+        rows.append([str(n), f"Fabric {chr(64 + n)}", "Belgium", f"{base:.4f}", *tiers])
+    result = extract(table(rows))
+    assert result.sheets[0]["header_row"] == 2
+    assert len(result.items) == 10
+    assert {i["description"] for i in result.items} == {f"Fabric {chr(64 + n)}" for n in range(1, 11)}
+
+
 def test_a_size_band_beside_a_grade_reads_as_items_to_confirm():
     rows = [["Type", "Grade", "Size", "Price"]]
     for grade in ("Long", "Round", "Jumbo"):
