@@ -100,9 +100,13 @@ def header_labels(
     (row, first column) -> last column, Sheet.spans) above a lower header row
     is a group word ("price" over "retail" and "wholesale") when the next row
     is the header's too: it stands over each column of its range that has
-    words of its own in that row. A range alone in its row is the table's
-    title, not a group."""
+    words of its own in that row. In the header's last row, the one over the
+    values, a merged cell's word stands over each column of its range that
+    has no word of its own ("Name" merged over A:C, the names in B). A range
+    alone in its row is the table's title, not a group."""
     lines = [list(rows[h - 1]) if 0 < h <= len(rows) else [] for h in header_rows]
+    if lines:
+        _fill_across(lines[-1], header_rows[-1], spans)
     for n, (h, nxt) in enumerate(pairwise(header_rows)):
         if nxt != h + 1:
             continue
@@ -117,6 +121,18 @@ def header_labels(
                     line[c] = line[first]
     width = max([len(line) for line in lines] + [0])
     return [" ".join(x for line in lines if (x := cell_at(line, i))) for i in range(width)]
+
+
+def _fill_across(line: list[str], h: int, spans: dict | None) -> None:
+    """``line`` (header row ``h``) with each merged cell's word over the empty columns of its
+    range, within the row; a range alone in its row (a title) stays as it is."""
+    worded = [c for c, text in enumerate(line) if text]
+    for (r, first), last in (spans or {}).items():
+        if r != h or not cell_at(line, first) or all(first <= c <= last for c in worded):
+            continue
+        for c in range(first + 1, min(last, len(line) - 1) + 1):
+            if not line[c]:
+                line[c] = line[first]
 
 
 def cell_at(row: list[str], i: int) -> str:
@@ -140,15 +156,15 @@ def _by_words(rows: list[list[str]], spans: dict | None) -> Header | None:
         if not _is_text_row(row):
             continue
         score = _label_score(row)
-        cand = ((*score, -r), Header((r,), list(row)))
+        cand = ((*score, -r), Header((r,), header_labels(rows, (r,), by_row.get(r))))
         nxt = rows[r] if r < len(rows) else []
         if _is_text_row(nxt):
-            labels = header_labels(rows, (r, r + 1), by_row.get(r))
+            labels = header_labels(rows, (r, r + 1), {**by_row.get(r, {}), **by_row.get(r + 1, {})})
             double = _label_score(labels)
             # The second line continues the header when it names more, or as
             # much under a group word, unless it holds a price under the price
             # label: then it is the first item.
-            grouped = r in by_row and labels != header_labels(rows, (r, r + 1))
+            grouped = r in by_row and labels != header_labels(rows, (r, r + 1), by_row.get(r + 1))
             if (double > score or (grouped and double >= score)) and not _price_under(labels, nxt):
                 cand = ((*double, -r), Header((r, r + 1), labels))
         if cand[0][0] >= 2 and (best is None or cand[0] > best[0]):
@@ -170,14 +186,14 @@ def _data_start(rows: list[list[str]]) -> int | None:
     return None
 
 
-def _by_shape(rows: list[list[str]]) -> Header | None:
+def _by_shape(rows: list[list[str]], spans: dict | None) -> Header | None:
     start = _data_start(rows)
     if start is None:
         return None
     for r in range(start - 1, max(0, start - 4), -1):
         row = rows[r - 1]
         if row:
-            return Header((r,), list(row)) if _is_text_row(row) else None
+            return Header((r,), header_labels(rows, (r,), spans)) if _is_text_row(row) else None
     return None
 
 
@@ -187,7 +203,7 @@ def find_header(rows: list[list[str]], spans: dict | None = None) -> Header:
     named = _by_words(rows, spans)
     if named and _is_footer(rows, named):
         named = None
-    return named or _by_shape(rows) or Header((), [])
+    return named or _by_shape(rows, spans) or Header((), [])
 
 
 def _is_footer(rows: list[list[str]], header: Header) -> bool:

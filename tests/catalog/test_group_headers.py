@@ -1,6 +1,7 @@
 """A header word merged across the columns of a lower header row (a group:
-"Price" over "Box" and "Pallet") stands over each of them, and a sheet whose
-header names several price columns has its price in doubt."""
+"Price" over "Box" and "Pallet") stands over each of them, a word merged over
+empty cells of the header's last row stands over each of those, and a sheet
+whose header names several price columns has its price in doubt."""
 
 import io
 
@@ -110,3 +111,35 @@ def test_a_sheet_keeps_a_bounded_number_of_merged_ranges_near_the_top():
 def test_a_range_wider_than_the_sheet_fills_only_the_columns_that_exist():
     rows = [["Name", "Price"], ["", "Box", "Pallet"]]
     assert header_labels(rows, (1, 2), {(1, 1): 16383}) == ["Name", "Price Box", "Price Pallet"]
+
+
+NAMES_IN_B = [
+    ["Name", None, None, "Size", "Price EUR", "Unit"],
+    [None, "PVC pipe 20 mm", None, "20", "40.71", "m"],
+    [None, "PVC pipe 25 mm", None, "25", "73.75", "m"],
+    [None, "PVC pipe 32 mm", None, "32", "118.00", "m"],
+    [None, "PVC elbow 20 mm", None, "20", "3.10", "pc"],
+]
+
+
+def test_a_word_merged_over_empty_header_cells_stands_over_each_of_them():
+    rows = [["Name", "", "", "Size", "Price"]]
+    assert header_labels(rows, (1,), {(1, 0): 2}) == ["Name", "Name", "Name", "Size", "Price"]
+    # A title merged alone in its row stands over nothing; a range past the row stops at its end.
+    assert header_labels([["Price list"]], (1,), {(1, 0): 5}) == ["Price list"]
+    assert header_labels([["Size", "Name"]], (1,), {(1, 1): 9}) == ["Size", "Name"]
+
+
+def test_names_under_a_merged_header_word_are_named_by_it():
+    merged = extract(read_bytes(_xlsx(NAMES_IN_B, ["A1:C1"]), filename="p.xlsx"), model_doubt=None)
+    columns = {c["column"]: c for c in merged.sheets[0]["columns"]}
+    assert merged.sheets[0]["header_row"] == 1
+    assert columns["B"]["role"] == "description" and columns["B"]["header"] == "Name"
+    assert not any("names it" in d for d in merged.sheets[0]["doubts"])
+    # The same cells without the merge: the word stands over an empty column, the names beside it.
+    plain = extract(Table(sheets=[Sheet(name="S", rows=merged_rows())]), model_doubt=None)
+    assert any("names it" in d for d in plain.sheets[0]["doubts"])
+
+
+def merged_rows() -> list[list[str]]:
+    return [["" if v is None else v for v in row] for row in NAMES_IN_B]
