@@ -128,13 +128,10 @@ def contradicted_words(files: list[str]) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def several_prices(files: list[str]) -> list[tuple[str, int, bool]]:
-    """The labeled sheets whose header names two money columns or more as the price
-    (``classify_header``): (file, sheet, does the strongest price word stand over the labeled
-    price alone?). Where it seldom does, the header cannot choose between them
-    (``rules_columns._doubts``)."""
+def _labeled_sheets(files: list[str]):
+    """(file, the sheet's label, the sheet as read) of every labeled item-list sheet of
+    ``files`` that the project reads, matrices left out."""
     labels = load_all()
-    out = []
     for f in files:
         lab = labels[f]
         if lab["kind"] != "item_list":
@@ -144,21 +141,31 @@ def several_prices(files: list[str]) -> list[tuple[str, int, bool]]:
         except UnreadableSheet:
             continue
         for sh in lab.get("sheets") or []:
-            if sh["sheet"] >= len(table.sheets) or not sh.get("header_rows") or sh.get("matrix"):
-                continue
-            sheet = table.sheets[sh["sheet"]]
-            words = header_labels(sheet.rows, sh["header_rows"], sheet.spans)
-            named = {}
-            for letter, role in (sh.get("columns") or {}).items():
-                c = col_index(letter)
-                got = headers.classify_header(words[c]) if role in _MONEY and c < len(words) else None
-                if got and got[0] == "unit_price":
-                    named[letter] = (got[1], role)
-            if len(named) < 2:
-                continue
-            strongest = max(strength for strength, _role in named.values())
-            top = [role for strength, role in named.values() if strength == strongest]
-            out.append((f, sh["sheet"], top == ["unit_price"]))
+            if sh["sheet"] < len(table.sheets) and not sh.get("matrix"):
+                yield f, sh, table.sheets[sh["sheet"]]
+
+
+def several_prices(files: list[str]) -> list[tuple[str, int, bool]]:
+    """The labeled sheets whose header names two money columns or more as the price
+    (``classify_header``): (file, sheet, does the strongest price word stand over the labeled
+    price alone?). Where it seldom does, the header cannot choose between them
+    (``rules_columns._doubts``)."""
+    out = []
+    for f, sh, sheet in _labeled_sheets(files):
+        if not sh.get("header_rows"):
+            continue
+        words = header_labels(sheet.rows, sh["header_rows"], sheet.spans)
+        named = {}
+        for letter, role in (sh.get("columns") or {}).items():
+            c = col_index(letter)
+            got = headers.classify_header(words[c]) if role in _MONEY and c < len(words) else None
+            if got and got[0] == "unit_price":
+                named[letter] = (got[1], role)
+        if len(named) < 2:
+            continue
+        strongest = max(strength for strength, _role in named.values())
+        top = [role for strength, role in named.values() if strength == strongest]
+        out.append((f, sh["sheet"], top == ["unit_price"]))
     return out
 
 
@@ -167,33 +174,21 @@ _NAMES = ("sku", "description")
 
 def code_names(files: list[str]) -> list[tuple[str, int, str]]:
     """The labeled sheets whose only column naming the items (a SKU or a description, not both)
-    mostly starts with a code (``column_model.code_shaped`` first words, over half of its
-    values): (file, sheet, its labeled role). Where both roles occur, values cannot tell them
-    apart and only the header can (``columns._code_names``)."""
-    from catalog.extraction.column_model import MAJORITY, code_shaped, column_values
+    mostly starts with a code (``columns.code_led``): (file, sheet, its labeled role). Where
+    both roles occur, values cannot tell them apart and only the header can
+    (``columns._code_names``)."""
+    from catalog.extraction.column_model import column_values
+    from catalog.extraction.columns import code_led
 
-    labels = load_all()
     out = []
-    for f in files:
-        lab = labels[f]
-        if lab["kind"] != "item_list":
+    for f, sh, sheet in _labeled_sheets(files):
+        named = [(letter, role) for letter, role in (sh.get("columns") or {}).items() if role in _NAMES]
+        if len(named) != 1:
             continue
-        try:
-            table = read_table(CORPUS / lab["file"], filename=Path(lab["file"]).name)
-        except UnreadableSheet:
-            continue
-        for sh in lab.get("sheets") or []:
-            if sh["sheet"] >= len(table.sheets) or sh.get("matrix"):
-                continue
-            named = [(letter, role) for letter, role in (sh.get("columns") or {}).items() if role in _NAMES]
-            if len(named) != 1:
-                continue
-            letter, role = named[0]
-            rows = table.sheets[sh["sheet"]].rows
-            body = rows[sh["header_rows"][-1] :] if sh.get("header_rows") else rows
-            firsts = [v.split()[0] for v in column_values(body, col_index(letter))[0] if v.split()]
-            if firsts and sum(1 for v in firsts if code_shaped(v)) > MAJORITY * len(firsts):
-                out.append((f, sh["sheet"], role))
+        letter, role = named[0]
+        body = sheet.rows[sh["header_rows"][-1] :] if sh.get("header_rows") else sheet.rows
+        if code_led(column_values(body, col_index(letter))[0]):
+            out.append((f, sh["sheet"], role))
     return out
 
 

@@ -389,6 +389,12 @@ def second_opinion(
     return got
 
 
+def code_led(values: list[str]) -> bool:
+    """Most of the values start with a code: a first word of letters and digits ("IPC-120 (PoE)")."""
+    firsts = [v.split()[0] for v in values if v.split()]
+    return bool(firsts) and sum(1 for v in firsts if code_shaped(v)) > MAJORITY * len(firsts)
+
+
 def _code_names(rules, body: list[list[str]], labels: list[str], doubted: dict) -> dict[str, tuple[int, str]]:
     """The SKU or the description, when it is the only column naming the items with
     confidence, its values mostly start with a code (a first word of letters and digits:
@@ -405,8 +411,7 @@ def _code_names(rules, body: list[list[str]], labels: list[str], doubted: dict) 
     label = labels[col] if col < len(labels) else ""
     if header_names(label, role):
         return {}
-    values = [v.split()[0] for v in column_values(body, col)[0] if v.split()]
-    if not values or sum(1 for v in values if code_shaped(v)) <= MAJORITY * len(values):
+    if not code_led(column_values(body, col)[0]):
         return {}
     return {
         role: (
