@@ -666,23 +666,28 @@ class NoisyRun:
         )[0][0]
         self.report.quiet_wait_bound = float(longest) + 2 * 0.5 + 2.0
         for job_id, ahead in self.quiet_jobs:
-            wait, overtaken = rows(
-                "WITH q AS (SELECT j.created_at, min(a.started_at) AS claimed FROM jobs_job j "
-                "JOIN jobs_attempt a ON a.job_id = j.id WHERE j.id = %s GROUP BY j.created_at) "
-                "SELECT extract(epoch FROM q.claimed - q.created_at), "
-                "(SELECT count(*) FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
-                " WHERE j.workspace_id = %s AND a.started_at > q.created_at "
-                " AND a.started_at < q.claimed) FROM q",
-                [job_id, self.noisy_workspace_id],
+            wait, created, claimed = rows(
+                "SELECT extract(epoch FROM min(a.started_at) - j.created_at), j.created_at, "
+                "min(a.started_at) FROM jobs_job j JOIN jobs_attempt a ON a.job_id = j.id "
+                "WHERE j.id = %s GROUP BY j.created_at",
+                [job_id],
             )[0]
-            wait = float(wait)
+            # The noisy attempts that started meanwhile: (worker, attempt number).
+            first = rows(
+                "SELECT a.worker_id, a.number FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
+                "WHERE j.workspace_id = %s AND a.started_at > %s AND a.started_at < %s "
+                "ORDER BY a.started_at",
+                [self.noisy_workspace_id, created, claimed],
+            )
+            wait, overtaken = float(wait), len(first)
             self.report.quiet_waits.append((wait, ahead, overtaken))
             # Counted in jobs, not seconds: a fleet stalled by the faults (every
             # worker paused or restarting) claims nothing at all meanwhile.
             if overtaken > self.config.workers:
+                by = ", ".join(f"{worker} (attempt {number})" for worker, number in first)
                 v.append(
                     f"quiet job {job_id} waited {wait:.1f} s while {overtaken} of the {ahead} "
-                    f"noisy jobs ahead of it were claimed first"
+                    f"noisy jobs ahead of it were claimed first, by {by}"
                 )
 
 
