@@ -324,9 +324,8 @@ def not_an_item_list(rows: list[list[str]], header: Header) -> str | None:
         kind = _shape_kind(cand, rows[cand.body_start - 1 :])
         if kind:
             return kind
-    for r in range(1, min(len(rows), _DIMENSION_SCAN) + 1):
-        if _periods_across(rows, r):  # no item list's row holds them, under a header or not
-            return "table of prices over time (its columns are dates or periods, not items)"
+    if _periods_across(rows):  # no item list's row holds them, under a header or not
+        return "table of prices over time (its columns are dates or periods, not items)"
     labels = [t for t in header.labels if t and len(t) <= HEADER_CELL_MAX]
     stats = [t for t in labels if RE["statistic"].search(fold(t))]
     priced = any((got := classify_header(t)) and got[0] == "unit_price" for t in labels)
@@ -365,17 +364,18 @@ def keyed_by_periods(texts: list[str]) -> bool:
     return max(ordered, descending) >= RUNNING_SHARE * (len(keys) - 1)
 
 
-def _periods_across(rows: list[list[str]], r: int) -> bool:
-    """Row ``r`` labels the numeric columns below it with running dates or
-    periods (``keyed_by_periods`` read across): each column is an
-    observation over time (a day's rate, a month's market price), so its
-    rows are no items with one price each."""
-    row = rows[r - 1]
-    if sum(1 for t in row if is_period(t)) < PERIOD_LEAST:  # before the body is read
-        return False
-    body = rows[r:]
-    width = max([len(row)] + [len(b) for b in body[:200]])
-    return keyed_by_periods([cell_at(row, c) for c in _numeric_columns(body, width)])
+def _periods_across(rows: list[list[str]]) -> bool:
+    """The first of the top rows that holds enough dates or periods labels the
+    numeric columns below it with running ones (``keyed_by_periods`` read
+    across): each column is an observation over time (a day's rate, a month's
+    market price), so the rows are no items with one price each. One row is
+    judged, so the body's columns are read once."""
+    for r, row in enumerate(rows[:_DIMENSION_SCAN], start=1):
+        if sum(1 for t in row if is_period(t)) >= PERIOD_LEAST:
+            body = rows[r:]
+            width = max([len(row)] + [len(b) for b in body[:200]])
+            return keyed_by_periods([cell_at(row, c) for c in _numeric_columns(body, width)])
+    return False
 
 
 BOUNDS_SHARE = 0.9  # of rows whose two whole numbers run low to high
