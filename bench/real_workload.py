@@ -25,10 +25,11 @@ Printed: sheets per minute and rows per second of each, and the job
 system's share of the baseline per core used (min(workers, cores)); the
 goal is a machinery cost of at most 10% per core, i.e. a share of at least
 1/1.10, against the one-process baseline per core and against the same
-loop in as many processes. The baseline runs before and after the workers; the faster of
-the two is the reference. `--repeat N` runs N rounds of the three drains,
-each round followed by a baseline, and compares medians (the median
-baseline, each worker count's median drain). Beside it, the machine's busy
+loop in as many processes. The baseline runs before and after the workers;
+the faster of the two is the reference. `--repeat N` runs N rounds of the
+three drains, each round followed by a baseline in 1, 2 and 4 processes,
+and compares medians (the median baseline, each worker count's median
+drain). Beside it, the machine's busy
 CPU seconds over each run (/proc/stat: every process, the database
 server's included) and the machinery's cost in them over the baseline's,
 which does not depend on whether the cores were free.
