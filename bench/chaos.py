@@ -673,18 +673,18 @@ class NoisyRun:
                 [job_id],
             )[0]
             # The noisy attempts that started meanwhile: (worker, attempt number).
-            first = rows(
+            meanwhile = rows(
                 "SELECT a.worker_id, a.number FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
                 "WHERE j.workspace_id = %s AND a.started_at > %s AND a.started_at < %s "
                 "ORDER BY a.started_at",
                 [self.noisy_workspace_id, created, claimed],
             )
-            wait, overtaken = float(wait), len(first)
+            wait, overtaken = float(wait), len(meanwhile)
             self.report.quiet_waits.append((wait, ahead, overtaken))
             # Counted in jobs, not seconds: a fleet stalled by the faults (every
             # worker paused or restarting) claims nothing at all meanwhile.
             if overtaken > self.config.workers:
-                by = ", ".join(f"{worker} (attempt {number})" for worker, number in first)
+                by = ", ".join(f"{worker} (attempt {number})" for worker, number in meanwhile)
                 v.append(
                     f"quiet job {job_id} waited {wait:.1f} s while {overtaken} of the {ahead} "
                     f"noisy jobs ahead of it were claimed first, by {by}"

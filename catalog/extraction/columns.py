@@ -417,7 +417,7 @@ def _code_names(rules, body: list[list[str]], labels: list[str], doubted: dict) 
         role: (
             col,
             f"column {col_letter(col)} is the only column naming the items and holds codes; "
-            f"its header does not say whether they are SKUs or names",
+            "its header does not say whether they are SKUs or names",
         )
     }
 

@@ -108,30 +108,24 @@ def header_labels(
     if lines:
         _fill_across(lines[-1], header_rows[-1], spans)
     for n, (h, nxt) in enumerate(pairwise(header_rows)):
-        if nxt != h + 1:
-            continue
-        line, below = lines[n], lines[n + 1]
-        worded = [c for c, text in enumerate(line) if text]
-        for (r, first), last in (spans or {}).items():
-            if r != h or not cell_at(line, first) or all(first <= c <= last for c in worded):
-                continue
-            for c in range(first + 1, min(last, len(below) - 1) + 1):
-                if not cell_at(line, c) and below[c]:
-                    line.extend([""] * (c + 1 - len(line)))
-                    line[c] = line[first]
+        if nxt == h + 1:
+            _fill_across(lines[n], h, spans, below=lines[n + 1])
     width = max([len(line) for line in lines] + [0])
     return [" ".join(x for line in lines if (x := cell_at(line, i))) for i in range(width)]
 
 
-def _fill_across(line: list[str], h: int, spans: dict | None) -> None:
-    """``line`` (header row ``h``) with each merged cell's word over the empty columns of its
-    range, within the row; a range alone in its row (a title) stays as it is."""
+def _fill_across(line: list[str], h: int, spans: dict | None, below: list[str] | None = None) -> None:
+    """``line`` (header row ``h``) with each merged cell's word over the columns of its range
+    that have no word of their own: those with words in the header row ``below`` (a group), or
+    without it every one within the row. A range alone in its row (a title) stays as it is."""
     worded = [c for c, text in enumerate(line) if text]
+    reach = len(line if below is None else below)
     for (r, first), last in (spans or {}).items():
         if r != h or not cell_at(line, first) or all(first <= c <= last for c in worded):
             continue
-        for c in range(first + 1, min(last, len(line) - 1) + 1):
-            if not line[c]:
+        for c in range(first + 1, min(last, reach - 1) + 1):
+            if not cell_at(line, c) and (below is None or below[c]):
+                line.extend([""] * (c + 1 - len(line)))
                 line[c] = line[first]
 
 

@@ -31,12 +31,12 @@ def test_rows_named_by_running_dates_are_refused_as_prices_over_time():
     assert "over time" in refused_kind(result)
 
 
-def month_columns(header, firsts):
+def month_columns(header, months):
     """A table of market prices by month: a product per row, a month per column."""
     rng = random.Random(2)
     rows = [["Monthly market prices"], header]
     for product in ("Dry maize", "Sorghum", "Wheat", "Beans", "Onions", "Potatoes"):
-        rows.append([product, "bag", *(str(rng.randint(20, 60) * 100) for _ in firsts)])
+        rows.append([product, "bag", *(str(rng.randint(20, 60) * 100) for _ in months)])
     return rows
 
 
