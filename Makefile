@@ -99,7 +99,9 @@ reset-db: $(VENV)/.installed
 clean: stop-db
 	rm -rf $(VENV) .pgdata media staticfiles
 
-# `make train`: fit the column model on the labeled development part of the
-# corpus (../shared/corpus) and write catalog/extraction/column_model.json.
+# `make train`: fit the column model, then the sheet model (it reads the column
+# model's probabilities), on the labeled development part of the corpus
+# (../shared/corpus); writes catalog/extraction/column_model.json and sheet_model.json.
 train: $(VENV)/.installed-dev
 	$(BIN)/python bench/corpus/train.py
+	$(BIN)/python bench/corpus/train_sheets.py

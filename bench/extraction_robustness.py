@@ -15,10 +15,11 @@ database; about a minute and a half per change and part on two cores.
 
 ``--out-of-fold K`` reads the development part at first sight instead: its
 files are dealt at random (fixed seed) into K folds, and each fold is scored
-with a column model fitted (``bench/corpus/train.py``) on the other folds
-only, as the test part and unseen sheets are read. Fitting takes about a
-minute and a half per fold; the fitted models are kept in the temporary
-folder, named by what they were fitted on, and reused.
+with a column model and a sheet model fitted (``bench/corpus/train.py``,
+``bench/corpus/train_sheets.py``) on the other folds only, as the test part
+and unseen sheets are read. Fitting takes about two minutes per fold; the
+fitted models are kept in the temporary folder, named by what they were
+fitted on, and reused.
 """
 
 from __future__ import annotations
@@ -70,10 +71,11 @@ def folds(files: list, k: int, seed: int = FOLD_SEED) -> list[list]:
 
 @contextlib.contextmanager
 def model_without(held_out: set[str]):
-    """The project's column model replaced, inside the block, by one fitted on the development
-    part without the files ``held_out``."""
+    """The project's column and sheet models replaced, inside the block, by models fitted on the
+    development part without the files ``held_out``."""
     from bench.corpus import train as fitting
-    from catalog.extraction import column_model
+    from bench.corpus import train_sheets as sheet_fitting
+    from catalog.extraction import column_model, sheet_model
     from catalog.readers import common as reading
 
     labels = load_all()
@@ -81,23 +83,32 @@ def model_without(held_out: set[str]):
     key = hashlib.sha256()
     key.update(json.dumps([labels.get(f) for f in files], sort_keys=True).encode())
     # What the model learns from: the fitting, the readers, every part of the extraction.
-    sources = [Path(fitting.__file__), Path(reading.__file__)]
+    sources = [Path(fitting.__file__), Path(sheet_fitting.__file__), Path(reading.__file__)]
     sources += sorted(Path(column_model.__file__).parent.glob("*.py"))
     for source in sources:
         key.update(source.read_bytes())
     path = Path(tempfile.gettempdir()) / f"pricesheet-fold-model-{key.hexdigest()[:16]}.json"
-    if not path.exists():
-        with contextlib.redirect_stdout(io.StringIO()):
-            model = fitting.train(labels, files)
-        path.write_text(json.dumps(model), encoding="utf-8")
-    project = column_model.MODEL_PATH
-    column_model.MODEL_PATH = path
-    column_model.load_model.cache_clear()
+    sheets_path = path.with_name(path.stem.replace("-fold-model-", "-fold-sheet-model-") + ".json")
+    project = column_model.MODEL_PATH, sheet_model.MODEL_PATH
     try:
+        if not path.exists():
+            with contextlib.redirect_stdout(io.StringIO()):
+                model = fitting.train(labels, files)
+            path.write_text(json.dumps(model), encoding="utf-8")
+        column_model.MODEL_PATH = path
+        column_model.load_model.cache_clear()
+        # The sheet model reads the column model's probabilities: fitted after it, on the same files.
+        if not sheets_path.exists():
+            with contextlib.redirect_stdout(io.StringIO()):
+                model = sheet_fitting.train(labels, files)
+            sheets_path.write_text(json.dumps(model), encoding="utf-8")
+        sheet_model.MODEL_PATH = sheets_path
+        sheet_model.load_sheet_model.cache_clear()
         yield
     finally:
-        column_model.MODEL_PATH = project
+        column_model.MODEL_PATH, sheet_model.MODEL_PATH = project
         column_model.load_model.cache_clear()
+        sheet_model.load_sheet_model.cache_clear()
 
 
 def score_out_of_fold(

@@ -32,6 +32,7 @@ MODEL_PATH = Path(__file__).with_name("column_model.json")
 SAMPLE_ROWS = 2000
 STEM_CHARS = 7
 MAJORITY = 0.5  # a value share above half speaks for the column
+NUMERIC_COLUMN = 0.8  # a column this much numbers is one of the sheet's numeric columns
 
 _TOKEN = re.compile(r"\w++")
 INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
@@ -196,7 +197,7 @@ def with_context(feats: list[dict[str, float]]) -> list[dict[str, float]]:
     sheet has, this one's place among them (first, last, order), whether it
     holds the largest numbers, whether it is the longest or most varied text.
     """
-    numeric = [i for i, f in enumerate(feats) if f.get("numeric", 0) >= 0.8]
+    numeric = [i for i, f in enumerate(feats) if f.get("numeric", 0) >= NUMERIC_COLUMN]
     texts = [i for i, f in enumerate(feats) if f.get("alpha", 0) >= 0.8]
     top_mag, longest, varied = (
         _ranked(numeric, feats, "magnitude"),

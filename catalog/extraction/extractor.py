@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import catalog.extraction.rules_columns as rules_columns
 from catalog.errors import NotAnItemList
 from catalog.extraction.column_model import sheet_features
-from catalog.extraction.columns import ROLES, assign_roles, second_opinion
+from catalog.extraction.columns import ROLES, assign_roles, column_probabilities, second_opinion
 from catalog.extraction.formulas import midpoint, per_measure, price_relations
 from catalog.extraction.headers import classify_header
 from catalog.extraction.layout import (
@@ -56,6 +56,8 @@ from catalog.extraction.rows import (
     RowClassifier,
     header_price_columns,
 )
+from catalog.extraction.sheet_model import header_names_items, load_sheet_model
+from catalog.extraction.sheet_model import sheet_features as sheet_kind_features
 from catalog.extraction.text import cap, cell, col_letter
 from catalog.flags import Code, flag
 
@@ -134,8 +136,8 @@ def _report(sheet: Sheet, header: Header, status: str, **extra) -> dict:
     }
 
 
-def _refused(sheet: Sheet, header: Header, reason: str, kind: str) -> _SheetResult:
-    report = _report(sheet, header, "refused", kind=kind, reason=reason)
+def _refused(sheet: Sheet, header: Header, reason: str, kind: str, **extra) -> _SheetResult:
+    report = _report(sheet, header, "refused", kind=kind, reason=reason, **extra)
     return _SheetResult([], report, [reason])
 
 
@@ -360,6 +362,7 @@ KIND_BANDS = "rate card (prices by weight or size bands)"
 KIND_BOUNDS = "rate card (prices by bands whose bounds are kept in two columns)"
 KIND_PERIODS = "table of prices over time (its rows are dates or periods, not items)"
 KIND_SPREAD = "table of statistics (a low, an average and a high price on every row)"
+KIND_NOT_LIST = "table of rates or statistics (the fitted sheet model reads its rows as no items)"
 _SAMPLE = 500  # body rows looked at to judge what names the rows
 
 
@@ -405,6 +408,38 @@ def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | No
     if _observed_spread(body, width, assignment):
         return KIND_SPREAD, None
     return None, None
+
+
+def _sheet_kind(body, width, labels, roles, features, observe) -> tuple[str, float] | None:
+    """(KIND_NOT_LIST, the model's probability) when the fitted sheet model
+    (``sheet_model``) reads a sheet the rules read as items as no item list;
+    a sheet whose header names its item names is not judged. ``observe``,
+    when given, receives the sheet's features (``make train`` fits on them)."""
+    if header_names_items(labels):
+        return None
+    values = sheet_kind_features(
+        len(body), labels, roles, column_probabilities(body, width, labels, features)
+    )
+    if observe is not None:
+        observe(values)
+    model = load_sheet_model()
+    if model is None:
+        return None
+    p = model.probability(values)
+    return (KIND_NOT_LIST, p) if p >= model.threshold else None
+
+
+def _judge_rows(body, width, labels, rules, taken, features, observe) -> tuple[str | None, str | None, dict]:
+    """(the kind of table that is no item list, or None; a doubt when an item
+    list reads it too; the refusal's extra report fields): the rules' shape
+    on the rules' roles first (``_rows_shape``), then the fitted sheet model
+    on the roles the items are ``taken`` by (``_sheet_kind``, whose
+    probability the report gives as ``confidence``)."""
+    kind, doubt = _rows_shape(body, width, rules)
+    judged = _sheet_kind(body, width, labels, taken.roles, features, observe)
+    if kind or not judged:
+        return kind, doubt, {}
+    return judged[0], doubt, {"confidence": round(judged[1], 3)}
 
 
 def _decimal_of(body: list[list[str]], col: int | None) -> str | None:
@@ -552,6 +587,7 @@ def _read_sheet(
     currency: str | None,
     column_model: bool,
     model_doubt: bool | None = False,
+    observe=None,
 ) -> _SheetResult:
     rows = sheet.rows
     if mapped and mapped.get("matrix"):
@@ -573,6 +609,7 @@ def _read_sheet(
     width = max([len(header.labels)] + [len(r) for r in body])
     second = None
     shape_of = None
+    features = None
     if column_model:
         assignment = assign_roles(body, width, header.labels, mapped and mapped["columns"])
     else:
@@ -595,9 +632,15 @@ def _read_sheet(
         return _refused(sheet, header, MSG_NO_PRICE.format(sheet=sheet.name), "no prices")
     if "description" not in assignment.roles and "sku" not in assignment.roles:
         return _refused(sheet, header, MSG_NO_NAME.format(sheet=sheet.name), "no item names")
-    shape_kind, shape_doubt = _rows_shape(body, width, shape_of or assignment) if not mapped else (None, None)
+    shape_kind, shape_doubt, judged = (
+        _judge_rows(body, width, header.labels, shape_of or assignment, assignment, features, observe)
+        if not mapped
+        else (None, None, {})
+    )
     if shape_kind:
-        return _refused(sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=shape_kind), shape_kind)
+        return _refused(
+            sheet, header, MSG_NOT_LIST.format(sheet=sheet.name, kind=shape_kind), shape_kind, **judged
+        )
     _price_per_measure(body, width, mapped, assignment, second)
     uncertain = _uncertain_flags(assignment.doubted, assignment.roles)
     cols = _columns_of(assignment, header.labels)
@@ -732,7 +775,12 @@ def show_held_doubt(held: list[dict], sheets: list[dict], items: list[dict], *, 
 
 
 def extract(
-    table: Table, mapping: dict | None = None, *, column_model: bool = False, model_doubt: bool | None = None
+    table: Table,
+    mapping: dict | None = None,
+    *,
+    column_model: bool = False,
+    model_doubt: bool | None = None,
+    observe=None,
 ) -> Extraction:
     """Items and the per-sheet ``columns`` report of ``table`` (pure, no ORM).
 
@@ -748,7 +796,8 @@ def extract(
     or columns to confirm), so the reviewer is pointed at the columns in
     doubt while a sheet the rules read cleanly still publishes; ``False``
     never. ``column_model`` takes the roles themselves from the model
-    (``columns.assign_roles``).
+    (``columns.assign_roles``). ``observe(sheet name, features)``, when
+    given, receives the sheet model's features of every sheet it judges.
     Raises ``MappingError`` when the mapping names a sheet or column the
     table does not have.
     """
@@ -764,7 +813,8 @@ def extract(
         if not any(any(r) for r in sheet.rows):
             reports.append(_report(sheet, Header((), []), "empty"))
             continue
-        got = _read_sheet(sheet, mapped, currency, column_model, model_doubt)
+        seen = (lambda values, name=sheet.name: observe(name, values)) if observe else None
+        got = _read_sheet(sheet, mapped, currency, column_model, model_doubt, seen)
         results.append(got)
         items += got.items
         notes += got.notes

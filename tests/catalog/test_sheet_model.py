@@ -1,0 +1,61 @@
+"""The fitted sheet model: a sheet read as items is refused only when the model is sure it is none."""
+
+import json
+
+from catalog.extraction import extract
+from catalog.extraction.extractor import KIND_NOT_LIST
+from catalog.extraction.sheet_model import FEATURES, MODEL_PATH, load_sheet_model
+from catalog.reading import Sheet, Table
+
+TOWNS = ["Riga", "Tallinn", "Vilnius", "Kaunas", "Tartu", "Parnu", "Narva", "Liepaja"]
+FUELS = ["Diesel", "Petrol 95", "Petrol 98", "LPG", "CNG", "Heating oil"]
+
+
+def table(rows):
+    return Table(sheets=[Sheet(name="Sheet1", rows=[list(r) for r in rows])])
+
+
+def judged(rows):
+    """(the extraction, the model's probability for each sheet it judged)."""
+    seen = []
+    got = extract(table(rows), observe=lambda _name, values: seen.append(values))
+    return got, [load_sheet_model().probability(v) for v in seen]
+
+
+def fuel_survey(first_header="Fuel"):
+    """A fuel's price in each town, observed on a date: observations, not offers."""
+    rows = [[first_header, *TOWNS, "Updated"]]
+    for k, fuel in enumerate(FUELS):
+        for i in range(2):
+            prices = [f"1.{5 + k % 4}{j}" for j in range(len(TOWNS))]
+            rows.append([fuel, *prices, f"2024-0{1 + (k * 5 + i) % 9}-1{i}"])
+    return rows
+
+
+def test_a_price_survey_by_fuel_and_town_is_refused_as_no_item_list():
+    got, scores = judged(fuel_survey())
+    (report,) = got.sheets
+    assert got.refusal and not got.items
+    assert report["status"] == "refused" and report["kind"] == KIND_NOT_LIST
+    assert scores and report["confidence"] == round(scores[0], 3) >= load_sheet_model().threshold
+
+
+def test_an_item_list_whose_header_names_no_role_is_judged_and_kept():
+    rows = [["Was", "Kosten"]] + [[f"Schraube M{n} verzinkt {n * 5} mm", f"{n}.95"] for n in range(3, 30)]
+    got, scores = judged(rows)
+    assert scores and scores[0] < load_sheet_model().threshold
+    assert got.refusal is None and len(got.items) == 27
+
+
+def test_a_header_that_names_the_item_names_is_an_item_list_the_model_does_not_judge():
+    got, scores = judged(fuel_survey(first_header="Description"))
+    assert scores == []
+    assert got.refusal is None and got.items
+
+
+def test_the_threshold_lies_half_way_from_the_highest_out_of_fold_item_list_score():
+    data = json.loads(MODEL_PATH.read_text(encoding="utf-8"))
+    highest = data["highest_item_list_score"]
+    assert data["threshold"] == round(highest + (1 - highest) / 2, 4) == load_sheet_model().threshold
+    assert tuple(data["features"]) == FEATURES == load_sheet_model().features
+    assert data["version"] and data["trained_on"]
