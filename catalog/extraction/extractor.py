@@ -417,9 +417,7 @@ def _sheet_kind(body, width, labels, roles, features, observe) -> tuple[str, flo
     when given, receives the sheet's features (``make train`` fits on them)."""
     if header_names_items(labels):
         return None
-    values = sheet_kind_features(
-        len(body), labels, roles, column_probabilities(body, width, labels, features)
-    )
+    values = sheet_kind_features(labels, roles, column_probabilities(body, width, labels, features))
     if observe is not None:
         observe(values)
     model = load_sheet_model()

@@ -38,7 +38,6 @@ FEATURES = (
     "dated",
     "comparable_numbers",
     "has_sku",
-    "rows",
     "unnamed_numbers",
 )
 _NAME_ROLES = ("description", "sku")
@@ -86,12 +85,11 @@ def _named(label: str) -> bool:
     return classify_header(label) is not None or load_model().knows(label)
 
 
-def sheet_features(
-    rows: int, labels: list[str], roles: dict[str, int], columns: list[tuple]
-) -> dict[str, float]:
-    """The model's features of one sheet: ``rows`` body rows, its header ``labels``, the
-    ``roles`` its items are taken by (role -> column) and, per column, ``columns.column_probabilities``' (probabilities,
-    vetoes, value features). Every feature lies in [0, 1]."""
+def sheet_features(labels: list[str], roles: dict[str, int], columns: list[tuple]) -> dict[str, float]:
+    """The model's features of one sheet: its header ``labels``, the ``roles`` its items are
+    taken by (role -> column) and, per column, ``columns.column_probabilities``' (probabilities,
+    vetoes, value features). Every feature lies in [0, 1]. How many rows the sheet has is none
+    of them: a short item list is an item list."""
     feats = [c[2] for c in columns]
     probs = [c[0] for c in columns]
     name = roles.get("description", roles.get("sku"))
@@ -113,7 +111,6 @@ def sheet_features(
         "dated": max((max(f.get("date_like", 0.0), f.get("periods", 0.0)) for f in feats), default=0.0),
         "comparable_numbers": min(1.0, len(comparable) / 8),
         "has_sku": 1.0 if "sku" in roles else 0.0,
-        "rows": min(1.0, math.log10(1 + rows) / 4),
         "unnamed_numbers": sum(1 for i in headed if not _named(labels[i])) / len(headed)
         if len(headed) >= 2
         else 0.0,
