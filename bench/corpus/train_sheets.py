@@ -6,10 +6,12 @@ Every sheet of a readable development file that the extractor reads as items
 and whose header names no item names is one example, with the features
 ``catalog.extraction.sheet_model.sheet_features`` gives it there (the
 extractor hands them over through ``extract(..., observe=...)``): a labeled
-item-list sheet of an item list is 0, every such sheet of a rate card, a
-statistics table or another table that is no item list is 1. Sheets of an
-item list that its label leaves out, product matrices and order forms are
-not examples. A logistic regression (scikit-learn, every file weighing as
+item-list sheet of an item list is 0, and so is each of them as an unseen
+sheet may come (``UNSEEN``: without its header, with header words no
+dictionary knows, cut to its first 5 or 20 items); every such sheet of a
+rate card, a statistics table or another table that is no item list is 1.
+Sheets of an item list that its label leaves out, product matrices and
+order forms are not examples. A logistic regression (scikit-learn, every file weighing as
 much as any other, both classes balanced) is fitted; out-of-fold scores
 (folds by file, fixed seed) give the threshold: half way from the highest
 score an item-list sheet got to 1. Writes the model as JSON. Needs
