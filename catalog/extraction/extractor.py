@@ -434,7 +434,8 @@ def _judge_rows(body, width, labels, rules, taken, features, observe) -> tuple[s
     on the roles the items are ``taken`` by (``_sheet_kind``, whose
     probability the report gives as ``confidence``)."""
     kind, doubt = _rows_shape(body, width, rules)
-    judged = _sheet_kind(body, width, labels, taken.roles, features, observe)
+    # A sheet the rules refuse is judged only when its features are asked for (make train).
+    judged = _sheet_kind(body, width, labels, taken.roles, features, observe) if not kind or observe else None
     if kind or not judged:
         return kind, doubt, {}
     return judged[0], doubt, {"confidence": round(judged[1], 3)}
