@@ -69,6 +69,15 @@ def folds(files: list, k: int, seed: int = FOLD_SEED) -> list[list]:
     return [order[i::k] for i in range(k)]
 
 
+def _fitted(path: Path, fit) -> Path:
+    """``path``, written by ``fit()`` (its printing kept quiet) unless a run wrote it before."""
+    if not path.exists():
+        with contextlib.redirect_stdout(io.StringIO()):
+            model = fit()
+        path.write_text(json.dumps(model), encoding="utf-8")
+    return path
+
+
 @contextlib.contextmanager
 def model_without(held_out: set[str]):
     """The project's column and sheet models replaced, inside the block, by models fitted on the
@@ -91,18 +100,10 @@ def model_without(held_out: set[str]):
     sheets_path = path.with_name(path.stem.replace("-fold-model-", "-fold-sheet-model-") + ".json")
     project = column_model.MODEL_PATH, sheet_model.MODEL_PATH
     try:
-        if not path.exists():
-            with contextlib.redirect_stdout(io.StringIO()):
-                model = fitting.train(labels, files)
-            path.write_text(json.dumps(model), encoding="utf-8")
-        column_model.MODEL_PATH = path
+        column_model.MODEL_PATH = _fitted(path, lambda: fitting.train(labels, files))
         column_model.load_model.cache_clear()
         # The sheet model reads the column model's probabilities: fitted after it, on the same files.
-        if not sheets_path.exists():
-            with contextlib.redirect_stdout(io.StringIO()):
-                model = sheet_fitting.train(labels, files)
-            sheets_path.write_text(json.dumps(model), encoding="utf-8")
-        sheet_model.MODEL_PATH = sheets_path
+        sheet_model.MODEL_PATH = _fitted(sheets_path, lambda: sheet_fitting.train(labels, files))
         sheet_model.load_sheet_model.cache_clear()
         yield
     finally:

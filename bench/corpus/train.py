@@ -551,25 +551,32 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
         "rules_absent_floor_headless": rules_absent_floor_headless,
         "target": TARGET,
     }
-    # The labels it learned from and what it learned: a model read another way
-    # (a change to the header reading, say) is another version.
-    digest = hashlib.sha256(
-        json.dumps([[labels[f] for f in dev if f in labels], content], sort_keys=True).encode()
-    ).hexdigest()
+    return versioned(content, [labels[f] for f in dev if f in labels])
+
+
+def versioned(content: dict, labels: list[dict]) -> dict:
+    """``content`` with its version: the labels it learned from and what it learned, so a model
+    read another way (a change to the header reading, say) is another version."""
+    digest = hashlib.sha256(json.dumps([labels, content], sort_keys=True).encode()).hexdigest()
     return {"version": f"1+{digest[:12]}", **content}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def command(fit, default: Path, description: str, argv=None) -> int:
+    """``make train``'s command line for a model: ``fit(labels)`` written as JSON to ``--out``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels"
     )
-    parser.add_argument("--out", type=Path, default=MODEL_PATH)
+    parser.add_argument("--out", type=Path, default=default)
     args = parser.parse_args(argv)
-    model = train(load_all(*(args.labels or ())))
+    model = fit(load_all(*(args.labels or ())))
     args.out.write_text(json.dumps(model, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
     print(f"wrote {args.out} (version {model['version']})")
     return 0
+
+
+def main(argv=None) -> int:
+    return command(train, MODEL_PATH, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,7 @@ scikit-learn (requirements-dev.txt).
 
 from __future__ import annotations
 
-import argparse
 import collections
-import hashlib
-import json
 import random
 import sys
 from pathlib import Path
@@ -31,8 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.corpus.labels import CORPUS, load_all, split  # noqa: E402
+from bench.corpus.labels import CORPUS, split  # noqa: E402
 from bench.corpus.perturb import perturbed  # noqa: E402
+from bench.corpus.train import command, versioned  # noqa: E402
 from catalog.errors import UnreadableSheet  # noqa: E402
 from catalog.extraction.sheet_model import FEATURES, MODEL_PATH  # noqa: E402
 from catalog.reading import read_table  # noqa: E402
@@ -136,23 +134,11 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
         "threshold": threshold,
         "highest_item_list_score": highest,
     }
-    digest = hashlib.sha256(
-        json.dumps([[labels[f] for f in dev if f in labels], content], sort_keys=True).encode()
-    ).hexdigest()
-    return {"version": f"1+{digest[:12]}", **content}
+    return versioned(content, [labels[f] for f in dev if f in labels])
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--labels", type=Path, action="append", help="label folder(s); default bench/corpus/labels"
-    )
-    parser.add_argument("--out", type=Path, default=MODEL_PATH)
-    args = parser.parse_args(argv)
-    model = train(load_all(*(args.labels or ())))
-    args.out.write_text(json.dumps(model, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
-    print(f"wrote {args.out} (version {model['version']})")
-    return 0
+    return command(train, MODEL_PATH, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
