@@ -188,6 +188,10 @@ def score_columns(
         label = labels[p.col] if p.col < len(labels) else ""
         said = classify_header(label)
         vetoed = _vetoes(p)
+        if said and said[0] in vetoed:
+            # The values rule out the role the header names (a header moved one column over
+            # a merged cell, say): its words say nothing of this column, for any role.
+            said = None
         for role, (score, why) in content_scores(p).items():
             if role in vetoed:
                 out[(role, p.col)] = (0.0, [f"not {role.replace('_', ' ')}: {vetoed[role]}"])

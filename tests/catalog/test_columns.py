@@ -253,3 +253,22 @@ def test_header_words_match_their_plurals_and_simple_inflections(header, role):
 
     got = classify_header(header)
     assert (got and got[0]) == role
+
+
+def test_a_header_one_column_off_its_values_is_read_with_the_price_in_doubt_not_refused():
+    # Every word stands one column right of its values and the last column is empty, so the
+    # header is not read shifted: "Description" stands over the prices, "Price" over the
+    # commission's percentages. The values rule out what each of those headers names, so its
+    # words say nothing of that column: the prices are taken by their values, to confirm.
+    rows = [["", "Name", "Description", "Price", "Commission", "Notes"]]
+    rows += [[f"Blood test panel {n}", f"Panel {n}", f"{n * 50}", f"{n % 3 * 10} %"] for n in range(2, 14)]
+    ex = extract(table(*rows))
+    assert ex.refusal is None
+    (report,) = ex.sheets
+    assert roles(report)["C"] == "unit_price"
+    assert report["needs_confirmation"]
+    assert [i["unit_price"] for i in ex.items][:2] == ["100", "150"]
+    assert all(
+        any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
+        for i in ex.items
+    )

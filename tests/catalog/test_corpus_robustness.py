@@ -23,7 +23,7 @@ MAX_REFUSED = {
     "permute+head20": 0,
     "reverse+noheader": 2,
     "foreign+reverse": 1,
-    "title+sections+shift": 1,
+    "title+sections+shift": 0,
 }
 
 
