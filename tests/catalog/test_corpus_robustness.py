@@ -21,7 +21,7 @@ pytestmark = [
 MAX_REFUSED = {
     "permute": 0,
     "permute+head20": 0,
-    "reverse+noheader": 2,
+    "reverse+noheader": 1,
     "foreign+reverse": 1,
     "title+sections+shift": 0,
 }
