@@ -1,5 +1,7 @@
 """Column roles from the fitted column model: doubt named per column and per field, values veto headers."""
 
+import pytest
+
 from catalog.extraction import extract
 from catalog.extraction.column_model import header_tokens, load_model
 from catalog.extraction.columns import column_probabilities
@@ -82,6 +84,14 @@ def test_prices_that_run_on_by_one_are_not_a_row_number():
 def test_a_link_is_no_description():
     rows = [["Description", "Price"]] + [[f"https://example.com/item/{n}", f"{n}.25"] for n in range(1, 9)]
     assert probabilities(rows)[0]["description"] == 0
+
+
+@pytest.mark.parametrize("name", ["images/products/item-{n}.jpg", "item_{n}.png", "sheet-{n}.csv"])
+def test_a_files_name_is_a_link_no_description_sku_or_price(name):
+    rows = [["Name", "SKU", "Price"]]
+    rows += [[name.format(n=n), name.format(n=n * 7), name.format(n=n + 20)] for n in range(1, 9)]
+    name_, code, price = probabilities(rows)
+    assert name_["description"] == code["sku"] == price["unit_price"] == 0
 
 
 def test_a_price_written_as_text_is_still_the_price_column():

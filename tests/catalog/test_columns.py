@@ -246,6 +246,11 @@ def test_invisible_direction_marks_and_format_characters_do_not_hide_a_header_wo
         ("Codes", "sku"),
         ("SKUs", "sku"),  # a word of three letters matches its plural in -s or -es only
         ("Skua", None),
+        # An ending at most two letters longer than the one the word drops: "precio" is not
+        # "precieuse".
+        ("Precios", "unit_price"),
+        ("Rare et précieuse", None),
+        ("Pessoas", None),
     ],
 )
 def test_header_words_match_their_plurals_and_simple_inflections(header, role):
