@@ -337,6 +337,8 @@ def second_opinion(
                 f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
                 f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}",
             )
+    if "unit_price" not in doubted:
+        doubted.update(_other_prices(rules, filled))
     in_doubt = {c for c, _why in rules.doubted.values()}
     # A header none of whose words the rules or the model know (a language neither has seen)
     # says no more than no header: such a column, and every column of a sheet whose header names
@@ -387,6 +389,28 @@ def second_opinion(
         _take_model_price(got, model_roles, probs)
         _take_model_names(got, model_roles, probs)
     return got
+
+
+def _other_prices(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
+    """The unit price, when the model reads another column that holds no item role as a price
+    too (tiers, currencies, with and without tax): which is the item's price is a choice the
+    values do not settle (on the 39 development item sheets where it is, the rules' price column
+    is the labeled one on 24), so it needs confirmation. "unit_price" -> (column,
+    why), or nothing."""
+    col = rules.roles.get("unit_price")
+    if col is None or "unit_price" in rules.doubted:
+        return {}
+    taken = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
+    rivals = [c for c, p in enumerate(probs) if c not in taken and p and reads_as_a_price(p)[0]]
+    if not rivals:
+        return {}
+    return {
+        "unit_price": (
+            col,
+            f"column {col_letter(col)} was taken as the unit price; the column model reads "
+            f"column {col_letter(rivals[0])} as a price too",
+        )
+    }
 
 
 def code_led(values: list[str]) -> bool:

@@ -148,6 +148,23 @@ def test_a_plain_sheet_the_model_reads_as_the_rules_do_needs_no_confirmation():
     assert not any(f["code"] == "uncertain_column" for i in ex.items for f in i.get("flags", []))
 
 
+def test_a_second_column_the_model_reads_as_a_price_puts_the_price_in_doubt():
+    # Only "Price" names a price; the column beside it holds money under a word no vocabulary
+    # knows (a tier, another currency). Which is the item's price the values do not say.
+    rows = [["Code", "Name", "Price", "Zorblat"]]
+    rows += [[f"B-{n:03d}", f"Garden hose {n} m", f"{n * 3}.50", f"{n * 3 - 1}.20"] for n in range(2, 14)]
+    ex = extract(table(*rows), model_doubt=True)
+    (report,) = ex.sheets
+    assert roles(report)["C"] == "unit_price"
+    assert {c["column"] for c in report["columns"] if c["needs_confirmation"]} == {"C"}
+    assert "column C was taken as the unit price; the column model reads column D as a price too" in (
+        report["doubts"]
+    )
+    assert all(
+        any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"]) for i in ex.items
+    )
+
+
 def test_a_role_the_model_reads_otherwise_needs_confirmation_and_flags_its_values_on_that_field():
     # The rules take column B as the description; the model, on two rows, is not sure enough of it.
     rows = [
