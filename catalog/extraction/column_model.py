@@ -37,7 +37,7 @@ NUMERIC_COLUMN = 0.8  # a column this much numbers is one of the sheet's numeric
 _TOKEN = re.compile(r"\w++")
 INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
 _URL = re.compile(r"(?<![\w/.])(?:https?://|www\.)", re.IGNORECASE)
-# A file's name or path ("images/pickle.png", "report.csv"): a link too. One word ending in a
+# A file's name or path ("img/item-12.jpg", "report.csv"): a link too. One word ending in a
 # lowercase extension of three or four letters (product codes are written in capitals), with a
 # letter before it (``_file_name``; two plain patterns, so the time stays linear in the text).
 _FILE_WORD = re.compile(r"[\w\-./]++")
@@ -133,9 +133,7 @@ def _number_features(texts: list[str], n: int) -> dict[str, float]:
 def _file_name(text: str) -> bool:
     """``text`` is a file's name or path: one word, a letter, then a lowercase extension."""
     ext = _FILE_EXTENSION.search(text)
-    return bool(
-        ext and _FILE_WORD.fullmatch(text) and any(ch.isalpha() for ch in text[: ext.start()])
-    )
+    return bool(ext and _FILE_WORD.fullmatch(text) and any(ch.isalpha() for ch in text[: ext.start()]))
 
 
 def _text_features(texts: list[str], n: int) -> dict[str, float]:

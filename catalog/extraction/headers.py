@@ -662,12 +662,13 @@ _LATIN_END = re.compile(r"[a-z]$")
 
 def _inflected(word: str) -> str:
     """A phrase also matches its plurals and simple inflections, as the column model's header
-    words are normalized (``column_model.inflection_stem``): its last word's stem, then any of
-    the letters the stem dropped, at most two more than it dropped ("prezzo" also "prezzi",
-    "quantity" also "quantities", "precio" also "precios" but not "precieuse", "товар" also
-    "товары", "наименование" also "наименования"). Unbounded, such endings named roles only
-    in sentences and titles on the corpus ("précieuse", "pessoas"). A last word of three letters or fewer, or not all letters, matches its
-    plural in -s or -es ("eans", "codes")."""
+    words are normalized (``column_model.inflection_stem``): its last word's stem, then an
+    ending of the letters stems drop, at most two letters longer than the one the word dropped
+    ("prezzo" also "prezzi", "quantity" also "quantities", "precio" also "precios" but not
+    "precieuse", "товар" also "товары", "наименование" also "наименования"). Unbounded, such
+    endings named roles only in sentences and titles on the corpus ("précieuse", "pessoas").
+    A last word of three letters or fewer, or not all letters, matches its plural in -s or
+    -es ("eans", "codes")."""
     last = word.rpartition(" ")[2]
     if len(last) > 3 and last.isalpha():
         stem = inflection_stem(last)

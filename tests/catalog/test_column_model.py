@@ -157,11 +157,13 @@ def test_a_second_column_the_model_reads_as_a_price_puts_the_price_in_doubt():
     (report,) = ex.sheets
     assert roles(report)["C"] == "unit_price"
     assert {c["column"] for c in report["columns"] if c["needs_confirmation"]} == {"C"}
-    assert "column C was taken as the unit price; the column model reads column D as a price too" in (
-        report["doubts"]
+    assert (
+        "column C was taken as the unit price; the column model reads column D as a price too"
+        in report["doubts"]
     )
     assert all(
-        any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"]) for i in ex.items
+        any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
+        for i in ex.items
     )
 
 
