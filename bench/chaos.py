@@ -7,7 +7,8 @@ by SQL that every promise held.
 Clients upload clean sheets, sheets that need review and poison files through
 the HTTP API (re-submitting with the same Idempotency-Key, and cancelling some
 jobs mid-flight); workers extract through a local OpenAI-compatible server
-that delays, fails and times out at random. Meanwhile, at random: SIGKILL a
+that delays, fails and times out at random. Meanwhile, at random (after a
+first SIGSTOP that catches a worker with a job in hand): SIGKILL a
 worker, SIGSTOP one for longer than its lease then SIGCONT it,
 pg_terminate_backend a connection, kill the outbox relay, and (full run, on
 the embedded cluster) restart PostgreSQL with `-m immediate`. What dies is
@@ -423,7 +424,13 @@ class Faults:
         try:
             while not self.stop.wait(random.uniform(*self.config.fault_interval)):
                 self.fleet.restart_dead()
-                kind = random.choice(kinds)
+                # The soak must prove a stale completion is refused: until a pause
+                # has caught a worker with a job in hand, every fault is a pause
+                # (the paced uploads keep jobs in flight early on; at the end the
+                # queue may have drained, and a pause would catch nothing). The
+                # noisy run's quick jobs need not show one (see main).
+                proving = not self.paused_holding and not self.config.noisy_jobs
+                kind = "pause_worker" if proving else random.choice(kinds)
                 if (
                     self.config.pg_restart_data_dir is not None
                     and self._pg_restarts < 2
@@ -431,10 +438,9 @@ class Faults:
                 ):
                     kind = "pg_restart"
                 getattr(self, kind)()
-            # The soak must prove a stale completion is refused: make sure at
-            # least one pause caught a worker with a job in hand, while a job
-            # is left to catch (a drained queue leaves none: each pause
-            # would only wait out its lease).
+            # If no pause has caught one yet, try again while a job is left to
+            # catch (a drained queue leaves none: each pause would only wait
+            # out its lease).
             for _ in range(20):
                 if self.paused_holding or not self._jobs_left():
                     break
