@@ -394,9 +394,9 @@ def second_opinion(
 def _other_prices(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
     """The unit price, when the model reads another column that holds no item role as a price
     too (tiers, currencies, with and without tax): which is the item's price is a choice the
-    values do not settle (on the 39 development item sheets where it is, the rules' price column
-    is the labeled one on 24), so it needs confirmation. "unit_price" -> (column,
-    why), or nothing."""
+    values do not settle (on the 39 development item sheets where a price is another column's
+    most likely role, the rules' price column is the labeled one on 24), so it needs
+    confirmation. "unit_price" -> (column, why), or nothing."""
     col = rules.roles.get("unit_price")
     if col is None or "unit_price" in rules.doubted:
         return {}
