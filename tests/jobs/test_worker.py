@@ -3,6 +3,7 @@
 import gc
 import re
 import threading
+import types
 from datetime import timedelta
 
 import pytest
@@ -42,7 +43,7 @@ def test_poison_job_needs_attention_after_max_attempts(workspace, settings, monk
     settings.JOB_BACKOFF_MAX_SECONDS = 3
     # Full jitter may draw a wait of a few milliseconds, and the job would be due at once: the
     # draw that takes nothing off the ceiling makes "not due yet" certain.
-    monkeypatch.setattr("jobs.backoff.random.random", lambda: 0.0)
+    monkeypatch.setattr("jobs.backoff.random", types.SimpleNamespace(random=lambda: 0.0))
     job = admit(workspace, "fail", {"message": "provider returned 503"})
     worker = Worker(worker_id="w")
     for attempt in range(1, 4):
