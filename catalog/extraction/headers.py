@@ -111,20 +111,15 @@ SKU_WORDS = (
     "品號",
     "貨號",
 )
+# Barcode words (EAN, UPC, GTIN) name no SKU: every labeled development column under one is a
+# barcode, beside the supplier's own code when the sheet has one.
 SKU_WEAK_WORDS = (
     "model no",
     "модель",
     "mpn",
     "mfr part",
-    "barcode",
-    "gtin",
-    "upc",
-    "штрихкод",
-    "штрих-код",
     "型号",
     "型番",
-    "條碼",
-    "条码",
 )
 DESC_WORDS = (
     "description",

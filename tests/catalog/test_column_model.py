@@ -3,7 +3,7 @@
 import pytest
 
 from catalog.extraction import extract
-from catalog.extraction.column_model import header_tokens, load_model
+from catalog.extraction.column_model import header_tokens, is_gtin, load_model
 from catalog.extraction.columns import column_probabilities
 from catalog.reading import Sheet, Table
 
@@ -92,6 +92,43 @@ def test_a_files_name_is_a_link_no_description_sku_or_price(name):
     rows += [[name.format(n=n), name.format(n=n * 7), name.format(n=n + 20)] for n in range(1, 9)]
     name_, code, price = probabilities(rows)
     assert name_["description"] == code["sku"] == price["unit_price"] == 0
+
+
+def ean13(n: int) -> str:
+    """A 13-digit article number whose check digit is right."""
+    body = f"{400638133390 + n * 7919:012d}"
+    check = -sum(int(d) * (3 if i % 2 else 1) for i, d in enumerate(body)) % 10
+    return body + str(check)
+
+
+@pytest.mark.parametrize(
+    ("text", "checks"),
+    [
+        ("4006381333931", True),  # EAN-13
+        ("73513537", True),  # EAN-8
+        ("036000291452", True),  # UPC-A
+        ("36000291452", True),  # the same, its leading zero dropped by a spreadsheet
+        ("4006381333932", False),  # one digit off
+        ("1234567", False),  # too short
+        ("400638133393A", False),
+    ],
+)
+def test_an_article_number_is_told_by_its_check_digit(text, checks):
+    assert is_gtin(text) is checks
+    assert all(is_gtin(ean13(n)) for n in range(50))
+
+
+@pytest.mark.parametrize("header", ["", "Code"])
+def test_a_column_of_article_numbers_is_a_barcode_and_an_sku_taken_from_it_is_in_doubt(header):
+    rows = [[header, "Name" if header else "", "Price" if header else ""]]
+    rows += [[ean13(n), f"Dish soap lemon {n * 50} ml", f"{n}.45"] for n in range(1, 30)]
+    code = probabilities(rows)[0]
+    assert max(code, key=code.get) == "barcode" and code["barcode"] >= 0.9
+    ex = extract(table(*(rows if header else rows[1:])), column_model=True)
+    for c in ex.sheets[0]["columns"]:
+        if c["role"] == "sku" and c["column"] == "A":
+            assert c["needs_confirmation"]
+            assert all(any(f["field"] == "sku" for f in i["flags"]) for i in ex.items)
 
 
 def test_a_price_written_as_text_is_still_the_price_column():
