@@ -3,8 +3,9 @@
 import pytest
 
 from catalog.extraction import extract
-from catalog.extraction.column_model import header_tokens, is_gtin, load_model
-from catalog.extraction.columns import column_probabilities
+from catalog.extraction.column_model import header_tokens, is_gtin, load_model, sheet_features
+from catalog.extraction.columns import _article_numbers, column_probabilities
+from catalog.extraction.rules_columns import assign_roles, profile_columns
 from catalog.reading import Sheet, Table
 
 
@@ -119,16 +120,38 @@ def test_an_article_number_is_told_by_its_check_digit(text, checks):
 
 
 @pytest.mark.parametrize("header", ["", "Code"])
-def test_a_column_of_article_numbers_is_a_barcode_and_an_sku_taken_from_it_is_in_doubt(header):
+def test_a_column_of_article_numbers_is_read_as_a_barcode(header):
     rows = [[header, "Name" if header else "", "Price" if header else ""]]
     rows += [[ean13(n), f"Dish soap lemon {n * 50} ml", f"{n}.45"] for n in range(1, 30)]
     code = probabilities(rows)[0]
     assert max(code, key=code.get) == "barcode" and code["barcode"] >= 0.9
-    ex = extract(table(*(rows if header else rows[1:])), column_model=True)
-    for c in ex.sheets[0]["columns"]:
-        if c["role"] == "sku" and c["column"] == "A":
-            assert c["needs_confirmation"]
-            assert all(any(f["field"] == "sku" for f in i["flags"]) for i in ex.items)
+
+
+def rules_and_features(rows):
+    body, width = rows[1:], len(rows[0])
+    return assign_roles(profile_columns(body, width), rows[0]), sheet_features(body, width)
+
+
+def test_an_sku_taken_from_article_numbers_needs_confirmation_and_other_codes_do_not():
+    name = [f"Dish soap lemon {n * 50} ml" for n in range(1, 30)]
+    barcodes = [["SKU", "Name", "Price"]] + [[ean13(n), name[n - 1], f"{n}.45"] for n in range(1, 30)]
+    rules, feats = rules_and_features(barcodes)
+    assert rules.roles["sku"] == 0
+    assert _article_numbers(rules, feats)["sku"][0] == 0
+    codes = [["SKU", "Name", "Price"]] + [[f"DS-{n:05d}", name[n - 1], f"{n}.45"] for n in range(1, 30)]
+    assert _article_numbers(*rules_and_features(codes)) == {}
+
+
+def test_every_sku_from_a_column_of_article_numbers_is_flagged_on_its_field():
+    rows = [["SKU", "Name", "Price"]] + [
+        [ean13(n), f"Dish soap lemon {n * 50} ml", f"{n}.45"] for n in range(1, 30)
+    ]
+    ex = extract(table(*rows), model_doubt=True)
+    (sku,) = [c for c in ex.sheets[0]["columns"] if c["role"] == "sku"]
+    assert sku["column"] == "A" and sku["needs_confirmation"]
+    assert all(
+        any(f["code"] == "uncertain_column" and f["field"] == "sku" for f in i["flags"]) for i in ex.items
+    )
 
 
 def test_a_price_written_as_text_is_still_the_price_column():
