@@ -41,7 +41,7 @@ from catalog.extraction.column_model import (  # noqa: E402
     value_features,
     with_context,
 )
-from catalog.extraction.layout import header_labels  # noqa: E402
+from catalog.extraction.layout import header_labels, table_start  # noqa: E402
 from catalog.extraction.text import col_index  # noqa: E402
 from catalog.reading import read_table  # noqa: E402
 
@@ -85,7 +85,7 @@ def labeled_columns(label: dict, corpus: Path = CORPUS, table=None):
             continue
         rows = table.sheets[lab["sheet"]].rows
         headers = lab.get("header_rows") or []
-        body = rows[max(headers) :] if headers else rows
+        body = rows[max(headers) :] if headers else rows[table_start(rows) :]  # as extraction reads it
         cols = [(col_index(letter), role) for letter, role in (lab.get("columns") or {}).items()]
         cols = sorted((c, r if r in MODEL_ROLES else "other") for c, r in cols if c is not None)
         width = max([len(r) for r in body[:2000]] + [c + 1 for c, _r in cols])
@@ -112,7 +112,7 @@ def rules_roles(label: dict, corpus: Path = CORPUS, table=None):
             continue
         rows = table.sheets[lab["sheet"]].rows
         headers = lab.get("header_rows") or []
-        body = rows[max(headers) :] if headers else rows
+        body = rows[max(headers) :] if headers else rows[table_start(rows) :]  # as extraction reads it
         width = max([len(r) for r in body] + [len(rows[h - 1]) for h in headers if h <= len(rows)] + [1])
         words = header_labels(rows, headers, table.sheets[lab["sheet"]].spans) if headers else []
         labels = [words[c] if c < len(words) else "" for c in range(width)]

@@ -29,6 +29,7 @@ from catalog.extraction.layout import (
     keyed_by_periods,
     not_an_item_list,
     realigned,
+    table_start,
 )
 from catalog.extraction.mapping import MappingError, sheet_mapping
 from catalog.extraction.matrix import (
@@ -605,6 +606,8 @@ def _read_sheet(
                 got.report["matrix"] = proposal.matrix.to_json()
             return got
     body = rows[header.body_start - 1 :]
+    if not header.rows:
+        body = body[table_start(body) :]
     width = max([len(header.labels)] + [len(r) for r in body])
     second = None
     shape_of = None

@@ -83,6 +83,18 @@ def _is_data_row(row: list[str]) -> bool:
     return len(cells) >= 2 and any(_is_number(c) for c in cells) and any(not _is_number(c) for c in cells)
 
 
+def table_start(rows: list[list[str]]) -> int:
+    """How many rows at the top of a sheet without a header stand above its table: rows that
+    fill one cell at most (a title, a supplier's letterhead, a date) over the first row that
+    fills two. An item fills two cells at least (a name and a price), so none is lost; the
+    rows are kept out of the columns' values, whose shares they would skew. 0 when none of the
+    first ``SAMPLE_ROWS`` rows fills two (a list of one column stays whole)."""
+    for n, row in enumerate(rows[:SAMPLE_ROWS]):
+        if sum(1 for text in row if text.strip()) >= 2:
+            return n
+    return 0
+
+
 def _label_score(labels: list[str]) -> tuple[int, int]:
     """(roles the labels name, a price counted twice; the strength of the best label per role)."""
     best: dict[str, int] = {}

@@ -58,6 +58,29 @@ def test_sheet_without_header_row_goes_to_review_with_mapping_to_confirm():
     assert any("no header row" in d for d in ex.sheets[0]["doubts"])
 
 
+def test_a_letterhead_over_a_sheet_without_header_is_no_columns_value():
+    rows = [
+        [f"{code}", f"Fresh fruit number {i}", f"{i * 7 % 50 + 10}.{i % 10}0"]
+        for i, code in enumerate([3774, 768, 778, 787, 789, 773, 763, 792, 798, 799, 775, 801], start=1)
+    ]
+    letterhead = [
+        ["Fruit Traders Ltd"],
+        ["Long Road 11, 41690 Some Town, tel. +79 931 396 5000"],
+        ["11.04.2023"],
+    ]
+    bare, headed = extract(table(*rows)), extract(table(*letterhead, *rows))
+    assert [(i["sku"], i["description"], i["unit_price"]) for i in headed.items] == [
+        (i["sku"], i["description"], i["unit_price"]) for i in bare.items
+    ]
+    # The letterhead's lines, in the first column, would make it look like a column of row numbers
+    # under section titles; read from the table's rows only, every column reads as without them.
+    strip = ("column", "role", "kind", "confidence", "needs_confirmation", "evidence")
+    assert [{k: c[k] for k in strip} for c in headed.sheets[0]["columns"]] == [
+        {k: c[k] for k in strip} for c in bare.sheets[0]["columns"]
+    ]
+    assert [i["source"]["row"] for i in headed.items] == [r + 3 for r in range(1, 13)]
+
+
 def test_near_miss_header_loses_to_content_and_the_mapping_is_flagged():
     rows = [["CODE", "DESC_ADIC", "DESCRIP", "PRICE"]]
     for n in range(20):
