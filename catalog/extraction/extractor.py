@@ -605,9 +605,7 @@ def _read_sheet(
             if proposal:
                 got.report["matrix"] = proposal.matrix.to_json()
             return got
-    body = rows[header.body_start - 1 :]
-    if not header.rows:
-        body = body[table_start(body) :]
+    body = _body(rows, header)
     width = max([len(header.labels)] + [len(r) for r in body])
     second = None
     shape_of = None
@@ -671,6 +669,13 @@ def _read_sheet(
     )
     held = _held_doubt(second, assignment) if model_doubt is None and assignment is not second else None
     return _SheetResult(items, report, _summary(sheet, header, assignment, builder) + relation_notes, held)
+
+
+def _body(rows: list[list[str]], header: Header) -> list[list[str]]:
+    """The rows the columns are read from: below the header, or from the first row that fills
+    two cells of a sheet without one (``layout.table_start``)."""
+    body = rows[header.body_start - 1 :]
+    return body if header.rows else body[table_start(body) :]
 
 
 def _table_header(rows: list[list[str]], mapped: dict | None, spans: dict) -> tuple[Header, int]:
