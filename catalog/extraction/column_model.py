@@ -44,6 +44,9 @@ _FILE_WORD = re.compile(r"[\w\-./]++")
 _FILE_EXTENSION = re.compile(r"\.[a-z]{3,4}$")
 _DATE = re.compile(r"\d{1,4}[-./]\d{1,2}[-./]\d{1,4}(?:\s|T|$)")
 _NUM_HYPHEN_NUM = re.compile(r"(?<!\d)\d{1,12}-\d{1,12}(?!\d)")
+# Words joined by hyphens or underscores into one token ("datte-deglet-nour", "LM-CP-PEC",
+# "tacker_20_2"): how slugs and supplier codes are written, where a name has spaces.
+_JOINED = re.compile(r"(?<![^\W\d_])[^\W\d_]{2,}+(?:[-_][^\W_]++)++")
 
 
 def _is_cjk(ch: str) -> bool:
@@ -161,6 +164,7 @@ def _text_features(texts: list[str], n: int) -> dict[str, float]:
         "digits": sum(1 for t in texts if any(ch.isdigit() for ch in t)) / n,
         "code_shape": sum(1 for t in texts if code_shaped(t)) / n,
         "num_hyphen_num": sum(1 for t in texts if len(t) <= 25 and _NUM_HYPHEN_NUM.fullmatch(t)) / n,
+        "joined": sum(1 for t in texts if len(t) <= 60 and _JOINED.fullmatch(t)) / n,
         "url": sum(1 for t in texts if _URL.search(t) or _file_name(t)) / n,
         "percent": sum(1 for t in texts if "%" in t and len(t) <= 12) / n,
         "date_like": sum(1 for t in texts if _DATE.match(t)) / n,

@@ -528,6 +528,18 @@ def _filled_share(role: str, f: dict) -> float:
     return f.get("filled", 0.0) * (f.get("numeric", 0.0) if role == "unit_price" else 1.0)
 
 
+def _may_move(
+    role: str, col: int, new: int, taken: dict[int, str], probs: list[dict], feats: list[dict]
+) -> bool:
+    """``role`` may move from the rules' column ``col`` to the model's ``new`` (see
+    ``_take_model_columns``)."""
+    return (
+        taken.get(new) not in ITEM_ROLES
+        and _filled_share(role, feats[new]) >= _filled_share(role, feats[col])
+        and probs[new].get(role, 0.0) >= probs[col].get(role, 0.0)
+    )
+
+
 def _take_model_columns(
     got: Assignment,
     model_roles: dict[str, int],
@@ -541,15 +553,14 @@ def _take_model_columns(
     on the labeled development part the model's column was the right one more often than the
     rules' (19 roles to 10; README.md, "What a parse job does"). Not when the model's column
     holds another item role, nor when it holds the role on fewer rows (a price needs a
-    number): no item is lost by the move."""
+    number): no item is lost by the move. Nor when the model reads the rules' column as the
+    role more likely than its own: it gave its column the role for want of a better one."""
     taken = {c: r for r, c in got.roles.items()}
     for role in MOVABLE_ROLES:
         col, new = got.roles.get(role), model_roles.get(role)
         if col is None or new is None or new == col or role not in got.doubted:
             continue
-        if taken.get(new) in ITEM_ROLES:
-            continue
-        if _filled_share(role, feats[new]) < _filled_share(role, feats[col]):
+        if not _may_move(role, col, new, taken, probs, feats):
             continue
         for other in [r for r, c in got.roles.items() if c == new]:
             del got.roles[other]

@@ -127,6 +127,19 @@ def test_a_column_of_article_numbers_is_read_as_a_barcode(header):
     assert max(code, key=code.get) == "barcode" and code["barcode"] >= 0.9
 
 
+@pytest.mark.parametrize("header", ["", "id"])
+def test_a_column_of_words_joined_into_one_token_reads_as_the_sku_not_the_description(header):
+    fruits = ["date", "fig", "plum", "apricot", "prune", "raisin", "cherry", "mango", "papaya", "kiwi"]
+    kinds = ["deglet-nour", "medjool", "black", "golden", "soft"]
+    rows = [[header, "Name" if header else "", "Price" if header else ""]]
+    rows += [
+        [f"{f}-{k}", f"{k.replace('-', ' ').title()} {f}s, sweet and soft", f"{i + 3}.90"]
+        for i, (f, k) in enumerate((f, k) for f in fruits for k in kinds)
+    ]
+    slugs = probabilities(rows)[0]
+    assert slugs["sku"] > slugs["description"]
+
+
 def rules_and_features(rows):
     body, width = rows[1:], len(rows[0])
     return assign_roles(profile_columns(body, width), rows[0]), sheet_features(body, width)

@@ -20,7 +20,7 @@ pytestmark = [
 
 # What the development part reaches with the roles taken from the column model
 # (python bench/extraction_accuracy.py --corpus-only --model).
-FLOOR = {"f1": 0.925, "outcome_right": 80, "price": 0.59, "description": 0.975, "sku": 0.76}
+FLOOR = {"f1": 0.925, "outcome_right": 80, "price": 0.59, "description": 0.95, "sku": 0.76}
 MAX_LISTS_REFUSED = 2
 # What bench/extraction_accuracy.py --corpus-only measured on the development part for
 # extract()'s default (the rules alone left 117,607 wrong values without a flag): no wrong
@@ -33,13 +33,18 @@ MAX_LISTS_REFUSED = 2
 # no longer taken for the price (formulas.per_measure; price 0.531 -> 0.689; 0.700 with header
 # inflections), and on one sheet the
 # rows with no regular price (special offers) are now skipped rows instead of items with the price
-# per kilogram: F1 0.995 -> 0.9926.
+# per kilogram: F1 0.995 -> 0.9926. Descriptions lowered once, on purpose: with words joined into
+# one token a column model feature (slugs and codes: SKUs on 9 of the 10 such labeled development
+# columns), out of fold a column of slugs reads as the SKU, and SKUs rose 0.752 -> 0.779 (0.765 ->
+# 0.793 with --model); on one sheet of 2,696 rows the description moved from one column the model
+# gives 0.08 to another it gives 0.09 (both in doubt and flagged, the labeled one lost):
+# descriptions 0.984 -> 0.963 (0.981 -> 0.956 with --model).
 PARSED_FLOOR = {
     "f1": 0.992,
     "outcome_right": 86,
     "price": 0.68,
-    "description": 0.98,
-    "sku": 0.74,
+    "description": 0.96,
+    "sku": 0.77,
     "max_unflagged": 0,
     "max_lists_refused": 0,
     "max_non_items_accepted": 8,

@@ -74,6 +74,16 @@ def test_no_move_that_would_lose_items():
     assert got.roles["description"] == 0
 
 
+def test_no_move_onto_a_column_the_model_reads_as_the_role_less_likely_than_the_rules_one():
+    """The model's roles are one column each: a name column it reads as the SKU leaves the
+    description to whichever column is left, which is no reason to move it there."""
+    probs = [{"sku": 0.67, "description": 0.32}, {"unit_price": 0.9}, {"other": 0.8, "description": 0.04}]
+    got = assignment({"description": 0, "unit_price": 1}, doubted=("description",), width=3)
+    _take_model_columns(got, {"sku": 0, "description": 2, "unit_price": 1}, probs, [FULL] * 3)
+    assert got.roles == {"description": 0, "unit_price": 1}
+    assert got.moved == []
+
+
 def test_a_rules_role_that_is_not_an_item_role_gives_way():
     got = assignment({"description": 0, "unit_price": 2, "quantity": 1}, doubted=("description",))
     _take_model_columns(got, {"description": 1, "unit_price": 2}, PROBS, [FULL] * 4)
