@@ -341,6 +341,8 @@ def second_opinion(
         doubted.update(_other_prices(rules, filled))
     if "sku" not in doubted:
         doubted.update(_article_numbers(rules, [f for _p, _v, f in scored]))
+    if "sku" not in doubted:
+        doubted.update(_rival_codes(rules, filled))
     in_doubt = {c for c, _why in rules.doubted.values()}
     # A header none of whose words the rules or the model know (a language neither has seen)
     # says no more than no header: such a column, and every column of a sheet whose header names
@@ -428,6 +430,30 @@ def _article_numbers(rules, feats: list[dict]) -> dict[str, tuple[int, str]]:
             col,
             f"column {col_letter(col)} was taken as the SKU; most of its values are article "
             "numbers (EAN, UPC) whose check digit holds: a barcode, or the supplier's code?",
+        )
+    }
+
+
+def _rival_codes(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
+    """The SKU, when the model reads a column that holds no item role as the SKU, its likeliest
+    role, more likely than the rules' SKU column (a supplier's code beside a maker's part number
+    under a header one column off): the SKU lost to a rival. On the two development sheets where
+    this happens the rival is the labeled SKU. "sku" -> (column, why), or nothing."""
+    col = rules.roles.get("sku")
+    if col is None or "sku" in rules.doubted or not probs[col]:
+        return {}
+    taken = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
+    sure = probs[col].get("sku", 0.0)
+    rivals = [
+        c for c, p in enumerate(probs) if c not in taken and p and agrees(p, "sku", sure) and p["sku"] > sure
+    ]
+    if not rivals:
+        return {}
+    return {
+        "sku": (
+            col,
+            f"column {col_letter(col)} was taken as the SKU; the column model reads column "
+            f"{col_letter(rivals[0])} as the SKU more likely",
         )
     }
 
@@ -585,8 +611,11 @@ def _take_model_columns(
     if not got.moved:
         return
     # The column a role left may hold a role no column holds now (a price moved off a column of
-    # codes leaves the SKU to it): the absences are read again on the roles as they now stand.
-    for role, (c, why) in _rules_absences(got, probs, unnamed=unnamed).items():
+    # codes leaves the SKU to it), or be a rival of the SKU (a description moved off a column
+    # of codes): the absences and the rival are read again on the roles as they now stand.
+    filled = [p if "numeric" in f else None for p, f in zip(probs, feats, strict=True)]
+    again = {**_rules_absences(got, probs, unnamed=unnamed), **_rival_codes(got, filled)}
+    for role, (c, why) in again.items():
         if role not in got.doubted:
             got.doubted[role] = (c, why)
             got.doubts.append(why)

@@ -13,6 +13,7 @@ from catalog.extraction.column_model import load_model
 from catalog.extraction.columns import (
     _code_names,
     _rules_absences,
+    _rival_codes,
     _take_model_columns,
     _take_model_names,
     _take_model_price,
@@ -82,6 +83,36 @@ def test_no_move_onto_a_column_the_model_reads_as_the_role_less_likely_than_the_
     _take_model_columns(got, {"sku": 0, "description": 2, "unit_price": 1}, probs, [FULL] * 3)
     assert got.roles == {"description": 0, "unit_price": 1}
     assert got.moved == []
+
+
+def test_an_sku_the_model_reads_less_likely_than_a_free_column_is_in_doubt_on_its_field():
+    probs = [
+        {"sku": 0.74, "other": 0.2},
+        {"sku": 0.68, "other": 0.3},
+        {"description": 0.9},
+        {"unit_price": 0.9},
+    ]
+    got = assignment({"sku": 1, "description": 2, "unit_price": 3}, doubted=())
+    assert _rival_codes(got, probs)["sku"][0] == 1
+    assert (
+        "column C" not in _rival_codes(got, probs)["sku"][1]
+        and "column A" in _rival_codes(got, probs)["sku"][1]
+    )
+    probs[0] = {"sku": 0.6, "other": 0.4}  # less likely than the SKU taken: no rival
+    assert _rival_codes(got, probs) == {}
+    probs[0] = {"sku": 0.7, "barcode": 0.8}  # read as something else first: no rival
+    assert _rival_codes(got, probs) == {}
+
+
+def test_a_column_a_role_left_may_be_a_rival_of_the_sku():
+    """The rules took a column of codes as the description and another as the SKU; once the
+    model moves the description away, the codes it left rival the SKU."""
+    probs = [{"sku": 0.74, "description": 0.09}, {"sku": 0.68}, {"description": 0.61}, {"unit_price": 0.9}]
+    got = assignment({"description": 0, "sku": 1, "unit_price": 3}, doubted=("description",))
+    _take_model_columns(got, {"sku": 0, "description": 2, "unit_price": 3}, probs, [FULL] * 4)
+    assert got.roles == {"description": 2, "sku": 1, "unit_price": 3}
+    assert got.doubted["sku"][0] == 1
+    assert {c.col: c.needs_confirmation for c in got.columns}[1] is True
 
 
 def test_a_rules_role_that_is_not_an_item_role_gives_way():
