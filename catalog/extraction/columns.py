@@ -245,6 +245,11 @@ def reads_as_a_price(probs: dict[str, float]) -> tuple[bool, float]:
     return mass >= max((p for r, p in probs.items() if r not in _PRICES), default=0.0), mass
 
 
+def _filled(probs: list[dict], feats: list[dict]) -> list[dict | None]:
+    """Every column's probabilities, None for a column with no values (it reads as nothing)."""
+    return [p if "numeric" in f else None for p, f in zip(probs, feats, strict=True)]
+
+
 def agreement(probs: list[dict[str, float]], col: int, role: str) -> float:
     """How sure the model is of the rules' ``role`` for column ``col`` (``probs``: every column's
     probabilities on the sheet, None for an empty column): the role's probability when it is the
@@ -320,7 +325,9 @@ def second_opinion(
     rules found no column for is taken from the model's (``_take_model_price``).
     """
     scored = column_probabilities(body, width, labels, features)
-    filled = [p if "numeric" in f else None for p, _v, f in scored]  # an empty column reads as nothing
+    probs = [p for p, _v, _f in scored]
+    feats = [f for _p, _v, f in scored]
+    filled = _filled(probs, feats)
     doubted: dict[str, tuple[int, str]] = {}
     for role, col in rules.roles.items():
         if role in rules.doubted:
@@ -340,7 +347,7 @@ def second_opinion(
     if "unit_price" not in doubted:
         doubted.update(_other_prices(rules, filled))
     if "sku" not in doubted:
-        doubted.update(_article_numbers(rules, [f for _p, _v, f in scored]))
+        doubted.update(_article_numbers(rules, feats))
     if "sku" not in doubted:
         doubted.update(_rival_codes(rules, filled))
     in_doubt = {c for c, _why in rules.doubted.values()}
@@ -357,7 +364,7 @@ def second_opinion(
     }
     headless = len(unnamed) == len(scored)
     doubted.update(_code_names(rules, body, labels, {**doubted, **rules.doubted}))
-    doubted.update(_rules_absences(rules, [p for p, _v, _f in scored], in_doubt, unnamed=unnamed))
+    doubted.update(_rules_absences(rules, probs, in_doubt, unnamed=unnamed))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
@@ -384,8 +391,6 @@ def second_opinion(
         other_prices=rules.other_prices,
         doubted=doubted,
     )
-    probs = [p for p, _v, _f in scored]
-    feats = [f for _p, _v, f in scored]
     model_roles = choose_columns(probs, feats, [c.col for c in rules.columns])
     _take_model_names(got, model_roles, probs)
     _take_model_columns(got, model_roles, probs, feats, unnamed=unnamed)
@@ -613,7 +618,7 @@ def _take_model_columns(
     # The column a role left may hold a role no column holds now (a price moved off a column of
     # codes leaves the SKU to it), or be a rival of the SKU (a description moved off a column
     # of codes): the absences and the rival are read again on the roles as they now stand.
-    filled = [p if "numeric" in f else None for p, f in zip(probs, feats, strict=True)]
+    filled = _filled(probs, feats)
     again = {**_rules_absences(got, probs, unnamed=unnamed), **_rival_codes(got, filled)}
     for role, (c, why) in again.items():
         if role not in got.doubted:
