@@ -135,8 +135,9 @@ def _number_features(texts: list[str], n: int) -> dict[str, float]:
         "magnitude": min(1.0, math.log10(1 + float(median)) / 6) if numbers else 0.0,
         "long_digits": sum(1 for t in texts if t.isdigit() and len(t) >= 8) / n,
         "gtin": sum(1 for t in texts if is_gtin(t)) / n,
-        # Prices are set in round figures ("1200", "45 000"); codes and counts end in any digit, so
-        # about one in ten of them ends in 0.
+        # Prices are set in round figures ("1200", "45 000"); codes end in any digit, so about one
+        # in ten of them ends in 0 (in the development part: at least 0.6 in 29 of 42 files with a
+        # labeled price column of whole numbers, at most 0.2 in 9 of 10 with such an SKU column).
         "round": sum(1 for v in large if v % 10 == 0) / len(large) if len(large) >= _ROUND_SAMPLE else 0.0,
     }
 

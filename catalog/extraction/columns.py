@@ -285,7 +285,8 @@ def _rules_absences(
     """Item roles the rules took no column for while a column that holds no item role may hold
     one (a column they took as a quantity is not read into items, so it counts as free), or a
     column whose own role is in doubt (``in_doubt``: a column of codes taken as the price on a
-    close call may be the SKU): role -> (column, why), from the model's ``rules_absent_floor``,
+    close call, or one the model reads as something else, may be the SKU): role -> (column,
+    why), from the model's ``rules_absent_floor``,
     or for a column read from its values alone (``unnamed``: its header names nothing the rules
     or the model know, or the sheet has none) the floors fitted on sheets without their header."""
     model = load_model()
@@ -344,6 +345,7 @@ def second_opinion(
                 f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
                 f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}",
             )
+    disputed = {c for c, _why in doubted.values()}  # columns whose role the model does not agree with
     if "unit_price" not in doubted:
         doubted.update(_other_prices(rules, filled))
     if "sku" not in doubted:
@@ -364,7 +366,7 @@ def second_opinion(
     }
     headless = len(unnamed) == len(scored)
     doubted.update(_code_names(rules, body, labels, {**doubted, **rules.doubted}))
-    doubted.update(_rules_absences(rules, probs, in_doubt, unnamed=unnamed))
+    doubted.update(_rules_absences(rules, probs, in_doubt | disputed, unnamed=unnamed))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}

@@ -260,3 +260,19 @@ def test_words_a_second_confident_name_or_a_role_already_in_doubt_raise_no_code_
     # The other name taken in doubt (numbers read as codes) leaves this one the only sure name.
     assert "description" in _code_names(both, CODES, [""] * 3, {"sku": (0, "why")})
     assert _code_names(both, CODES, [""] * 3, {"description": (1, "why")}) == {}
+
+
+def test_a_column_the_model_reads_as_another_role_may_hold_the_role_no_column_holds(monkeypatch):
+    """The rules took a column of codes as the price under a title read as its header; the model
+    reads it as the SKU, which no column holds: the SKU is in doubt on that column, as the floors
+    were fitted (``make train`` counts a column the model disputes as free)."""
+    from catalog.extraction import columns as module
+
+    probs = [{"sku": 0.9, "unit_price": 0.02, "other": 0.08}, {"description": 0.95}, {"other": 1.0}]
+    monkeypatch.setattr(module, "column_probabilities", lambda *a: [(p, {}, dict(FULL)) for p in probs])
+    cols = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
+    rules = Assignment(roles={"unit_price": 0, "description": 1}, columns=cols, doubts=[])
+    got = second_opinion(rules, [["1"] * 3], 3, ["Price list: wholesale", "Name", ""])
+    assert got.doubted["sku"] == (0, "column A may hold the sku (0.90); none was taken")
+    assert got.doubted["unit_price"][0] == 0
+    assert {c.col: c.needs_confirmation for c in got.columns}[0] is True
