@@ -29,10 +29,13 @@ from pathlib import Path
 from bench.corpus.labels import CORPUS, rows_of
 from catalog.errors import UnreadableSheet
 from catalog.extraction import col_index, col_letter, parse_decimal
+from catalog.extraction.extractor import MSG_BANDS_TOO, MSG_MAYBE_NOT_LIST
 from catalog.extraction.money import ISO_CODES, decimal_style, detect_currency
 from catalog.reading import read_table
 
 NON_ITEM_KINDS = ("rate_card", "statistics", "other", "order_form")
+# How a sheet's doubts say it may be no item list (what precedes each message's first field).
+NOT_LIST_DOUBTS = tuple(msg.split("{")[0] for msg in (MSG_MAYBE_NOT_LIST, MSG_BANDS_TOO))
 FIELDS = ("sku", "description", "unit_price", "currency")
 DESCRIPTION_RATIO = 0.8
 
@@ -53,6 +56,7 @@ class FileScore:
     unflagged_rows: collections.Counter = field(default_factory=collections.Counter)
     examples: list = field(default_factory=list)
     reason: str | None = None
+    not_list_doubt: bool = False  # a sheet's doubts say it may be no item list (a reviewer is told)
 
 
 def _norm(text) -> str:
@@ -140,6 +144,9 @@ def score_file(
         s.reason = str(exc)
         return s
     s.reason = result.refusal
+    s.not_list_doubt = any(
+        d.startswith(NOT_LIST_DOUBTS) for report in result.sheets for d in report.get("doubts") or []
+    )
     if label["kind"] != "item_list":
         return s
     names = [sh.name for sh in table.sheets]
@@ -219,6 +226,11 @@ def summarize(scores: list[FileScore]) -> dict:
         "lists_refused": [s.file for s in read if s.kind == "item_list" and s.outcome == "refuse"],
         "non_items": sum(1 for s in read if s.kind in NON_ITEM_KINDS),
         "non_items_accepted": [s.file for s in read if s.kind in NON_ITEM_KINDS and s.outcome != "refuse"],
+        "non_items_doubted": [
+            s.file for s in read if s.kind in NON_ITEM_KINDS and s.outcome != "refuse" and s.not_list_doubt
+        ],
+        "lists_doubted": [s.file for s in read if s.kind == "item_list" and s.not_list_doubt],
+        "lists": sum(1 for s in read if s.kind == "item_list"),
         "unflagged": unflagged,
         "unflagged_total": sum(unflagged.values()),
         "unflagged_rows": unflagged_rows,
@@ -257,7 +269,11 @@ def print_summary(name: str, scores: list[FileScore], verbose: bool = False) -> 
     for e in outcomes:
         print(f"    {e:>15s} " + " ".join(f"{m['confusion'][(e, o)]:>8d}" for o in outcomes))
     print(f"  ordinary item lists refused: {len(m['lists_refused'])}")
-    print(f"  non-item tables accepted: {len(m['non_items_accepted'])} of {m['non_items']}")
+    print(
+        f"  non-item tables accepted: {len(m['non_items_accepted'])} of {m['non_items']}; "
+        f"{len(m['non_items_doubted'])} of those with a doubt that they may be no item list "
+        f"(as on {len(m['lists_doubted'])} of {m['lists']} item lists)"
+    )
     fields = ", ".join(f"{f} {m['unflagged'][f]}" for f in FIELDS)
     print(f"  WRONG VALUES WITHOUT A FLAG ON THEIR FIELD OR THEIR COLUMN: {m['unflagged_total']} ({fields})")
     rows = ", ".join(f"{k} {m['unflagged_rows'][k]}" for k in ("not an item", "review row"))

@@ -364,6 +364,13 @@ KIND_BOUNDS = "rate card (prices by bands whose bounds are kept in two columns)"
 KIND_PERIODS = "table of prices over time (its rows are dates or periods, not items)"
 KIND_SPREAD = "table of statistics (a low, an average and a high price on every row)"
 KIND_NOT_LIST = "table of rates or statistics (the fitted sheet model reads its rows as no items)"
+MSG_MAYBE_NOT_LIST = (
+    "the fitted sheet model reads this table more likely as rates or statistics than as an item "
+    "list ({p:.2f}): if its rows are no items, refuse it; else confirm the columns"
+)
+# Both classes weigh the same in the sheet model's fitting: above half, it reads a sheet as no
+# item list more likely than as one (below its refusal threshold, that is a doubt, not a refusal).
+_MORE_LIKELY = 0.5
 _SAMPLE = 500  # body rows looked at to judge what names the rows
 
 
@@ -411,35 +418,40 @@ def _rows_shape(body: list[list[str]], width: int, assignment) -> tuple[str | No
     return None, None
 
 
-def _sheet_kind(body, width, labels, roles, features, observe) -> tuple[str, float] | None:
-    """(KIND_NOT_LIST, the model's probability) when the fitted sheet model
-    (``sheet_model``) reads a sheet the rules read as items as no item list;
-    a sheet whose header names its item names is not judged. ``observe``,
-    when given, receives the sheet's features (``make train`` fits on them)."""
+def _sheet_kind(body, width, labels, roles, features, observe) -> tuple[float, float] | None:
+    """(the fitted sheet model's probability that a sheet the rules read as items
+    is no item list, its refusal threshold); None for a sheet whose header names
+    its item names, which is not judged, or before ``make train`` wrote the
+    model. ``observe``, when given, receives the sheet's features (``make train``
+    fits on them)."""
     if header_names_items(labels):
         return None
     values = sheet_kind_features(labels, roles, column_probabilities(body, width, labels, features))
     if observe is not None:
         observe(values)
     model = load_sheet_model()
-    if model is None:
-        return None
-    p = model.probability(values)
-    return (KIND_NOT_LIST, p) if p >= model.threshold else None
+    return None if model is None else (model.probability(values), model.threshold)
 
 
-def _judge_rows(body, width, labels, rules, taken, features, observe) -> tuple[str | None, str | None, dict]:
-    """(the kind of table that is no item list, or None; a doubt when an item
+def _judge_rows(body, width, labels, rules, taken, features, observe) -> tuple[str | None, list[str], dict]:
+    """(the kind of table that is no item list, or None; the doubts when an item
     list reads it too; the refusal's extra report fields): the rules' shape
     on the rules' roles first (``_rows_shape``), then the fitted sheet model
-    on the roles the items are ``taken`` by (``_sheet_kind``, whose
-    probability the report gives as ``confidence``)."""
+    on the roles the items are ``taken`` by (``_sheet_kind``): at its threshold
+    the sheet is refused (the report gives the probability as ``confidence``);
+    reading it more likely as no item list than as one, it is in doubt."""
     kind, doubt = _rows_shape(body, width, rules)
+    doubts = [doubt] if doubt else []
     # A sheet the rules refuse is judged only when its features are asked for (make train).
     judged = _sheet_kind(body, width, labels, taken.roles, features, observe) if not kind or observe else None
     if kind or not judged:
-        return kind, doubt, {}
-    return judged[0], doubt, {"confidence": round(judged[1], 3)}
+        return kind, doubts, {}
+    p, threshold = judged
+    if p >= threshold:
+        return KIND_NOT_LIST, doubts, {"confidence": round(p, 3)}
+    if p > _MORE_LIKELY:
+        doubts.append(MSG_MAYBE_NOT_LIST.format(p=p))
+    return None, doubts, {}
 
 
 def _decimal_of(body: list[list[str]], col: int | None) -> str | None:
@@ -632,10 +644,10 @@ def _read_sheet(
         return _refused(sheet, header, MSG_NO_PRICE.format(sheet=sheet.name), "no prices")
     if "description" not in assignment.roles and "sku" not in assignment.roles:
         return _refused(sheet, header, MSG_NO_NAME.format(sheet=sheet.name), "no item names")
-    shape_kind, shape_doubt, judged = (
+    shape_kind, shape_doubts, judged = (
         _judge_rows(body, width, header.labels, shape_of or assignment, assignment, features, observe)
         if not mapped
-        else (None, None, {})
+        else (None, [], {})
     )
     if shape_kind:
         return _refused(
@@ -649,7 +661,7 @@ def _read_sheet(
     items, counts, listed = _classify_rows(sheet, header, builder)
     if not items:
         return _refused(sheet, header, MSG_NO_ITEMS.format(sheet=sheet.name), "no items")
-    doubts = [] if mapped else list(assignment.doubts) + ([shape_doubt] if shape_doubt else [])
+    doubts = [] if mapped else list(assignment.doubts) + shape_doubts
     if not header.rows and not mapped:
         doubts.insert(0, "no header row: the columns were read from their values alone")
     if column_model:

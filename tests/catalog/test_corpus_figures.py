@@ -48,6 +48,8 @@ PARSED_FLOOR = {
     "max_unflagged": 0,
     "max_lists_refused": 0,
     "max_non_items_accepted": 8,
+    # Of those, the ones whose doubts tell the reviewer the table may be no item list.
+    "min_non_items_doubted": 4,
 }
 
 
@@ -102,6 +104,7 @@ def test_what_a_parse_job_does_keeps_the_rules_figures_and_shows_the_models_doub
     assert got["unflagged_rows_total"] == 0, got["unflagged_rows"]
     assert len(got["lists_refused"]) <= PARSED_FLOOR["max_lists_refused"], got["lists_refused"]
     assert len(got["non_items_accepted"]) <= PARSED_FLOOR["max_non_items_accepted"], got["non_items_accepted"]
+    assert len(got["non_items_doubted"]) >= PARSED_FLOOR["min_non_items_doubted"], got["non_items_doubted"]
 
 
 def test_what_a_parse_job_does_keeps_its_values_on_matched_rows(development_as_parsed):

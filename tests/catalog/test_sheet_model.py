@@ -3,7 +3,7 @@
 import json
 
 from catalog.extraction import extract
-from catalog.extraction.extractor import KIND_NOT_LIST
+from catalog.extraction.extractor import KIND_NOT_LIST, MSG_MAYBE_NOT_LIST
 from catalog.extraction.sheet_model import FEATURES, MODEL_PATH, load_sheet_model
 from catalog.reading import Sheet, Table
 
@@ -40,11 +40,21 @@ def test_a_price_survey_by_fuel_and_town_is_refused_as_no_item_list():
     assert scores and report["confidence"] == round(scores[0], 3) >= load_sheet_model().threshold
 
 
+def test_a_sheet_the_model_reads_as_no_item_list_more_likely_but_below_its_threshold_is_in_doubt():
+    """Two towns' prices and no dates: the model leans to a survey without being sure of it."""
+    rows = [row[:3] for row in fuel_survey()]
+    got, (score,) = judged(rows)
+    assert 0.5 < score < load_sheet_model().threshold
+    assert got.refusal is None and got.needs_confirmation
+    assert MSG_MAYBE_NOT_LIST.format(p=score) in got.sheets[0]["doubts"]
+
+
 def test_an_item_list_whose_header_names_no_role_is_judged_and_kept():
     rows = [["Was", "Kosten"]] + [[f"Schraube M{n} verzinkt {n * 5} mm", f"{n}.95"] for n in range(3, 30)]
     got, scores = judged(rows)
-    assert scores and scores[0] < load_sheet_model().threshold
+    assert scores and scores[0] < 0.5
     assert got.refusal is None and len(got.items) == 27
+    assert not any("sheet model" in d for d in got.sheets[0]["doubts"])
 
 
 def test_a_header_that_names_the_item_names_is_an_item_list_the_model_does_not_judge():
