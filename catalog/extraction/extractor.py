@@ -680,7 +680,10 @@ def _read_sheet(
         source="reviewer" if mapped else "inferred",
     )
     held = _held_doubt(second, assignment) if model_doubt is None and assignment is not second else None
-    return _SheetResult(items, report, _summary(sheet, header, assignment, builder) + relation_notes, held)
+    # Whether the sheet is an item list at all comes first among its notes (a reviewer sees them).
+    shape_notes = [f"sheet {sheet.name!r}: {d}" for d in ([] if mapped else shape_doubts)]
+    notes = shape_notes + _summary(sheet, header, assignment, builder) + relation_notes
+    return _SheetResult(items, report, notes, held)
 
 
 def _body(rows: list[list[str]], header: Header) -> list[list[str]]:
