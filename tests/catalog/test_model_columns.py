@@ -272,7 +272,7 @@ def test_a_column_the_model_reads_as_another_role_may_hold_the_role_no_column_ho
     monkeypatch.setattr(module, "column_probabilities", lambda *a: [(p, {}, dict(FULL)) for p in probs])
     cols = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
     rules = Assignment(roles={"unit_price": 0, "description": 1}, columns=cols, doubts=[])
-    got = second_opinion(rules, [["1"] * 3], 3, ["Price list: wholesale", "Name", ""])
+    got = second_opinion(rules, [["1"] * 3], 3, ["Prices of the week", "Name", ""])
     assert got.doubted["sku"] == (0, "column A may hold the sku (0.90); none was taken")
     assert got.doubted["unit_price"][0] == 0
     assert {c.col: c.needs_confirmation for c in got.columns}[0] is True
