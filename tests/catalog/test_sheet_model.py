@@ -47,9 +47,8 @@ def test_a_sheet_the_model_reads_as_no_item_list_more_likely_but_below_its_thres
     assert 0.5 < score < load_sheet_model().threshold
     assert got.refusal is None and got.needs_confirmation
     assert MSG_MAYBE_NOT_LIST.format(p=score) in got.sheets[0]["doubts"]
-    assert (
-        got.notes[0] == f"sheet 'Sheet1': {MSG_MAYBE_NOT_LIST.format(p=score)}"
-    )  # what a reviewer reads first
+    # The first note, what a reviewer reads first.
+    assert got.notes[0] == f"sheet 'Sheet1': {MSG_MAYBE_NOT_LIST.format(p=score)}"
 
 
 def test_an_item_list_whose_header_names_no_role_is_judged_and_kept():
