@@ -146,46 +146,30 @@ def agreements(
 
 
 def rules_absences(
-    rows,
-    probs,
-    roles,
-    labels: dict[str, dict],
-    files: list[str],
-    thresholds: tuple[float, float],
-    tables: dict | None = None,
+    rows, probs, roles, labels: dict[str, dict], files: list[str], tables: dict | None = None
 ) -> list[tuple]:
     """Per item role the rules take no column for on a labeled sheet they read: (the model's best
     probability for it among the columns the rules left free, 0, the role, is the role labeled on one
-    of them?, False), the shape ``_absent_floor`` reads. ``thresholds``: the agreement thresholds
-    (header not naming, naming the role) a role the rules took must reach not to be in doubt.
-    `tables`: files already read, by name."""
-    from catalog.extraction.columns import ITEM_ROLES, agreement, header_names
+    of them?, False), the shape ``_absent_floor`` reads. `tables`: files already read, by name."""
+    from catalog.extraction.columns import ITEM_ROLES
 
     members = collections.defaultdict(dict)
-    for n, (_f, role, _v, header, where, col) in enumerate(rows):
-        members[where][col] = (role, dict(zip(roles, probs[n], strict=True)), header)
+    for n, (_f, role, _v, _h, where, col) in enumerate(rows):
+        members[where][col] = (role, dict(zip(roles, probs[n], strict=True)))
     taken, doubted = collections.defaultdict(dict), collections.defaultdict(set)
     for f in files:
         for where, role, col, in_doubt in rules_roles(labels[f], table=(tables or {}).get(f)):
             taken[where][role] = col
-            cols = members.get(where, {})
-            if col not in cols:
-                continue
-            on_sheet = [cols[c][1] if c in cols else None for c in range(max(cols) + 1)]
-            sure = agreement(on_sheet, col, role)
-            disputed = role in ITEM_ROLES and not (
-                sure > 0 and sure >= thresholds[header_names(cols[col][2], role)]
-            )
-            if in_doubt or disputed:
+            if in_doubt:
                 doubted[where].add(col)
     out = []
     for where, got in taken.items():
         if "unit_price" not in got:
             continue
         # As in the extractor (columns._rules_absences): a column holding no item role (a quantity
-        # column among them), or one whose role the rules doubt themselves or the model disputes.
+        # column among them), or one whose role the rules doubt themselves.
         items = {c for r, c in got.items() if r in ITEM_ROLES} - doubted[where]
-        free = [v[:2] for c, v in members.get(where, {}).items() if c not in items]
+        free = [v for c, v in members.get(where, {}).items() if c not in items]
         for role in ITEM_ROLES:
             if role in got or not free:
                 continue
@@ -526,21 +510,14 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
         "for a header that does not or does name the role):"
     )
     print("\n".join(agreement_rows(agreed, agree_threshold, agree_named_threshold)))
-    agreed_at = (agree_threshold, agree_named_threshold)
-    absences = rules_absences(rows, probs, roles, labels, dev, agreed_at)
+    absences = rules_absences(rows, probs, roles, labels, dev)
     rules_absent_floor = _absent_floors(absences, "the item roles the rules take no column for")
     # Without its header a sheet is read from its values alone, and the model is less sure of a
     # role no column was taken for: the floors are fitted again on the development sheets with
     # their header rows removed.
     headless_probs = _vetoed(headless_rows, _softmax(headless_logits, temperature), roles)
     headless_absences = rules_absences(
-        headless_rows,
-        headless_probs,
-        roles,
-        headless_labels,
-        list(headless_tables),
-        agreed_at,
-        headless_tables,
+        headless_rows, headless_probs, roles, headless_labels, list(headless_tables), headless_tables
     )
     rules_absent_floor_headless = _absent_floors(
         headless_absences, "the same, on the sheets without their header"

@@ -285,7 +285,8 @@ def _rules_absences(
     """Item roles the rules took no column for while a column that holds no item role may hold
     one (a column they took as a quantity is not read into items, so it counts as free), or a
     column whose own role is in doubt (``in_doubt``: a column of codes taken as the price on a
-    close call, or one the model reads as something else, may be the SKU): role -> (column,
+    close call, or one the model reads as something else, may be the SKU; the floors are fitted
+    on the columns the rules leave free, so such a column only adds doubts): role -> (column,
     why), from the model's ``rules_absent_floor``,
     or for a column read from its values alone (``unnamed``: its header names nothing the rules
     or the model know, or the sheet has none) the floors fitted on sheets without their header."""

@@ -264,8 +264,8 @@ def test_words_a_second_confident_name_or_a_role_already_in_doubt_raise_no_code_
 
 def test_a_column_the_model_reads_as_another_role_may_hold_the_role_no_column_holds(monkeypatch):
     """The rules took a column of codes as the price under a title read as its header; the model
-    reads it as the SKU, which no column holds: the SKU is in doubt on that column, as the floors
-    were fitted (``make train`` counts a column the model disputes as free)."""
+    reads it as the SKU, which no column holds: the SKU is in doubt on that column, read with the
+    floor fitted on the columns the rules leave free."""
     from catalog.extraction import columns as module
 
     probs = [{"sku": 0.9, "unit_price": 0.02, "other": 0.08}, {"description": 0.95}, {"other": 1.0}]
