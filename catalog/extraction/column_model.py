@@ -44,8 +44,8 @@ _FILE_WORD = re.compile(r"[\w\-./]++")
 _FILE_EXTENSION = re.compile(r"\.[a-z]{3,4}$")
 _DATE = re.compile(r"\d{1,4}[-./]\d{1,2}[-./]\d{1,4}(?:\s|T|$)")
 _NUM_HYPHEN_NUM = re.compile(r"(?<!\d)\d{1,12}-\d{1,12}(?!\d)")
-# Words joined by hyphens or underscores into one token ("datte-deglet-nour", "LM-CP-PEC",
-# "tacker_20_2"): how slugs and supplier codes are written, where a name has spaces.
+# Words joined by hyphens or underscores into one token ("fig-sun-dried", "AB-CD-EF",
+# "bolt_20_2"): how slugs and supplier codes are written, where a name has spaces.
 _JOINED = re.compile(r"(?<![^\W\d_])[^\W\d_]{2,}+(?:[-_][^\W_]++)++")
 
 
