@@ -92,7 +92,10 @@ def model_without(held_out: set[str]):
     key = hashlib.sha256()
     key.update(json.dumps([labels.get(f) for f in files], sort_keys=True).encode())
     # What the model learns from: the fitting, the readers, every part of the extraction.
+    from bench.corpus import vocabulary
+
     sources = [Path(fitting.__file__), Path(sheet_fitting.__file__), Path(reading.__file__)]
+    sources.append(Path(vocabulary.__file__))
     sources += sorted(Path(column_model.__file__).parent.glob("*.py"))
     for source in sources:
         key.update(source.read_bytes())

@@ -14,7 +14,10 @@ right at least ``TARGET`` of the time. The floors under which a role the
 rules took no column for is absent are fitted on those predictions too, and
 again on the development sheets with their header rows removed, in their own
 column order and reversed (``HEADLESS``): the floors of a sheet whose header
-says nothing. Writes the model as JSON: plain Python applies it at run time.
+says nothing. It keeps the rules' header words the development part backs
+(``bench/corpus/vocabulary.py``): only a header in those words lowers the bar
+the model's agreement with the rules must reach. Writes the model as JSON:
+plain Python applies it at run time.
 Needs scikit-learn (requirements-dev.txt).
 """
 
@@ -33,6 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.corpus.labels import CORPUS, load_all, split  # noqa: E402
+from bench.corpus.vocabulary import backed_vocabulary  # noqa: E402
 from catalog.errors import UnreadableSheet  # noqa: E402
 from catalog.extraction.column_model import (  # noqa: E402
     MODEL_PATH,
@@ -41,6 +45,7 @@ from catalog.extraction.column_model import (  # noqa: E402
     value_features,
     with_context,
 )
+from catalog.extraction.headers import compile_vocabulary  # noqa: E402
 from catalog.extraction.layout import header_labels, table_start  # noqa: E402
 from catalog.extraction.text import col_index  # noqa: E402
 from catalog.reading import read_table  # noqa: E402
@@ -122,11 +127,12 @@ def rules_roles(label: dict, corpus: Path = CORPUS, table=None):
 
 
 def agreements(
-    rows, probs, roles, labels: dict[str, dict], files: list[str]
+    rows, probs, roles, labels: dict[str, dict], files: list[str], words=None
 ) -> list[tuple[float, bool, bool]]:
     """Per role the rules take on a labeled column: (how sure the model is of it, as
-    ``columns.agreement`` reads it; right?; does the header name the role?). ``rows`` and ``probs``
-    are the labeled columns and their probabilities."""
+    ``columns.agreement`` reads it; right?; does the header name the role in backed words,
+    ``words`` or the model's?). ``rows`` and ``probs`` are the labeled columns and their
+    probabilities."""
     from catalog.extraction.columns import ITEM_ROLES, agreement, header_names
 
     index = {(where, col): n for n, (_f, _r, _v, _h, where, col) in enumerate(rows)}
@@ -141,7 +147,9 @@ def agreements(
                 continue
             cols = sheets[where]
             on_sheet = [cols.get(c) for c in range(max(cols) + 1)]
-            out.append((agreement(on_sheet, col, role), rows[n][1] == role, header_names(rows[n][3], role)))
+            out.append(
+                (agreement(on_sheet, col, role), rows[n][1] == role, header_names(rows[n][3], role, words))
+            )
     return out
 
 
@@ -502,7 +510,9 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
         f"the item roles the extractor takes: threshold {threshold}, margin {margin}, absent floor {absent_floor}"
     )
     print("\n".join(choice_rows(choices, threshold)))
-    agreed = agreements(rows, probs, roles, labels, dev)
+    # The header words the files back: only they lower the bar the model's agreement must reach.
+    backed = backed_vocabulary(dev)
+    agreed = agreements(rows, probs, roles, labels, dev, compile_vocabulary(backed))
     agree_threshold = _agree_threshold([a for a in agreed if not a[2]])
     agree_named_threshold = _agree_threshold([a for a in agreed if a[2]])
     print(
@@ -549,6 +559,7 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
         "agree_named_threshold": agree_named_threshold,
         "rules_absent_floor": rules_absent_floor,
         "rules_absent_floor_headless": rules_absent_floor_headless,
+        "backed_words": {name: list(words) for name, words in backed.items() if words},
         "target": TARGET,
     }
     return versioned(content, [labels[f] for f in dev if f in labels])

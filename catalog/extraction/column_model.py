@@ -284,6 +284,9 @@ class ColumnModel:
     # it puts the role in doubt (below it, the role is absent 99.5% of the time).
     rules_absent_floor: Mapping[str, float]
     rules_absent_floor_headless: Mapping[str, float]  # the same, fitted on sheets without their header
+    # The rules' header words the development part backs (in the headers of their role in two
+    # files or more), by word list; None in a model fitted before they were kept: every word then.
+    backed_words: tuple[tuple[str, tuple[str, ...]], ...] | None = None
 
     @functools.cached_property
     def _word_index(self) -> dict[str, int]:
@@ -348,6 +351,9 @@ def model_from_json(data: dict) -> ColumnModel:
                 data.get("rules_absent_floor_headless") or data.get("rules_absent_floor") or {}
             ).items()
         },
+        backed_words=None
+        if data.get("backed_words") is None
+        else tuple((name, tuple(words)) for name, words in sorted(data["backed_words"].items())),
     )
 
 

@@ -17,6 +17,7 @@ from such a column (the uncertain-column flag, its field the role).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 
 from catalog.extraction.assignment import Assignment, Column
@@ -29,7 +30,7 @@ from catalog.extraction.column_model import (
     value_vetoes,
     with_context,
 )
-from catalog.extraction.headers import classify_header
+from catalog.extraction.headers import ALL_WORDS, Patterns, classify_header, compile_vocabulary
 from catalog.extraction.text import col_letter
 
 ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
@@ -267,9 +268,25 @@ def agreement(probs: list[dict[str, float]], col: int, role: str) -> float:
     return score
 
 
-def header_names(label: str, role: str) -> bool:
-    """The rules' header reading (``headers.classify_header``) names ``role``."""
-    got = classify_header(label)
+@functools.lru_cache(maxsize=4)
+def _compiled(words: tuple[tuple[str, tuple[str, ...]], ...]) -> Patterns:
+    return compile_vocabulary(dict(words))
+
+
+def backed_words() -> Patterns:
+    """The rules' header words the development part backs, as ``make train`` kept them in the
+    model (``backed_words``); the whole vocabulary with a model fitted before it kept them."""
+    words = load_model().backed_words
+    return ALL_WORDS if words is None else _compiled(words)
+
+
+def header_names(label: str, role: str, patterns: Patterns | None = None) -> bool:
+    """The header names ``role`` in words the development part backs (``patterns``, default
+    ``backed_words``). Only such a header lowers the bar the model's agreement must reach
+    (``agreement_threshold``) or tells codes from names (``_code_names``): a word the corpus does
+    not back still proposes a column for its role, and the model alone then decides whether
+    the column needs confirmation."""
+    got = classify_header(label, patterns or backed_words())
     return bool(got and got[0] == role)
 
 

@@ -9,6 +9,7 @@ makes a sheet "not an item list". Roles: ``sku``, ``description``, ``unit``,
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from catalog.extraction.money import (
     AMBIGUOUS_RE,
@@ -702,25 +703,48 @@ VOCABULARY = {
     "statistic": STATISTIC_WORDS,
     "vat": _VAT_WORDS,
 }
+
+
+@dataclass(frozen=True)
+class Patterns:
+    """A vocabulary compiled: one pattern per word list (``re``, by its name in ``VOCABULARY``)
+    and the long words that also match inside a longer token, by role."""
+
+    re: dict[str, re.Pattern]
+    long_words: dict[str, list[str]]
+
+
+_LONG_LISTS = {"description": "desc", "sku": "sku", "unit_price": "price", "quantity": "quantity"}
+
+
+def compile_vocabulary(vocabulary: dict[str, tuple[str, ...]]) -> Patterns:
+    """``vocabulary`` (lists by their names in ``VOCABULARY``; a list it lacks matches nothing)
+    compiled for ``classify_header``."""
+    return Patterns(
+        re={name: phrases(vocabulary.get(name, ())) for name in VOCABULARY},
+        long_words={
+            role: [fold(w) for w in vocabulary.get(name, ()) if len(w) >= 6 and not _is_cjk(w)]
+            for role, name in _LONG_LISTS.items()
+        },
+    )
+
+
 RE: dict[str, re.Pattern] = {}
 # Long words also match inside a longer token ("Artikelbezeichnung"), by role.
 _LONG_WORDS: dict[str, list[str]] = {}
+# The whole vocabulary: these very dicts, which ``use_vocabulary`` fills.
+ALL_WORDS = Patterns(RE, _LONG_WORDS)
 
 
 def use_vocabulary(vocabulary: dict[str, tuple[str, ...]]) -> None:
     """Compile ``RE`` (and the long words) from ``vocabulary``, in place: the
     extractor's modules hold these very dicts. ``bench/corpus/vocabulary.py``
     scores the corpus with a smaller vocabulary through it."""
+    compiled = compile_vocabulary(vocabulary)
     RE.clear()
-    RE.update({name: phrases(words) for name, words in vocabulary.items()})
-    long = {"description": "desc", "sku": "sku", "unit_price": "price", "quantity": "quantity"}
+    RE.update(compiled.re)
     _LONG_WORDS.clear()
-    _LONG_WORDS.update(
-        {
-            role: [fold(w) for w in vocabulary[name] if len(w) >= 6 and not _is_cjk(w)]
-            for role, name in long.items()
-        }
-    )
+    _LONG_WORDS.update(compiled.long_words)
 
 
 use_vocabulary(VOCABULARY)
@@ -728,7 +752,7 @@ HEADER_CELL_MAX = 80  # a header label is short; long text is a title or a note
 _WORD_SPLIT = re.compile(r"[^\w]++")
 
 
-def is_currency_only(text: str) -> bool:
+def is_currency_only(text: str, patterns: Patterns = ALL_WORDS) -> bool:
     """ " € без ПДВ", "руб.", "Euro": a label that is only a currency (and VAT words)."""
     if not (find_currencies(text) or ambiguous_currency_symbol(text)):
         return False
@@ -736,22 +760,22 @@ def is_currency_only(text: str) -> bool:
     rest = ISO_RE.sub(" ", rest)
     rest = AMBIGUOUS_RE.sub(" ", rest)
     rest = WORD_RE.sub(" ", fold(rest))
-    rest = RE["vat"].sub(" ", rest)
+    rest = patterns.re["vat"].sub(" ", rest)
     return not any(ch.isalnum() for ch in rest)
 
 
-def _price_strength(f: str) -> int:
-    if RE["price_strong"].search(f):
+def _price_strength(f: str, words: dict[str, re.Pattern]) -> int:
+    if words["price_strong"].search(f):
         return 3
-    if RE["price_secondary"].search(f):
+    if words["price_secondary"].search(f):
         return 1
     return 2
 
 
-def _name_or_code(f: str) -> tuple[str, int] | None:
-    if RE["desc_weak"].search(f) and not re.search(r"description|наименование|назва", f):
+def _name_or_code(f: str, words: dict[str, re.Pattern]) -> tuple[str, int] | None:
+    if words["desc_weak"].search(f) and not re.search(r"description|наименование|назва", f):
         return "description", 1
-    sku, desc = RE["sku"].search(f), RE["desc"].search(f)
+    sku, desc = words["sku"].search(f), words["desc"].search(f)
     if sku and desc:
         # "Item description" is a description, "Item code"/"Product code" a SKU.
         return ("description", 2) if len(desc.group(0)) > len(sku.group(0)) else ("sku", 2)
@@ -759,43 +783,45 @@ def _name_or_code(f: str) -> tuple[str, int] | None:
         return "sku", 2
     if desc:
         return "description", 2
-    if RE["sku_weak"].search(f):
+    if words["sku_weak"].search(f):
         return "sku", 1
     return None
 
 
-def classify_header(text: str) -> tuple[str, int] | None:
-    """(role, strength) a header cell names, or None. Strength ranks columns of one role."""
+def classify_header(text: str, patterns: Patterns = ALL_WORDS) -> tuple[str, int] | None:
+    """(role, strength) a header cell names, or None. Strength ranks columns of one role.
+    ``patterns``: the words read (default the whole vocabulary)."""
     if not text or len(text) > HEADER_CELL_MAX:
         return None
     f = fold(text)
     if not f or PLAIN_NUMBER_RE.fullmatch(f):
         return None
-    if RE["price"].search(f):
-        return None if RE["price_not"].search(f) else ("unit_price", _price_strength(f))
-    if is_currency_only(text):
+    words = patterns.re
+    if words["price"].search(f):
+        return None if words["price_not"].search(f) else ("unit_price", _price_strength(f, words))
+    if is_currency_only(text, patterns):
         return "unit_price", 1  # a price column labelled by its currency
     checks = (
-        ("currency", RE["currency"].fullmatch),
-        ("pack_size", RE["pack"].search),
-        ("quantity", RE["quantity"].search),
+        ("currency", words["currency"].fullmatch),
+        ("pack_size", words["pack"].search),
+        ("quantity", words["quantity"].search),
     )
     for role, test in checks:
         if test(f):
             return role, 2
-    if RE["unit"].fullmatch(f.rstrip(":")) or (RE["unit"].match(f) and len(f) <= 20):
+    if words["unit"].fullmatch(f.rstrip(":")) or (words["unit"].match(f) and len(f) <= 20):
         return "unit", 2
-    if RE["desc_not"].search(f):
+    if words["desc_not"].search(f):
         return None
-    return _name_or_code(f) or _truncated(f)
+    return _name_or_code(f, words) or _truncated(f, patterns.long_words)
 
 
-def _truncated(f: str) -> tuple[str, int] | None:
+def _truncated(f: str, long_words: dict[str, list[str]]) -> tuple[str, int] | None:
     """A label cut short ("DESCRIP", "QUANT"): weak evidence for the word it begins."""
     for word in _WORD_SPLIT.split(f):
         if len(word) < 5:
             continue
-        for role, longs in _LONG_WORDS.items():
+        for role, longs in long_words.items():
             if any(w.startswith(word) and w != word for w in longs):
                 return role, 1
     return None

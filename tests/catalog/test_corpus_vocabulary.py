@@ -40,3 +40,13 @@ def test_only_the_header_tells_whether_a_lone_column_of_codes_holds_skus_or_name
     codes = code_names(split()["development"])
     for role in ("sku", "description"):
         assert len({f for f, _sheet, r in codes if r == role}) >= 2
+
+
+def test_the_model_keeps_the_header_words_the_development_part_backs():
+    # Only these lower the bar the model's agreement with the rules must reach
+    # (columns.header_names); make train writes them into the model file.
+    from bench.corpus.vocabulary import backed_vocabulary
+    from catalog.extraction.column_model import load_model
+
+    backed = {name: words for name, words in backed_vocabulary(split()["development"]).items() if words}
+    assert dict(load_model().backed_words) == backed

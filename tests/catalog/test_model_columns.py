@@ -249,7 +249,7 @@ def test_the_only_name_column_holding_codes_is_in_doubt_unless_its_header_names_
         rules = names({role: 1, "unit_price": 2})
         got = _code_names(rules, CODES, ["", "", ""], {})
         assert got[role][0] == 1 and "SKUs or names" in got[role][1]
-        assert _code_names(rules, CODES, ["", "Art.-Nr." if role == "sku" else "Name", "Price"], {}) == {}
+        assert _code_names(rules, CODES, ["", "Code" if role == "sku" else "Name", "Price"], {}) == {}
 
 
 def test_words_a_second_confident_name_or_a_role_already_in_doubt_raise_no_code_doubt():
@@ -276,3 +276,24 @@ def test_a_column_the_model_reads_as_another_role_may_hold_the_role_no_column_ho
     assert got.doubted["sku"] == (0, "column A may hold the sku (0.90); none was taken")
     assert got.doubted["unit_price"][0] == 0
     assert {c.col: c.needs_confirmation for c in got.columns}[0] is True
+
+
+def test_only_a_header_word_the_development_part_backs_lowers_the_bar_of_the_models_agreement(monkeypatch):
+    """A word of the rules' dictionary that the model file does not keep as backed still names
+    its role for the rules, but the model must then agree as surely as under a header that
+    names nothing; a model fitted before it kept the backed words reads every word."""
+    import dataclasses
+
+    from catalog.extraction import columns as module
+    from catalog.extraction.headers import classify_header
+
+    model = load_model()
+    monkeypatch.setattr(
+        module, "load_model", lambda: dataclasses.replace(model, backed_words=(("sku", ("sku",)),))
+    )
+    assert classify_header("Artikelnummer") == ("sku", 2)
+    assert module.header_names("SKU", "sku") and not module.header_names("Artikelnummer", "sku")
+    assert module.agreement_threshold("Artikelnummer", "sku") == model.agree_threshold
+    assert module.agreement_threshold("SKU", "sku") == model.agree_named_threshold
+    monkeypatch.setattr(module, "load_model", lambda: dataclasses.replace(model, backed_words=None))
+    assert module.header_names("Artikelnummer", "sku")
