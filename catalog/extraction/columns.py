@@ -17,7 +17,6 @@ from such a column (the uncertain-column flag, its field the role).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection
 
 from catalog.extraction.assignment import Assignment, Column
@@ -30,7 +29,7 @@ from catalog.extraction.column_model import (
     value_vetoes,
     with_context,
 )
-from catalog.extraction.headers import ALL_WORDS, Patterns, classify_header, compile_vocabulary
+from catalog.extraction.headers import Patterns, backed_words, classify_header
 from catalog.extraction.text import col_letter
 
 ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency")
@@ -268,18 +267,6 @@ def agreement(probs: list[dict[str, float]], col: int, role: str) -> float:
     return score
 
 
-@functools.lru_cache(maxsize=4)
-def _compiled(words: tuple[tuple[str, tuple[str, ...]], ...]) -> Patterns:
-    return compile_vocabulary(dict(words))
-
-
-def backed_words() -> Patterns:
-    """The rules' header words the development part backs, as ``make train`` kept them in the
-    model (``backed_words``); the whole vocabulary with a model fitted before it kept them."""
-    words = load_model().backed_words
-    return ALL_WORDS if words is None else _compiled(words)
-
-
 def header_names(label: str, role: str, patterns: Patterns | None = None) -> bool:
     """The header names ``role`` in words the development part backs (``patterns``, default
     ``backed_words``). Only such a header lowers the bar the model's agreement must reach
@@ -371,15 +358,17 @@ def second_opinion(
     if "sku" not in doubted:
         doubted.update(_rival_codes(rules, filled))
     in_doubt = {c for c, _why in rules.doubted.values()}
-    # A header none of whose words the rules or the model know (a language neither has seen)
-    # says no more than no header: such a column, and every column of a sheet whose header names
-    # nothing, is read with the floors fitted on headerless sheets.
+    # A header none of whose words the development part backs or the model knows (a language
+    # neither has seen) says no more than no header: such a column, and every column of a sheet
+    # whose header names nothing, is read with the floors fitted on headerless sheets.
     model = load_model()
+    backed = backed_words()
     unnamed = {
         c
         for c in range(len(scored))
         if not (
-            (label := labels[c] if c < len(labels) else "") and (classify_header(label) or model.knows(label))
+            (label := labels[c] if c < len(labels) else "")
+            and (classify_header(label, backed) or model.knows(label))
         )
     }
     headless = len(unnamed) == len(scored)

@@ -8,6 +8,7 @@ makes a sheet "not an item list". Roles: ``sku``, ``description``, ``unit``,
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from catalog.extraction.money import (
     ambiguous_currency_symbol,
     find_currencies,
 )
-from catalog.extraction.column_model import INFLECTION, inflection_stem
+from catalog.extraction.column_model import INFLECTION, inflection_stem, load_model
 from catalog.extraction.text import fold
 
 SKU_WORDS = (
@@ -748,6 +749,23 @@ def use_vocabulary(vocabulary: dict[str, tuple[str, ...]]) -> None:
 
 
 use_vocabulary(VOCABULARY)
+
+
+@functools.lru_cache(maxsize=4)
+def _compiled(words: tuple[tuple[str, tuple[str, ...]], ...]) -> Patterns:
+    return compile_vocabulary(dict(words))
+
+
+def backed_words() -> Patterns:
+    """The words the development part backs, as ``make train`` kept them in the column model
+    (``backed_words``: in the headers of their role in two files or more); the whole vocabulary
+    with a model fitted before it kept them. A word outside them still proposes a role, but
+    lowers no bar of the model's agreement and counts as no header for the floors of absent
+    roles (``columns``)."""
+    words = load_model().backed_words
+    return ALL_WORDS if words is None else _compiled(words)
+
+
 HEADER_CELL_MAX = 80  # a header label is short; long text is a title or a note
 _WORD_SPLIT = re.compile(r"[^\w]++")
 

@@ -278,6 +278,14 @@ def test_a_column_the_model_reads_as_another_role_may_hold_the_role_no_column_ho
     assert {c.col: c.needs_confirmation for c in got.columns}[0] is True
 
 
+def use_model(monkeypatch, model) -> None:
+    """``model`` read as the column model by the columns and the header words."""
+    from catalog.extraction import columns, headers
+
+    for module in (columns, headers):
+        monkeypatch.setattr(module, "load_model", lambda: model)
+
+
 def test_only_a_header_word_the_development_part_backs_lowers_the_bar_of_the_models_agreement(monkeypatch):
     """A word of the rules' dictionary that the model file does not keep as backed still names
     its role for the rules, but the model must then agree as surely as under a header that
@@ -295,5 +303,27 @@ def test_only_a_header_word_the_development_part_backs_lowers_the_bar_of_the_mod
     assert module.header_names("SKU", "sku") and not module.header_names("Artikelnummer", "sku")
     assert module.agreement_threshold("Artikelnummer", "sku") == model.agree_threshold
     assert module.agreement_threshold("SKU", "sku") == model.agree_named_threshold
-    monkeypatch.setattr(module, "load_model", lambda: dataclasses.replace(model, backed_words=None))
+    use_model(monkeypatch, dataclasses.replace(model, backed_words=None))
     assert module.header_names("Artikelnummer", "sku")
+
+
+def test_a_header_word_the_development_part_does_not_back_reads_absences_as_no_header(monkeypatch):
+    """A free column under a dictionary word the model file does not keep as backed (and the
+    model does not know) is read with the floors fitted without headers, as under no header."""
+    import dataclasses
+
+    from catalog.extraction import columns as module
+
+    model = load_model()
+    headed, headless = model.rules_absent_floor["sku"], model.rules_absent_floor_headless["sku"]
+    probs = [{"sku": (headed + headless) / 2, "other": 0.5}, {"description": 0.95}, {"unit_price": 0.95}]
+    monkeypatch.setattr(module, "column_probabilities", lambda *a: [(p, {}, dict(FULL)) for p in probs])
+    cols = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
+    rules = Assignment(roles={"description": 1, "unit_price": 2}, columns=cols, doubts=[])
+    labels = ["Menge", "Name", "Price"]
+    assert not model.knows("Menge")
+    use_model(monkeypatch, dataclasses.replace(model, backed_words=None))
+    assert "sku" not in module.second_opinion(rules, [["1"] * 3], 3, labels).doubted
+    narrow = (("desc", ("name",)), ("price", ("price",)))
+    use_model(monkeypatch, dataclasses.replace(model, backed_words=narrow))
+    assert module.second_opinion(rules, [["1"] * 3], 3, labels).doubted["sku"][0] == 0
