@@ -292,8 +292,9 @@ def _rules_absences(
     close call, or one the model reads as something else, may be the SKU; the floors are fitted
     on the columns the rules leave free, so such a column only adds doubts): role -> (column,
     why), from the model's ``rules_absent_floor``,
-    or for a column read from its values alone (``unnamed``: its header names nothing the rules
-    or the model know, or the sheet has none) the floors fitted on sheets without their header."""
+    or for a column read from its values alone (``unnamed``: its header holds no word the
+    development part backs or the model knows, or the sheet has none) the floors fitted on
+    sheets without their header."""
     model = load_model()
     items = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
     free = [c.col for c in rules.columns if c.col not in items or c.col in in_doubt]
@@ -515,8 +516,8 @@ def _price_named_over_nothing(labels: list[str], feats: list[dict]) -> bool:
 
 
 def _take_model_price(got: Assignment, model_roles: dict[str, int], probs: list[dict]) -> None:
-    """A sheet whose header says nothing of the price (no header, words neither the rules nor
-    the model know, or a price word over an empty column) where the rules found no price
+    """A sheet whose header says nothing of the price (no header, no word the development part
+    backs or the model knows, or a price word over an empty column) where the rules found no price
     column (prices written as text, "Rp 150.000.000") while the model gives the price to a
     column that holds no item role: that column is taken, in doubt, so the sheet goes to review instead of being refused (a refusal needs positive evidence)."""
     col = model_roles.get("unit_price")
