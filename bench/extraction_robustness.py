@@ -84,6 +84,7 @@ def model_without(held_out: set[str]):
     development part without the files ``held_out``."""
     from bench.corpus import train as fitting
     from bench.corpus import train_sheets as sheet_fitting
+    from bench.corpus import vocabulary
     from catalog.extraction import column_model, sheet_model
     from catalog.readers import common as reading
 
@@ -91,11 +92,10 @@ def model_without(held_out: set[str]):
     files = [f for f in split()["development"] if f not in held_out]
     key = hashlib.sha256()
     key.update(json.dumps([labels.get(f) for f in files], sort_keys=True).encode())
-    # What the model learns from: the fitting, the readers, every part of the extraction.
-    from bench.corpus import vocabulary
-
-    sources = [Path(fitting.__file__), Path(sheet_fitting.__file__), Path(reading.__file__)]
-    sources.append(Path(vocabulary.__file__))
+    # What the model learns from: the fitting, the backed words, the readers, every part of the
+    # extraction.
+    sources = [Path(fitting.__file__), Path(sheet_fitting.__file__), Path(vocabulary.__file__)]
+    sources.append(Path(reading.__file__))
     sources += sorted(Path(column_model.__file__).parent.glob("*.py"))
     for source in sources:
         key.update(source.read_bytes())

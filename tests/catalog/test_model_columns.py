@@ -296,11 +296,10 @@ def test_only_a_header_word_the_development_part_backs_lowers_the_bar_of_the_mod
     from catalog.extraction.headers import classify_header
 
     model = load_model()
-    monkeypatch.setattr(
-        module, "load_model", lambda: dataclasses.replace(model, backed_words=(("sku", ("sku",)),))
-    )
+    use_model(monkeypatch, dataclasses.replace(model, backed_words=(("sku", ("sku",)),)))
     assert classify_header("Artikelnummer") == ("sku", 2)
     assert module.header_names("SKU", "sku") and not module.header_names("Artikelnummer", "sku")
+    assert not module.header_names("Code", "sku")  # backed in the project's model, not in this one
     assert module.agreement_threshold("Artikelnummer", "sku") == model.agree_threshold
     assert module.agreement_threshold("SKU", "sku") == model.agree_named_threshold
     use_model(monkeypatch, dataclasses.replace(model, backed_words=None))
