@@ -343,13 +343,18 @@ def second_opinion(
         if role not in ITEM_ROLES:
             continue
         sure = agreement(filled, col, role)
-        if not (sure > 0 and sure >= agreement_threshold(labels[col] if col < len(labels) else "", role)):
+        bar = agreement_threshold(labels[col] if col < len(labels) else "", role)
+        if not (sure > 0 and sure >= bar):
             kind = max(p, key=p.get)
+            name = role.replace("_", " ")
+            reading = (
+                f"{name} ({sure:.2f}), below the {bar:.2f} that confirms it"
+                if sure > 0
+                else f"{kind.replace('_', ' ')} ({p[kind]:.2f}), {name} {p.get(role, 0.0):.2f}"
+            )
             doubted[role] = (
                 col,
-                f"column {col_letter(col)} was taken as the {role.replace('_', ' ')}; the column "
-                f"model reads it as {kind.replace('_', ' ')} ({p[kind]:.2f}), "
-                f"{role.replace('_', ' ')} {p.get(role, 0.0):.2f}",
+                f"column {col_letter(col)} was taken as the {name}; the column model reads it as {reading}",
             )
     disputed = {c for c, _why in doubted.values()}  # columns whose role the model does not agree with
     if "unit_price" not in doubted:

@@ -300,3 +300,20 @@ def test_a_header_one_column_off_its_values_is_read_with_the_price_in_doubt_not_
         any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
         for i in ex.items
     )
+
+
+def test_a_header_that_names_no_item_names_says_which_were_taken_by_their_values():
+    from catalog.extraction.rules_columns import _header_silent
+
+    one = _header_silent({"description": 0, "unit_price": 1}, ["Notes", "Price"])
+    assert one == [
+        (
+            "description",
+            "the header names no SKU or description column; the description from column A was taken by their values",
+        )
+    ]
+    both = _header_silent({"sku": 0, "description": 1, "unit_price": 2}, ["", "Notes", "Price"])
+    assert [why for _r, why in both] == [
+        "the header names no SKU or description column; the sku from column A and the description from "
+        "column B were taken by their values"
+    ] * 2

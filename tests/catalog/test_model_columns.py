@@ -326,3 +326,20 @@ def test_a_header_word_the_development_part_does_not_back_reads_absences_as_no_h
     narrow = (("desc", ("name",)), ("price", ("price",)))
     use_model(monkeypatch, dataclasses.replace(model, backed_words=narrow))
     assert module.second_opinion(rules, [["1"] * 3], 3, labels).doubted["sku"][0] == 0
+
+
+def test_a_role_the_model_reads_alike_but_not_surely_enough_says_the_bar_it_missed(monkeypatch):
+    from catalog.extraction import columns as module
+
+    probs = [{"sku": 0.8, "other": 0.2}, {"description": 0.99}, {"unit_price": 0.99}]
+    monkeypatch.setattr(module, "column_probabilities", lambda *a: [(p, {}, dict(FULL)) for p in probs])
+    cols = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
+    rules = Assignment(roles={"sku": 0, "description": 1, "unit_price": 2}, columns=cols, doubts=[])
+    got = module.second_opinion(rules, [["1"] * 3], 3, ["", "Name", "Price"])
+    bar = load_model().agree_threshold  # column A's header names nothing
+    assert got.doubted == {
+        "sku": (
+            0,
+            f"column A was taken as the sku; the column model reads it as sku (0.80), below the {bar:.2f} that confirms it",
+        )
+    }
