@@ -708,10 +708,10 @@ VOCABULARY = {
 
 @dataclass(frozen=True)
 class Patterns:
-    """A vocabulary compiled: one pattern per word list (``re``, by its name in ``VOCABULARY``)
-    and the long words that also match inside a longer token, by role."""
+    """A vocabulary compiled: one pattern per word list (``lists``, by its name in
+    ``VOCABULARY``) and the long words that also match inside a longer token, by role."""
 
-    re: dict[str, re.Pattern]
+    lists: dict[str, re.Pattern]
     long_words: dict[str, list[str]]
 
 
@@ -722,7 +722,7 @@ def compile_vocabulary(vocabulary: dict[str, tuple[str, ...]]) -> Patterns:
     """``vocabulary`` (lists by their names in ``VOCABULARY``; a list it lacks matches nothing)
     compiled for ``classify_header``."""
     return Patterns(
-        re={name: phrases(vocabulary.get(name, ())) for name in VOCABULARY},
+        lists={name: phrases(vocabulary.get(name, ())) for name in VOCABULARY},
         long_words={
             role: [fold(w) for w in vocabulary.get(name, ()) if len(w) >= 6 and not _is_cjk(w)]
             for role, name in _LONG_LISTS.items()
@@ -743,7 +743,7 @@ def use_vocabulary(vocabulary: dict[str, tuple[str, ...]]) -> None:
     scores the corpus with a smaller vocabulary through it."""
     compiled = compile_vocabulary(vocabulary)
     RE.clear()
-    RE.update(compiled.re)
+    RE.update(compiled.lists)
     _LONG_WORDS.clear()
     _LONG_WORDS.update(compiled.long_words)
 
@@ -778,7 +778,7 @@ def is_currency_only(text: str, patterns: Patterns = ALL_WORDS) -> bool:
     rest = ISO_RE.sub(" ", rest)
     rest = AMBIGUOUS_RE.sub(" ", rest)
     rest = WORD_RE.sub(" ", fold(rest))
-    rest = patterns.re["vat"].sub(" ", rest)
+    rest = patterns.lists["vat"].sub(" ", rest)
     return not any(ch.isalnum() for ch in rest)
 
 
@@ -814,7 +814,7 @@ def classify_header(text: str, patterns: Patterns = ALL_WORDS) -> tuple[str, int
     f = fold(text)
     if not f or PLAIN_NUMBER_RE.fullmatch(f):
         return None
-    words = patterns.re
+    words = patterns.lists
     if words["price"].search(f):
         return None if words["price_not"].search(f) else ("unit_price", _price_strength(f, words))
     if is_currency_only(text, patterns):

@@ -326,8 +326,7 @@ def _header_silent(roles: dict[str, int], labels: list[str]) -> list[tuple[str, 
         why = (
             "the header names no SKU or description column; "
             + " and ".join(f"the {r} from column {col_letter(c)}" for r, c in names)
-            + (" were" if len(names) > 1 else " was")
-            + " taken by their values"
+            + (" were taken by their values" if len(names) > 1 else " was taken by its values")
         )
         doubts += [(r, why) for r, _c in names]
     return doubts

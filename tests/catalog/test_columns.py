@@ -309,7 +309,7 @@ def test_a_header_that_names_no_item_names_says_which_were_taken_by_their_values
     assert one == [
         (
             "description",
-            "the header names no SKU or description column; the description from column A was taken by their values",
+            "the header names no SKU or description column; the description from column A was taken by its values",
         )
     ]
     both = _header_silent({"sku": 0, "description": 1, "unit_price": 2}, ["", "Notes", "Price"])
