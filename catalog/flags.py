@@ -39,6 +39,7 @@ class Code(StrEnum):
     SUSPICIOUS_INSTRUCTION = "suspicious_instruction"
     UNCERTAIN_COLUMN = "uncertain_column"
     DERIVED_PRICE = "derived_price"
+    TOTAL_WORD = "total_word"
 
 
 class Clear(StrEnum):
@@ -259,6 +260,16 @@ REGISTRY: dict[Code, FlagType] = {
             **_DOUBT,
             messages=(
                 "Row {row} holds a price but no SKU or description{taken}; check it is an item, or leave it out."
+            ),
+        ),
+        _type(
+            Code.TOTAL_WORD,
+            "Named like a total",
+            ["description"],
+            **_DOUBT,
+            messages=(
+                "Row {row} begins with {word!r}, as total lines do, but its price is below a price above "
+                "it, so it is no sum and was taken as an item; check it is one, or leave it out."
             ),
         ),
         _type(

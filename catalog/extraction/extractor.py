@@ -55,6 +55,7 @@ from catalog.extraction.rows import (
     PRICE_WITHOUT_ITEM,
     Columns,
     RowClassifier,
+    TOTAL_WORD,
     header_price_columns,
 )
 from catalog.extraction.sheet_model import header_names_items, load_sheet_model
@@ -310,12 +311,13 @@ def _classify_rows(
         elif got and kind == "header":
             moved = None  # the sheet's own header again: its columns hold from here
         counts[kind] = counts.get(kind, 0) + 1
-        if kind in ("item", PRICE_WITHOUT_ITEM):
+        if kind in ("item", PRICE_WITHOUT_ITEM, TOTAL_WORD):
             item = builder.item(r, row, without_item=kind == PRICE_WITHOUT_ITEM)
-            if moved:
-                item["flags"] = [*item.get("flags", []), dict(moved)]
+            more = [dict(f) for f in (got.flag if got else None, moved) if f]
+            if more:
+                item["flags"] = [*item.get("flags", []), *more]
             items.append(item)
-        if got and kind not in ("item", "blank") and len(listed) < MAX_LISTED_ROWS:
+        if got and kind not in ("item", "blank", TOTAL_WORD) and len(listed) < MAX_LISTED_ROWS:
             listed.append({"row": r, "class": kind, "reason": got.reason})
     return items, counts, listed
 

@@ -2,8 +2,10 @@
 
 Classes: ``item``, ``header``, ``title``, ``section``, ``blank``, ``total``,
 ``note``, ``skipped``, ``PRICE_WITHOUT_ITEM`` (a row that holds a price
-but no SKU or description: it becomes a flagged item, never dropped) and
-``MOVED_HEADER`` (a header again, naming the price in another column).
+but no SKU or description: it becomes a flagged item, never dropped),
+``TOTAL_WORD`` (a row named by a total word whose price is no sum: a
+flagged item) and ``MOVED_HEADER`` (a header again, naming the price in
+another column).
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from decimal import Decimal
 from catalog.extraction.headers import RE, classify_header
 from catalog.extraction.money import parse_decimal
 from catalog.extraction.text import cap, cell, col_letter, fold
-from catalog.flags import Code
+from catalog.flags import Code, flag
 
 NOTE_CHARS = 60  # a lone text this long is a note, shorter a section heading
 
 
 # The row class of a price with no item: its item carries the flag of that name.
 PRICE_WITHOUT_ITEM = Code.PRICE_WITHOUT_ITEM.value
+# The row class of a row that begins with a total word ("Total", "Итого") while its price is
+# below a price above it since the last heading or total: a sum is never below one of its parts,
+# so it is an item named so ("Total care conditioner"), and carries the flag.
+TOTAL_WORD = Code.TOTAL_WORD.value
 # A header row below the first that names the price in another column: the items under it
 # are read from the same columns as above, each price flagged.
 MOVED_HEADER = "moved_header"
@@ -32,6 +38,7 @@ class RowClass:
     row: int
     kind: str
     reason: str
+    flag: dict | None = None  # a flag the row's item carries
 
 
 @dataclass
@@ -47,8 +54,10 @@ class Columns:
     labels: tuple[str, ...] = ()
 
 
-def _is_total(text: str) -> bool:
-    return bool(text) and len(text) <= 80 and bool(RE["total_row"].match(fold(text)))
+def _total_word(text: str) -> str | None:
+    """The total word a row's name begins with, folded ("total", "итого"), or None."""
+    found = RE["total_row"].match(fold(text)) if text and len(text) <= 80 else None
+    return found.group(0) if found else None
 
 
 def _is_repeated_header(row: list[str], labels: tuple[str, ...]) -> bool:
@@ -95,12 +104,14 @@ def _no_price_class(r: int, row: list[str], cols: Columns) -> RowClass:
 
 
 class RowClassifier:
-    """Classifies body rows; remembers prices since the last heading to spot subtotals."""
+    """Classifies body rows; remembers prices since the last heading to spot subtotals, and the
+    highest since the last heading or total, which a total's sum cannot be below."""
 
     def __init__(self, cols: Columns, decimal: str | None):
         self.cols = cols
         self.decimal = decimal
         self.running = Decimal(0)
+        self.highest = Decimal(0)
 
     def classify(self, r: int, row: list[str]) -> RowClass:
         cols = self.cols
@@ -120,7 +131,7 @@ class RowClassifier:
         if not price_text:
             got = _no_price_class(r, row, cols)
             if got.kind == "section":
-                self.running = Decimal(0)
+                self.running = self.highest = Decimal(0)
             return got
         return self._priced(r, row, value)
 
@@ -129,7 +140,15 @@ class RowClassifier:
         has_id = bool(cell(row, cols.sku) or cell(row, cols.desc))
         if not cell(row, cols.sku):
             first_text = next(_texts(row, {cols.price}), "")
-            if _is_total(cell(row, cols.desc) or first_text):
+            word = _total_word(cell(row, cols.desc) or first_text)
+            if word and value is not None and value < self.highest:
+                named = flag(Code.TOTAL_WORD, "description", row=r, word=word)
+                if not has_id:
+                    return RowClass(r, PRICE_WITHOUT_ITEM, "a price but no SKU or description", named)
+                self.running += value
+                return RowClass(r, TOTAL_WORD, f"begins with {word!r}, but its price is no sum", named)
+            if word:
+                self.highest = Decimal(0)
                 return RowClass(r, "total", f"a total line: {cap(first_text)[:40]!r}")
         if value is None:
             if has_id:
@@ -137,8 +156,10 @@ class RowClassifier:
             return RowClass(r, "note", "text in the price column, no item")
         if has_id:
             self.running += value
+            self.highest = max(self.highest, value)
             return RowClass(r, "item", "a price and a SKU or description")
         if value == self.running and value and next(_texts(row, {cols.price}), None) is None:
             self.running = Decimal(0)
             return RowClass(r, "total", "a lone number equal to the sum of the prices above it")
+        self.highest = max(self.highest, value)
         return RowClass(r, PRICE_WITHOUT_ITEM, "a price but no SKU or description")

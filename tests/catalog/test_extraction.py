@@ -198,6 +198,39 @@ def test_total_row_is_not_an_item():
     assert [i["description"] for i in ex.items] == ["Apple"]
 
 
+def test_an_item_named_like_a_total_whose_price_is_no_sum_is_kept_and_flagged():
+    # A sum is never below one of its parts: "Total care" at 4 under an item at 9 is an item.
+    ex = extract_items(
+        table(["Name", "Price"], ["Shampoo", "9"], ["Total care conditioner", "4"], ["Total", "13"])
+    )
+    assert [i["description"] for i in ex.items] == ["Shampoo", "Total care conditioner"]
+    flags = [(f["code"], f["field"]) for f in ex.items[1]["flags"]]
+    assert ("total_word", "description") in flags
+    assert "total_word" not in {f["code"] for f in ex.items[0].get("flags") or []}
+    assert ex.sheets[0]["rows"].get("total") == 1
+
+
+def test_a_heading_starts_the_sum_a_total_below_it_is_checked_against():
+    ex = extract_items(
+        table(["Name", "Price"], ["Fruit"], ["Melon", "9"], ["Vegetables"], ["Leek", "2"], ["Total", "2"])
+    )
+    assert [i["description"] for i in ex.items] == ["Melon", "Leek"]
+
+
+def test_a_total_word_beside_the_names_with_a_price_below_one_above_is_a_flagged_price_without_item():
+    ex = extract_items(
+        table(
+            ["SKU", "Name", "Note", "Price"],
+            ["M1", "Melon", "", "9"],
+            ["A2", "Apple", "ripe", "3"],
+            ["", "", "Total", "4"],
+        )
+    )
+    codes = {f["code"] for f in ex.items[-1]["flags"]}
+    assert [i["source"]["row"] for i in ex.items] == [2, 3, 4]
+    assert {"total_word", "price_without_item"} <= codes
+
+
 def test_two_row_header_is_combined():
     ex = extract_items(
         table(["", "je", "Preis"], ["Artikelbezeichnung", "", "Euro"], [], ["Eier", "St", "0,57"])
