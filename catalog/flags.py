@@ -267,10 +267,13 @@ REGISTRY: dict[Code, FlagType] = {
             "Named like a total",
             ["description"],
             **_DOUBT,
-            messages=(
-                "Row {row} begins with {word!r}, as total lines do, but its price is below a price above "
-                "it, so it is no sum and was taken as an item; check it is one, or leave it out."
-            ),
+            messages={
+                "": "Row {row} begins with {word!r}, as total lines do, but its price is below a price "
+                "above it, so it is no sum and was taken as an item; check it is one, or leave it out.",
+                "first": "Row {row} begins with {word!r}, as total lines do, but no price stands above it "
+                "since the last heading, so it sums nothing and was taken as an item; check it is one, "
+                "or leave it out.",
+            },
         ),
         _type(
             Code.PRICE_CHANGED,

@@ -105,13 +105,14 @@ def _no_price_class(r: int, row: list[str], cols: Columns) -> RowClass:
 
 class RowClassifier:
     """Classifies body rows; remembers prices since the last heading to spot subtotals, and the
-    highest since the last heading or total, which a total's sum cannot be below."""
+    highest since the last heading or total (None before the first), which a total's sum cannot
+    be below."""
 
     def __init__(self, cols: Columns, decimal: str | None):
         self.cols = cols
         self.decimal = decimal
         self.running = Decimal(0)
-        self.highest = Decimal(0)
+        self.highest: Decimal | None = None
 
     def classify(self, r: int, row: list[str]) -> RowClass:
         cols = self.cols
@@ -131,7 +132,7 @@ class RowClassifier:
         if not price_text:
             got = _no_price_class(r, row, cols)
             if got.kind == "section":
-                self.running = self.highest = Decimal(0)
+                self.running, self.highest = Decimal(0), None
             return got
         return self._priced(r, row, value)
 
@@ -141,14 +142,18 @@ class RowClassifier:
         if not cell(row, cols.sku):
             first_text = next(_texts(row, {cols.price}), "")
             word = _total_word(cell(row, cols.desc) or first_text)
-            if word and value is not None and value < self.highest:
-                named = flag(Code.TOTAL_WORD, "description", row=r, word=word)
+            if word and value is not None and (self.highest is None or value < self.highest):
+                first = self.highest is None
+                self._seen(value)
+                named = flag(
+                    Code.TOTAL_WORD, "description", variant="first" if first else "", row=r, word=word
+                )
                 if not has_id:
                     return RowClass(r, PRICE_WITHOUT_ITEM, "a price but no SKU or description", named)
                 self.running += value
                 return RowClass(r, TOTAL_WORD, f"begins with {word!r}, but its price is no sum", named)
             if word:
-                self.highest = Decimal(0)
+                self.highest = None
                 return RowClass(r, "total", f"a total line: {cap(first_text)[:40]!r}")
         if value is None:
             if has_id:
@@ -156,10 +161,14 @@ class RowClassifier:
             return RowClass(r, "note", "text in the price column, no item")
         if has_id:
             self.running += value
-            self.highest = max(self.highest, value)
+            self._seen(value)
             return RowClass(r, "item", "a price and a SKU or description")
         if value == self.running and value and next(_texts(row, {cols.price}), None) is None:
             self.running = Decimal(0)
             return RowClass(r, "total", "a lone number equal to the sum of the prices above it")
-        self.highest = max(self.highest, value)
+        self._seen(value)
         return RowClass(r, PRICE_WITHOUT_ITEM, "a price but no SKU or description")
+
+    def _seen(self, value: Decimal) -> None:
+        """A price taken into an item: no total below can sum to less."""
+        self.highest = value if self.highest is None else max(self.highest, value)

@@ -210,6 +210,15 @@ def test_an_item_named_like_a_total_whose_price_is_no_sum_is_kept_and_flagged():
     assert ex.sheets[0]["rows"].get("total") == 1
 
 
+def test_an_item_named_like_a_total_with_no_price_above_it_is_kept_and_flagged():
+    ex = extract_items(
+        table(["Name", "Price"], ["Total care conditioner", "4"], ["Shampoo", "9"], ["Total", "13"])
+    )
+    assert [i["description"] for i in ex.items] == ["Total care conditioner", "Shampoo"]
+    (named,) = [f for f in ex.items[0]["flags"] if f["code"] == "total_word"]
+    assert "no price stands above it" in named["message"]
+
+
 def test_a_heading_starts_the_sum_a_total_below_it_is_checked_against():
     ex = extract_items(
         table(["Name", "Price"], ["Fruit"], ["Melon", "9"], ["Vegetables"], ["Leek", "2"], ["Total", "2"])
