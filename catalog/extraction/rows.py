@@ -25,8 +25,9 @@ NOTE_CHARS = 60  # a lone text this long is a note, shorter a section heading
 # The row class of a price with no item: its item carries the flag of that name.
 PRICE_WITHOUT_ITEM = Code.PRICE_WITHOUT_ITEM.value
 # The row class of a row that begins with a total word ("Total", "Итого") while its price is
-# below a price above it since the last heading or total: a sum is never below one of its parts,
-# so it is an item named so ("Total care conditioner"), and carries the flag.
+# below a price above it since the last heading or total, or no price stands there: a sum is
+# never below one of its parts and sums something, so it is an item named so ("Total care
+# conditioner"), and carries the flag.
 TOTAL_WORD = Code.TOTAL_WORD.value
 # A header row below the first that names the price in another column: the items under it
 # are read from the same columns as above, each price flagged.
