@@ -575,14 +575,28 @@ def _filled_share(role: str, f: dict) -> float:
 
 
 def _may_move(
-    role: str, col: int, new: int, taken: dict[int, str], probs: list[dict], feats: list[dict]
+    role: str,
+    col: int,
+    new: int,
+    taken: dict[int, str],
+    probs: list[dict],
+    feats: list[dict],
+    unheaded: bool = False,
 ) -> bool:
     """``role`` may move from the rules' column ``col`` to the model's ``new`` (see
-    ``_take_model_columns``)."""
+    ``_take_model_columns``). The model reads ``new`` as the role at least as likely as ``col``;
+    for a price the rules took by its values alone (``unheaded``: no word over ``col`` the
+    development part backs or the model knows), or as a price of any kind (``_MONEY_ROLES``,
+    the measure ``_fallback`` chose ``new`` by when no column reads as the unit price first)."""
+
+    def money(c: int) -> float:
+        return sum(probs[c].get(r, 0.0) for r in _MONEY_ROLES)
+
+    likelier = probs[new].get(role, 0.0) >= probs[col].get(role, 0.0)
     return (
         taken.get(new) not in ITEM_ROLES
         and _filled_share(role, feats[new]) >= _filled_share(role, feats[col])
-        and probs[new].get(role, 0.0) >= probs[col].get(role, 0.0)
+        and (likelier or (role == "unit_price" and unheaded and money(new) >= money(col)))
     )
 
 
@@ -606,7 +620,7 @@ def _take_model_columns(
         col, new = got.roles.get(role), model_roles.get(role)
         if col is None or new is None or new == col or role not in got.doubted:
             continue
-        if not _may_move(role, col, new, taken, probs, feats):
+        if not _may_move(role, col, new, taken, probs, feats, unheaded=col in unnamed):
             continue
         for other in [r for r, c in got.roles.items() if c == new]:
             del got.roles[other]

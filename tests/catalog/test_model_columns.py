@@ -85,6 +85,23 @@ def test_no_move_onto_a_column_the_model_reads_as_the_role_less_likely_than_the_
     assert got.moved == []
 
 
+def test_a_price_taken_by_its_values_moves_to_a_column_the_model_reads_more_surely_as_a_price():
+    """Under a header that says nothing of it, the rules' price (a column of category numbers) is
+    less of a unit price to the model than to nothing, while another column reads as a price
+    of some kind far more surely: the price moves there, in doubt. Under a header that names
+    it, the price stays: which price column is the unit price is not the model's to settle."""
+    probs = [
+        {"description": 0.9},
+        {"alt_price": 0.71, "unit_price": 0.17},
+        {"other": 0.41, "alt_price": 0.22, "unit_price": 0.2},
+    ]
+    for unnamed, where in (({0, 1, 2}, 1), ((), 2)):
+        got = assignment({"description": 0, "unit_price": 2}, doubted=("unit_price",), width=3)
+        _take_model_columns(got, {"description": 0, "unit_price": 1}, probs, [FULL] * 3, unnamed=unnamed)
+        assert got.roles["unit_price"] == where
+        assert got.moved == (["unit_price"] if where == 1 else [])
+
+
 def test_an_sku_the_model_reads_less_likely_than_a_free_column_is_in_doubt_on_its_field():
     probs = [
         {"sku": 0.74, "other": 0.2},
