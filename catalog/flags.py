@@ -270,9 +270,9 @@ REGISTRY: dict[Code, FlagType] = {
             messages={
                 "": "Row {row} begins with {word!r}, as total lines do, but its price is below a price "
                 "above it, so it is no sum and was taken as an item; check it is one, or leave it out.",
-                "first": "Row {row} begins with {word!r}, as total lines do, but no price stands above it "
-                "since the last heading, so it sums nothing and was taken as an item; check it is one, "
-                "or leave it out.",
+                "first": "Row {row} begins with {word!r}, as total lines do, but no price of its section "
+                "stands above it, so it sums nothing and was taken as an item; check it is one, or leave "
+                "it out.",
             },
         ),
         _type(

@@ -614,7 +614,9 @@ def _take_model_columns(
     rules' (19 roles to 10; README.md, "What a parse job does"). Not when the model's column
     holds another item role, nor when it holds the role on fewer rows (a price needs a
     number): no item is lost by the move. Nor when the model reads the rules' column as the
-    role more likely than its own: it gave its column the role for want of a better one."""
+    role more likely than its own: it gave its column the role for want of a better one; unless
+    the role is a price the rules took by its values alone and the model reads its column as a
+    price of any kind at least as surely (``_may_move``)."""
     taken = {c: r for r, c in got.roles.items()}
     for role in MOVABLE_ROLES:
         col, new = got.roles.get(role), model_roles.get(role)

@@ -216,7 +216,7 @@ def test_an_item_named_like_a_total_with_no_price_above_it_is_kept_and_flagged()
     )
     assert [i["description"] for i in ex.items] == ["Total care conditioner", "Shampoo"]
     (named,) = [f for f in ex.items[0]["flags"] if f["code"] == "total_word"]
-    assert "no price stands above it" in named["message"]
+    assert "no price of its section stands above it" in named["message"]
 
 
 def test_a_heading_starts_the_sum_a_total_below_it_is_checked_against():
