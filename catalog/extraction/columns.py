@@ -586,11 +586,11 @@ def _may_move(
     """``role`` may move from the rules' column ``col`` to the model's ``new`` (see
     ``_take_model_columns``). The model reads ``new`` as the role at least as likely as ``col``;
     for a price the rules took by its values alone (``unheaded``: no word over ``col`` the
-    development part backs or the model knows), or as a price of any kind (``_MONEY_ROLES``,
-    the measure ``_fallback`` chose ``new`` by when no column reads as the unit price first)."""
+    development part backs or the model knows), or as a price of any kind (the unit price and
+    another price taken together, as ``reads_as_a_price`` reads it)."""
 
     def money(c: int) -> float:
-        return sum(probs[c].get(r, 0.0) for r in _MONEY_ROLES)
+        return reads_as_a_price(probs[c])[1]
 
     likelier = probs[new].get(role, 0.0) >= probs[col].get(role, 0.0)
     return (
