@@ -87,9 +87,10 @@ def test_no_move_onto_a_column_the_model_reads_as_the_role_less_likely_than_the_
 
 def test_a_price_taken_by_its_values_moves_to_a_column_the_model_reads_more_surely_as_a_price():
     """Under a header that says nothing of it, the rules' price (a column of category numbers) is
-    less of a unit price to the model than to nothing, while another column reads as a price
-    of some kind far more surely: the price moves there, in doubt. Under a header that names
-    it, the price stays: which price column is the unit price is not the model's to settle."""
+    a unit price to the model a little more likely (0.20) than the column it chose (0.17), which
+    it reads as a price of some kind far more surely (0.88 against 0.42): the price moves
+    there, in doubt. Under a header that names it, the price stays: which of two price columns
+    is the unit price is not the model's to settle."""
     probs = [
         {"description": 0.9},
         {"alt_price": 0.71, "unit_price": 0.17},
