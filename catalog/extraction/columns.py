@@ -588,15 +588,12 @@ def _may_move(
     for a price the rules took by its values alone (``unheaded``: no word over ``col`` the
     development part backs or the model knows), or as a price of any kind (the unit price and
     another price taken together, as ``reads_as_a_price`` reads it)."""
-
-    def money(c: int) -> float:
-        return reads_as_a_price(probs[c])[1]
-
     likelier = probs[new].get(role, 0.0) >= probs[col].get(role, 0.0)
+    as_a_price = reads_as_a_price(probs[new])[1] >= reads_as_a_price(probs[col])[1]
     return (
         taken.get(new) not in ITEM_ROLES
         and _filled_share(role, feats[new]) >= _filled_share(role, feats[col])
-        and (likelier or (role == "unit_price" and unheaded and money(new) >= money(col)))
+        and (likelier or (role == "unit_price" and unheaded and as_a_price))
     )
 
 
