@@ -84,8 +84,9 @@ class Report:
     outbox: dict = field(default_factory=dict)
     webhook_posts: int = 0
     # The noisy run: per quiet job (seconds to its first claim, noisy jobs
-    # queued ahead of it, noisy jobs claimed before it), and the bound.
-    quiet_waits: list[tuple[float, int, int]] = field(default_factory=list)
+    # queued ahead of it, noisy jobs claimed before it, and of those, the
+    # ones claimed while a lost quiet attempt's lease ran), and the bound.
+    quiet_waits: list[tuple[float, int, int, int]] = field(default_factory=list)
     quiet_wait_bound: float = 0.0
     noisy_refused: str = ""
     violations: list[str] = field(default_factory=list)
@@ -110,8 +111,10 @@ class Report:
         if not self.quiet_waits:
             return []
         waits = ", ".join(
-            f"{wait:.1f} s ({ahead} ahead, {overtaken} overtook)"
-            for wait, ahead, overtaken in self.quiet_waits
+            f"{wait:.1f} s ({ahead} ahead, {overtaken} overtook"
+            + (f", {held} more while a stopped worker held a quiet job" if held else "")
+            + ")"
+            for wait, ahead, overtaken, held in self.quiet_waits
         )
         return [
             f"quiet workspace's jobs, wait for a first claim: {waits}; "
@@ -424,12 +427,14 @@ class Faults:
         try:
             while not self.stop.wait(random.uniform(*self.config.fault_interval)):
                 self.fleet.restart_dead()
-                # The soak must prove a stale completion is refused: until a pause
-                # has caught a worker with a job in hand, every fault is a pause
-                # (the paced uploads keep jobs in flight early on; at the end the
-                # queue may have drained, and a pause would catch nothing). The
-                # noisy run's quick jobs need not show one (see main).
-                proving = not self.paused_holding and not self.config.noisy_jobs
+                # The soak must prove a stale completion is refused: until one
+                # is recorded, every fault is a pause (the paced uploads keep
+                # jobs in flight early on; at the end the queue may have
+                # drained, and a pause would catch nothing). A pause that finds
+                # a job in hand may still see none: the job can be cancelled,
+                # or its accept committed, as the worker stops. The noisy
+                # run's quick jobs need not show one (see main).
+                proving = not self.config.noisy_jobs and not self._caught()
                 kind = "pause_worker" if proving else random.choice(kinds)
                 if (
                     self.config.pg_restart_data_dir is not None
@@ -442,12 +447,24 @@ class Faults:
             # catch (a drained queue leaves none: each pause would only wait
             # out its lease).
             for _ in range(20):
-                if self.paused_holding or not self._jobs_left():
+                if self._caught() or not self._jobs_left():
                     break
-                self.pause_worker()
+                if self.pause_worker() and not self.config.noisy_jobs:
+                    # The worker comes back to a lost lease and records it.
+                    _wait(self._stale_recorded, 10, "a stale attempt", quiet=True)
             self.fleet.restart_dead()
         finally:
             connection.close()
+
+    def _caught(self) -> bool:
+        """The full soak: a stale result was refused; the noisy run: a pause
+        caught a worker with a job in hand."""
+        return self.paused_holding > 0 if self.config.noisy_jobs else self._stale_recorded()
+
+    def _stale_recorded(self) -> bool:
+        from jobs.models import Attempt
+
+        return Attempt.objects.filter(outcome=Attempt.Outcome.STALE).exists()
 
     def _jobs_left(self) -> bool:
         from jobs.models import Job
@@ -550,12 +567,14 @@ class NoisyRun:
         clients: "Clients",
         quiet: "Clients",
         noisy_workspace_id: int,
+        quiet_workspace_id: int,
         config: ChaosConfig,
         report: Report,
     ):
         self.clients = clients
         self.quiet = quiet
         self.noisy_workspace_id = noisy_workspace_id
+        self.quiet_workspace_id = quiet_workspace_id
         self.config = config
         self.report = report
         self.quiet_jobs: list[tuple[str, int]] = []  # (job id, noisy jobs queued ahead)
@@ -659,7 +678,8 @@ class NoisyRun:
         """Each quiet job waits for one job's processing, not the backlog:
         at most one noisy job per worker is claimed between its admission
         and its first claim (oldest first, every job queued ahead of it
-        is). Its wait in seconds is reported beside the longest noisy
+        is), apart from claims made while a stopped worker still held one
+        of the quiet workspace's jobs. Its wait in seconds is reported beside the longest noisy
         attempt that succeeded, plus a wake-up and a claim."""
         v = self.report.violations
         if len(self.quiet_jobs) < 3:
@@ -678,15 +698,25 @@ class NoisyRun:
                 "WHERE j.id = %s GROUP BY j.created_at",
                 [job_id],
             )[0]
-            # The noisy attempts that started meanwhile: (worker, attempt number).
+            # The noisy attempts that started meanwhile: (worker, attempt
+            # number, whether a quiet job was then held by a worker that lost
+            # it). Until that lease expires, the claim counts the quiet job as
+            # running, as it must: nothing can tell a stopped worker from a
+            # slow one sooner. Those claims are reported apart.
             meanwhile = rows(
-                "SELECT a.worker_id, a.number FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
+                "SELECT a.worker_id, a.number, EXISTS (SELECT 1 FROM jobs_attempt q "
+                "JOIN jobs_job qj ON qj.id = q.job_id WHERE qj.workspace_id = %s "
+                "AND q.outcome IN ('expired', 'stale') AND q.started_at < a.started_at "
+                "AND coalesce(q.finished_at, 'infinity') > a.started_at) "
+                "FROM jobs_attempt a JOIN jobs_job j ON j.id = a.job_id "
                 "WHERE j.workspace_id = %s AND a.started_at > %s AND a.started_at < %s "
                 "ORDER BY a.started_at",
-                [self.noisy_workspace_id, created, claimed],
+                [self.quiet_workspace_id, self.noisy_workspace_id, created, claimed],
             )
+            held = sum(1 for *_, lost in meanwhile if lost)
+            meanwhile = [(worker, number) for worker, number, lost in meanwhile if not lost]
             wait, overtaken = float(wait), len(meanwhile)
-            self.report.quiet_waits.append((wait, ahead, overtaken))
+            self.report.quiet_waits.append((wait, ahead, overtaken, held))
             # Counted in jobs, not seconds: a fleet stalled by the faults (every
             # worker paused or restarting) claims nothing at all meanwhile.
             if overtaken > self.config.workers:
@@ -886,6 +916,7 @@ def run(config: ChaosConfig, *, database_url: str, media_root: Path, log_dir: Pa
                 clients=clients,
                 quiet=Clients(clients.base_url, quiet_token, config, report),
                 noisy_workspace_id=workspace.pk,
+                quiet_workspace_id=quiet_workspace.pk,
                 config=config,
                 report=report,
             )

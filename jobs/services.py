@@ -21,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
-from django.db.models.functions import Greatest, Least
+from django.db.models.functions import Coalesce, Greatest, Least
 from django.db.models import (
     Case,
     JSONField,
@@ -810,12 +810,18 @@ def attempt_record_stale(*, claim: Claim, diagnostic: Any) -> None:
 
     Only an attempt that lost its lease by expiry (or whose expiry the
     scanner has not recorded yet) becomes `stale`; a cancelled or released
-    attempt keeps the outcome that explains it."""
+    attempt keeps the outcome that explains it. An attempt the scanner
+    closed keeps its finish time: it ended when its lease was taken back,
+    not when the stale result came."""
     Attempt.objects.filter(
         job_id=claim.job_id,
         number=claim.attempt,
         outcome__in=[Attempt.Outcome.RUNNING, Attempt.Outcome.EXPIRED],
-    ).update(outcome=Attempt.Outcome.STALE, diagnostic=diagnostic, finished_at=ClockTimestamp())
+    ).update(
+        outcome=Attempt.Outcome.STALE,
+        diagnostic=diagnostic,
+        finished_at=Coalesce("finished_at", ClockTimestamp()),
+    )
 
 
 def attempt_record_provider_call(*, claim: Claim, request_id: str | None, usage: dict | None) -> None:

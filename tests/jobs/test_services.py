@@ -15,6 +15,7 @@ from jobs.signals import job_staged_for_review
 from django.db import transaction
 from tests.helpers import wait_for
 from jobs.services import (
+    attempt_record_stale,
     IdempotencyConflict,
     InvalidTransition,
     LeaseLost,
@@ -200,6 +201,20 @@ def test_stale_worker_completion_affects_zero_rows(workspace):
         job_accept_output(claim=stale, output={"by": "a"})
     job = Job.objects.get(pk=stale.job_id)
     assert (job.state, job.output) == (State.COMPLETED, {"by": "b"})
+
+
+def test_a_stale_result_keeps_the_time_its_attempt_was_taken_back(workspace):
+    """The attempt ended when the scanner took its lease back; the stale
+    result that comes later is its diagnostic and leaves that time."""
+    admit(workspace)
+    stale = job_claim_next(worker_id="a")
+    expire(stale.job_id)
+    jobs_expire_leases()
+    taken_back = Attempt.objects.get(job_id=stale.job_id, number=1).finished_at
+    assert taken_back is not None
+    attempt_record_stale(claim=stale, diagnostic={"rejected": "accept"})
+    attempt = Attempt.objects.get(job_id=stale.job_id, number=1)
+    assert (attempt.outcome, attempt.finished_at) == (Attempt.Outcome.STALE, taken_back)
 
 
 def test_repeated_accept_after_completion_writes_nothing(workspace):
