@@ -112,6 +112,18 @@ def _is_sequential(values: list[int]) -> bool:
     return steps >= 0.8 * (len(values) - 1)
 
 
+def is_running_index(texts: list[str]) -> bool:
+    """Row numbers: plain digits counting up by one ("100,00", "101,00" are
+    prices that happen to run on)."""
+    numbers = [v for v in (parse_decimal(t) for t in texts) if v is not None]
+    return (
+        bool(numbers)
+        and all(v == v.to_integral_value() for v in numbers)
+        and all(t.isdigit() for t in texts if parse_decimal(t) is not None)
+        and _is_sequential([int(v) for v in numbers])
+    )
+
+
 def _number_features(texts: list[str], n: int) -> dict[str, float]:
     numbers = [v for v in (parse_decimal(t) for t in texts) if v is not None]
     ints = [int(v) for v in numbers if v == v.to_integral_value()]
@@ -121,12 +133,7 @@ def _number_features(texts: list[str], n: int) -> dict[str, float]:
         "numeric": len(numbers) / n,
         "decimals": (len(numbers) - len(ints)) / k,
         "integers": len(ints) / k,
-        # Row numbers are written as plain digits: "100,00", "101,00" are prices that happen to run on.
-        "running_index": 1.0
-        if len(ints) == len(numbers)
-        and all(t.isdigit() for t in texts if parse_decimal(t) is not None)
-        and _is_sequential(ints)
-        else 0.0,
+        "running_index": 1.0 if is_running_index(texts) else 0.0,
         "year_like": sum(1 for i in ints if 1900 <= i <= 2100) / k,
         "magnitude": min(1.0, math.log10(1 + float(median)) / 6) if numbers else 0.0,
         "long_digits": sum(1 for t in texts if t.isdigit() and len(t) >= 8) / n,

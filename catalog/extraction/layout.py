@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from catalog.extraction.column_model import SAMPLE_ROWS
+from catalog.extraction.column_model import SAMPLE_ROWS, is_running_index
 from catalog.extraction.headers import HEADER_CELL_MAX, RE, classify_header
 from catalog.extraction.money import parse_decimal
 from catalog.extraction.text import cap, fold, is_period
@@ -306,9 +306,11 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
     if any(_ZONE.fullmatch(fold(t)) or _RATE_WORDS.search(fold(t)) for t in labels):
         return "rate card (prices by bands and zones)"
     firsts = [r[0] for r in body[:200] if r and r[0]]
-    if firsts and sum(1 for t in firsts if is_dimension(t) or _RATE_WORDS.search(fold(t))) >= 0.6 * len(
-        firsts
-    ):
+    # Row labels that are one value on every row, or row numbers, name no
+    # dimension: they are an item list's constant or index column.
+    if len(set(firsts)) < 2 or is_running_index(firsts):
+        return None
+    if sum(1 for t in firsts if is_dimension(t) or _RATE_WORDS.search(fold(t))) >= 0.6 * len(firsts):
         return "price matrix (its rows and columns are both dimensions)"
     return None
 

@@ -296,6 +296,32 @@ def test_price_matrix_is_proposed_as_one_item_per_cell_for_a_reviewer_to_confirm
     assert result.needs_confirmation and result.sheets[0]["matrix"]["body"] == "B2:D3"
 
 
+@pytest.mark.parametrize(
+    "first",
+    [lambda i: str(i + 1), lambda i: "26"],
+    ids=["row numbers", "one value on every row"],
+)
+def test_a_list_without_header_whose_first_column_is_row_numbers_or_constant_is_no_matrix(first):
+    """Its rows are numbers from the second cell on, so each looks like a
+    matrix's column labels; but row numbers, or one value on every row,
+    name no dimension down the side: no matrix, an item list to confirm."""
+    rows = [
+        (
+            first(i),
+            f"Compact hatchback trim {i}",
+            "2024",
+            f"{60500 + 700 * i}",
+            f"{72600 + 840 * i}",
+            f"{69575 + 805 * i}",
+        )
+        for i in range(8)
+    ]
+    result = extract_items(table(*rows))
+    assert result.refusal is None
+    assert len(result.items) == 8 and result.needs_confirmation
+    assert result.items[0]["description"] == "Compact hatchback trim 0"
+
+
 def test_empty_table_is_not_an_item_list():
     with pytest.raises(NotAnItemList, match="no cells"):
         extract_items(Table(sheets=[Sheet(name="Sheet1", rows=[])]))
