@@ -679,8 +679,9 @@ class NoisyRun:
         at most one noisy job per worker is claimed between its admission
         and its first claim (oldest first, every job queued ahead of it
         is), apart from claims made while a stopped worker still held one
-        of the quiet workspace's jobs. Its wait in seconds is reported beside the longest noisy
-        attempt that succeeded, plus a wake-up and a claim."""
+        of the quiet workspace's jobs. Its wait in seconds is reported
+        beside the longest noisy attempt that succeeded, plus a wake-up and
+        a claim."""
         v = self.report.violations
         if len(self.quiet_jobs) < 3:
             v.append(f"only {len(self.quiet_jobs)} quiet job(s) ran while the noisy backlog waited")
