@@ -306,9 +306,10 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
     if any(_ZONE.fullmatch(fold(t)) or _RATE_WORDS.search(fold(t)) for t in labels):
         return "rate card (prices by bands and zones)"
     firsts = [r[0] for r in body[:200] if r and r[0]]
-    # Row labels that are one value on every row, or row numbers, name no
-    # dimension: they are an item list's constant or index column.
-    if len(set(firsts)) < 2 or is_running_index(firsts):
+    # Row labels that are one value on every row, or row numbers (every one
+    # plain digits, counting up), name no dimension: they are an item list's
+    # constant or index column. Bands among numbers keep their rows labeled.
+    if len(set(firsts)) < 2 or (all(t.isdigit() for t in firsts) and is_running_index(firsts)):
         return None
     if sum(1 for t in firsts if is_dimension(t) or _RATE_WORDS.search(fold(t))) >= 0.6 * len(firsts):
         return "price matrix (its rows and columns are both dimensions)"

@@ -322,6 +322,15 @@ def test_a_list_without_header_whose_first_column_is_row_numbers_or_constant_is_
     assert result.items[0]["description"] == "Compact hatchback trim 0"
 
 
+def test_row_labels_of_numbers_and_bands_still_make_a_price_matrix():
+    """Row labels that count up but hold bands too ("4-5", "6-10") are a
+    dimension, not row numbers: the matrix is still seen as one."""
+    rows = [("", "10-20", "20-30", "30-40")]
+    rows += [(label, "5.00", "6.00", "7.00") for label in ("1", "2", "3", "4-5", "6-10")]
+    with pytest.raises(NotAnItemList, match="price matrix"):
+        extract_items(table(*rows))
+
+
 def test_empty_table_is_not_an_item_list():
     with pytest.raises(NotAnItemList, match="no cells"):
         extract_items(Table(sheets=[Sheet(name="Sheet1", rows=[])]))
