@@ -213,11 +213,16 @@ _SPACES_RE = re.compile(r"[\s\u00a0\u202f\u2009\u2007]++")
 _GROUP_RE = re.compile(r"\d{3}")
 _LAST_GROUP_RE = re.compile(r"\d{3}(?:[.,]\d++)?")
 _NUMBER_BODY = re.compile(r"[+-]?\d[\d.,]*+")
+# Three capitals are a currency only when they are a code ISO_RE knows: "EUR 12" is
+# twelve euros, "WDC12" and "VSV-100" are article codes, "12 PCS" a quantity.
+_CODES = "|".join([*ISO_CODES, *_ISO_ALIASES])
 _CURRENCY_AFFIX = re.compile(
-    r"(?:[A-Z]{3}|[€£₽₴₹₸₺₱₫₩$¥]|US\$|руб\.?|р\.?|грн\.?|тг|zł|zl|kr|Kč|TL|Ft|Rs\.?|lei|R\$)",
+    r"(?:(?:" + _CODES + r")|[€£₽₴₹₸₺₱₫₩$¥]|US\$|руб\.?|р\.?|грн\.?|тг|zł|zl|kr|Kč|TL|Ft|Rs\.?|lei|R\$)",
 )
 _CURRENCY_SUFFIX = re.compile(
-    r"(?:[A-Z]{3}|[€£₽₴₹₸₺₱₫₩$¥]|руб\.?|р\.?|грн\.?|тг|zł|zl|kr|Kč|TL|Ft|lei|,-|\.-|,—|\.—)$",
+    r"(?:(?<![A-Z])(?:"
+    + _CODES
+    + r")|[€£₽₴₹₸₺₱₫₩$¥]|руб\.?|р\.?|грн\.?|тг|zł|zl|kr|Kč|TL|Ft|lei|,-|\.-|,—|\.—)$",
 )
 _MAX_NUMBER_CHARS = 64  # no price is written in more characters than this
 

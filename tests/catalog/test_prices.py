@@ -39,6 +39,26 @@ def test_a_cell_is_read_in_its_own_separator_style():
     assert parse_decimal("€ 12") == Decimal(12)
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("EUR 12", Decimal(12)),
+        ("12 EUR", Decimal(12)),
+        ("USD12", Decimal(12)),
+        ("(RUR 1 500)", Decimal(-1500)),
+        ("RMB 5", Decimal(5)),
+        # Three capitals that are no currency code: an article code, a quantity.
+        ("WDC12", None),
+        ("VSV-100", None),
+        ("ABC 123", None),
+        ("12 PCS", None),
+        ("12 XEUR", None),
+    ],
+)
+def test_a_currency_code_beside_a_number_is_a_currency_and_other_capitals_are_no_price(text, value):
+    assert parse_decimal(text) == value
+
+
 def test_plain_decimal_refuses_what_is_not_a_number():
     assert plain_decimal(None) is None and plain_decimal("abc") is None
     assert plain_decimal(3) == Decimal(3)
