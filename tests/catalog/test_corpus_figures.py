@@ -20,7 +20,7 @@ pytestmark = [
 
 # What the development part reaches with the roles taken from the column model
 # (python bench/extraction_accuracy.py --corpus-only --model).
-FLOOR = {"f1": 0.925, "outcome_right": 80, "price": 0.59, "description": 0.95, "sku": 0.76}
+FLOOR = {"f1": 0.925, "outcome_right": 80, "price": 0.59, "description": 0.97, "sku": 0.76}
 MAX_LISTS_REFUSED = 2
 # What bench/extraction_accuracy.py --corpus-only measured on the development part for
 # extract()'s default (the rules alone left 117,607 wrong values without a flag): no wrong
@@ -38,18 +38,22 @@ MAX_LISTS_REFUSED = 2
 # columns), out of fold a column of slugs reads as the SKU, and SKUs rose 0.752 -> 0.779 (0.765 ->
 # 0.793 with --model); on one sheet of 2,696 rows the description moved from one column the model
 # gives 0.08 to another it gives 0.09 (both in doubt and flagged, the labeled one lost):
-# descriptions 0.984 -> 0.963 (0.981 -> 0.956 with --model).
+# descriptions 0.984 -> 0.963 (0.981 -> 0.956 with --model). Raised again when three capitals
+# beside a number stopped being read as a currency unless they are a currency code ("WDC12" is
+# a code, not 12) and the models were refitted: that sheet's descriptions are right again,
+# 0.963 -> 0.984 (0.956 -> 0.980 with --model), and 6 of the 8 non-item tables accepted carry
+# the doubt (4 before).
 PARSED_FLOOR = {
     "f1": 0.992,
     "outcome_right": 86,
     "price": 0.68,
-    "description": 0.96,
+    "description": 0.98,
     "sku": 0.77,
     "max_unflagged": 0,
     "max_lists_refused": 0,
     "max_non_items_accepted": 8,
     # Of those, the ones whose doubts tell the reviewer the table may be no item list.
-    "min_non_items_doubted": 4,
+    "min_non_items_doubted": 6,
 }
 
 
