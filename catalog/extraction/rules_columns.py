@@ -43,12 +43,6 @@ _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-./_#]{1,39}+")
 # written; codes with a dot carry three or more places ("3100.046", "063.0150").
 _CENTS = re.compile(r"-?\d[\d ,.\u00a0']{0,20}[.,]\d\d")
 _DIGITS = re.compile(r"\d++")
-# A size or a pack written as two or three measures ("300X400", "20х3,4", "12 x 400g"): every
-# labeled development column whose values are mostly written so (9 sheets of 4 files) is a
-# dimension or a pack size, none the SKU.
-_SIZE = re.compile(
-    r"\d++(?:[.,]\d++)?+\s*+(?:[x×х*]\s*+\d++(?:[.,]\d++)?+\s*+){1,2}+[^\W\d_]{0,3}+\.?+", re.IGNORECASE
-)
 
 
 @dataclass
@@ -67,7 +61,6 @@ class Profile:
     unit_words: float = 0.0
     currency_codes: float = 0.0
     cents: float = 0.0
-    sizes: float = 0.0
     sequential: bool = False
     vetoes: dict[str, str] = field(default_factory=dict)  # role -> why the values rule it out
 
@@ -113,7 +106,6 @@ def _text_stats(texts: list[str]) -> dict:
         "unit_words": sum(1 for t in texts if _is_unit_text(t)) / n,
         "currency_codes": sum(1 for t in texts if t.upper() in ISO_CODES) / n,
         "cents": sum(1 for t in texts if len(t) <= 24 and _CENTS.fullmatch(t)) / n,
-        "sizes": sum(1 for t in texts if len(t) <= 24 and _SIZE.fullmatch(t)) / n,
     }
 
 
@@ -184,8 +176,6 @@ def _vetoes(p: Profile) -> dict[str, str]:
     out = dict(p.vetoes)
     if p.cents > MAJORITY:
         out["sku"] = "amounts written with cents, not codes"
-    elif p.sizes > MAJORITY:
-        out["sku"] = "sizes (300x400), not codes"
     return out
 
 

@@ -211,17 +211,6 @@ def test_codes_written_with_three_or_more_places_stay_skus():
     assert roles(extract(table(*rows)).sheets[0])["A"] == "sku"
 
 
-def test_sizes_under_a_code_header_are_no_sku_by_the_rules_values_veto():
-    # "Code" stands over the sizes (a header one column off its values); the codes sit unnamed.
-    rows = [["Type", "Code", "", "Price EUR"]]
-    rows += [
-        ["Radiator", f"{300 + 100 * n}X{400 + 100 * n}", f"1500{n:04d}", f"{n}.40"] for n in range(2, 12)
-    ]
-    (report,) = extract(table(*rows), model_doubt=False).sheets
-    sizes = next(c for c in report["columns"] if c["column"] == "B")
-    assert sizes["role"] != "sku"
-
-
 def test_two_close_description_columns_put_the_description_in_doubt_and_flag_it():
     rows = [["Code", "Name", "Other name", "Price EUR"]]
     rows += [
