@@ -236,6 +236,7 @@ def agrees(probs: dict[str, float], role: str, threshold: float) -> bool:
 
 
 _PRICES = ("unit_price", "alt_price")
+_TEXT_ROLES = ("sku", "description")
 
 
 def reads_as_a_price(probs: dict[str, float]) -> tuple[bool, float]:
@@ -361,8 +362,7 @@ def second_opinion(
         doubted.update(_other_prices(rules, filled))
     if "sku" not in doubted:
         doubted.update(_article_numbers(rules, feats))
-    if "sku" not in doubted:
-        doubted.update(_rival_codes(rules, filled))
+    doubted.update({r: d for r, d in _rivals(rules, filled).items() if r not in doubted})
     in_doubt = {c for c, _why in rules.doubted.values()}
     # A header none of whose words the development part backs or the model knows (a language
     # neither has seen) says no more than no header: such a column, and every column of a sheet
@@ -454,28 +454,29 @@ def _article_numbers(rules, feats: list[dict]) -> dict[str, tuple[int, str]]:
     }
 
 
-def _rival_codes(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
-    """The SKU, when the model reads a column that holds no item role as the SKU, its likeliest
-    role, more likely than the rules' SKU column (a supplier's code beside a maker's part number
-    under a header one column off): the SKU lost to a rival. On the two development sheets where
-    this happens the rival is the labeled SKU. "sku" -> (column, why), or nothing."""
-    col = rules.roles.get("sku")
-    if col is None or "sku" in rules.doubted or not probs[col]:
-        return {}
+def _rivals(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
+    """The SKU or the description, when the model reads a column that holds no item role as
+    that role, its likeliest, more likely than the rules' column (a supplier's code beside a
+    maker's part number under a header one column off; a name beside a longer note): the role
+    lost to a rival, for each role a column of text may hold. role -> (column, why)."""
     taken = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
-    sure = probs[col].get("sku", 0.0)
-    rivals = [
-        c for c, p in enumerate(probs) if c not in taken and p and agrees(p, "sku", sure) and p["sku"] > sure
-    ]
-    if not rivals:
-        return {}
-    return {
-        "sku": (
-            col,
-            f"column {col_letter(col)} was taken as the SKU; the column model reads column "
-            f"{col_letter(rivals[0])} as the SKU more likely",
-        )
-    }
+    out = {}
+    for role in _TEXT_ROLES:
+        col = rules.roles.get(role)
+        if col is None or role in rules.doubted or not probs[col]:
+            continue
+        sure = probs[col].get(role, 0.0)
+        rivals = [
+            c for c, p in enumerate(probs) if c not in taken and p and agrees(p, role, sure) and p[role] > sure
+        ]
+        if rivals:
+            name = role.replace("_", " ") if role != "sku" else "SKU"
+            out[role] = (
+                col,
+                f"column {col_letter(col)} was taken as the {name}; the column model reads column "
+                f"{col_letter(rivals[0])} as the {name} more likely",
+            )
+    return out
 
 
 def code_led(values: list[str]) -> bool:
@@ -647,7 +648,7 @@ def _take_model_columns(
     # codes leaves the SKU to it), or be a rival of the SKU (a description moved off a column
     # of codes): the absences and the rival are read again on the roles as they now stand.
     filled = _filled(probs, feats)
-    again = {**_rules_absences(got, probs, unnamed=unnamed), **_rival_codes(got, filled)}
+    again = {**_rules_absences(got, probs, unnamed=unnamed), **_rivals(got, filled)}
     for role, (c, why) in again.items():
         if role not in got.doubted:
             got.doubted[role] = (c, why)

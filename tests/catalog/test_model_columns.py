@@ -4,7 +4,8 @@ taken from the model's (columns._take_model_names); an item role no column holds
 where a column may hold it (columns._rules_absences). How sure the model is of the rules'
 unit price (columns.agreement) depends on whether another column reads as a price. The only
 column naming the items, holding codes under a header that does not name its role, is in doubt
-(columns._code_names)."""
+(columns._code_names). A free column the model reads as the SKU or the description more likely
+than the rules' column puts that role in doubt (columns._rivals)."""
 
 import pytest
 
@@ -13,7 +14,7 @@ from catalog.extraction.column_model import load_model
 from catalog.extraction.columns import (
     _code_names,
     _rules_absences,
-    _rival_codes,
+    _rivals,
     _take_model_columns,
     _take_model_names,
     _take_model_price,
@@ -111,14 +112,37 @@ def test_an_sku_the_model_reads_less_likely_than_a_free_column_is_in_doubt_on_it
         {"unit_price": 0.9},
     ]
     got = assignment({"sku": 1, "description": 2, "unit_price": 3}, doubted=())
-    assert _rival_codes(got, probs)["sku"] == (
+    assert _rivals(got, probs)["sku"] == (
         1,
         "column B was taken as the SKU; the column model reads column A as the SKU more likely",
     )
     probs[0] = {"sku": 0.6, "other": 0.4}  # less likely than the SKU taken: no rival
-    assert _rival_codes(got, probs) == {}
+    assert _rivals(got, probs) == {}
     probs[0] = {"sku": 0.7, "barcode": 0.8}  # read as something else first: no rival
-    assert _rival_codes(got, probs) == {}
+    assert _rivals(got, probs) == {}
+
+
+def test_a_description_the_model_reads_less_likely_than_a_free_column_is_in_doubt_on_its_field():
+    """The same rival for the description: a note beside the name, read without a header."""
+    probs = [
+        {"sku": 0.9},
+        {"description": 0.62, "other": 0.3},
+        {"description": 0.81, "other": 0.18},
+        {"unit_price": 0.9},
+    ]
+    got = assignment({"sku": 0, "description": 1, "unit_price": 3}, doubted=())
+    assert _rivals(got, probs) == {
+        "description": (
+            1,
+            "column B was taken as the description; the column model reads column C as the "
+            "description more likely",
+        )
+    }
+    probs[2] = {"other": 0.82, "description": 0.09}  # read as something else first: no rival
+    assert _rivals(got, probs) == {}
+    got = assignment({"sku": 0, "description": 1, "unit_price": 3}, doubted=("description",))
+    probs[2] = {"description": 0.81, "other": 0.18}
+    assert _rivals(got, probs) == {}  # the rules' own doubt stands
 
 
 def test_a_column_a_role_left_may_be_a_rival_of_the_sku():
