@@ -467,7 +467,9 @@ def _rivals(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
             continue
         sure = probs[col].get(role, 0.0)
         rivals = [
-            c for c, p in enumerate(probs) if c not in taken and p and agrees(p, role, sure) and p[role] > sure
+            c
+            for c, p in enumerate(probs)
+            if c not in taken and p and agrees(p, role, sure) and p[role] > sure
         ]
         if rivals:
             name = role.replace("_", " ") if role != "sku" else "SKU"
