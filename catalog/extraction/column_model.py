@@ -113,14 +113,13 @@ def _is_sequential(values: list[int]) -> bool:
 
 
 def is_running_index(texts: list[str]) -> bool:
-    """Row numbers: plain digits counting up by one ("100,00", "101,00" are
-    prices that happen to run on)."""
-    numbers = [v for v in (parse_decimal(t) for t in texts) if v is not None]
+    """Row numbers: plain digits counting up by one, zero-padded or not ("001", "002");
+    "100,00", "101,00" are prices that happen to run on."""
+    digits = [t for t in texts if t.isascii() and t.isdigit()]
     return (
-        bool(numbers)
-        and all(v == v.to_integral_value() for v in numbers)
-        and all(t.isdigit() for t in texts if parse_decimal(t) is not None)
-        and _is_sequential([int(v) for v in numbers])
+        bool(digits)
+        and not any(parse_decimal(t) is not None for t in texts if not (t.isascii() and t.isdigit()))
+        and _is_sequential([int(t) for t in digits])
     )
 
 

@@ -208,7 +208,11 @@ def ambiguous_currency_symbol(text: str) -> str | None:
 
 # ---------------------------------------------------------------- numbers
 
-FAST_DECIMAL = re.compile(r"-?\d++(?:\.\d++)?")
+# A whole part led by a zero before another digit ("0012", "007") is a code, never an amount:
+# on the development part such cells stand in the SKU columns of 7 files, in barcode, category
+# and other columns, 13 files in all, and in no price, quantity or pack column.
+FAST_DECIMAL = re.compile(r"-?(?:0|[1-9]\d*+)(?:\.\d++)?")
+_LEADING_ZERO = re.compile(r"[+-]?0\d")
 _SPACES_RE = re.compile(r"[\s\u00a0\u202f\u2009\u2007]++")
 _GROUP_RE = re.compile(r"\d{3}")
 _LAST_GROUP_RE = re.compile(r"\d{3}(?:[.,]\d++)?")
@@ -331,7 +335,7 @@ def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
 def _parse_written(text: str, decimal: str | None) -> Decimal | None:
     s, negative = _strip_affixes(text.strip())
     s = _join_spaced_groups(s)
-    if s is None or not _NUMBER_BODY.fullmatch(s):
+    if s is None or not _NUMBER_BODY.fullmatch(s) or _LEADING_ZERO.match(s):
         return None
     s = _to_plain(s, decimal)
     if s is None:

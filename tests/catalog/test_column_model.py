@@ -3,7 +3,13 @@
 import pytest
 
 from catalog.extraction import extract
-from catalog.extraction.column_model import header_tokens, is_gtin, load_model, sheet_features
+from catalog.extraction.column_model import (
+    header_tokens,
+    is_gtin,
+    is_running_index,
+    load_model,
+    sheet_features,
+)
 from catalog.extraction.columns import _article_numbers, column_probabilities
 from catalog.extraction.rules_columns import assign_roles, profile_columns
 from catalog.reading import Sheet, Table
@@ -75,6 +81,13 @@ def test_a_running_row_number_a_year_or_a_percentage_is_no_price():
     rows = [["Price", "Price", "Price", "Name"]]
     rows += [[str(n), str(2000 + n), f"{n}%", f"Bolt size M{n}"] for n in range(1, 12)]
     assert [p["unit_price"] for p in probabilities(rows)[:3]] == [0, 0, 0]
+
+
+def test_zero_padded_row_numbers_are_a_running_index_and_no_price():
+    assert is_running_index([f"{n:03d}" for n in range(1, 12)])
+    assert not is_running_index(["001", "002", "003", "4,50"])  # a price among them
+    rows = [["Price", "Name"]] + [[f"{n:03d}", f"Bolt size M{n}"] for n in range(1, 12)]
+    assert probabilities(rows)[0]["unit_price"] == 0
 
 
 def test_prices_that_run_on_by_one_are_not_a_row_number():

@@ -59,6 +59,27 @@ def test_a_currency_code_beside_a_number_is_a_currency_and_other_capitals_are_no
     assert parse_decimal(text) == value
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("0012", None),
+        ("007", None),
+        ("0012.50", None),
+        ("€ 0099", None),
+        ("-012", None),
+        ("0", Decimal(0)),
+        ("0.50", Decimal("0.50")),
+        ("0,5", Decimal("0.5")),
+        ("-0.25", Decimal("-0.25")),
+        ("€ 0,99", Decimal("0.99")),
+        ("1 012", Decimal(1012)),
+        ("10.05", Decimal("10.05")),
+    ],
+)
+def test_a_whole_number_led_by_a_zero_is_a_code_not_an_amount(text, value):
+    assert parse_decimal(text) == value
+
+
 def test_plain_decimal_refuses_what_is_not_a_number():
     assert plain_decimal(None) is None and plain_decimal("abc") is None
     assert plain_decimal(3) == Decimal(3)
