@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
-from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
+from catalog.extraction.money import ISO_CODES, MAX_NUMBER_CHARS, find_currencies, parse_decimal
 from catalog.extraction.packs import normalize_unit, split_pack
 from catalog.extraction.text import cap, fold, is_period
 
@@ -112,13 +112,18 @@ def _is_sequential(values: list[int]) -> bool:
     return steps >= 0.8 * (len(values) - 1)
 
 
+def _row_number(text: str) -> bool:
+    """Plain ASCII digits no longer than any number the money parser reads."""
+    return len(text) <= MAX_NUMBER_CHARS and text.isascii() and text.isdigit()
+
+
 def is_running_index(texts: list[str]) -> bool:
     """Row numbers: plain digits counting up by one, zero-padded or not ("001", "002");
     "100,00", "101,00" are prices that happen to run on."""
-    digits = [t for t in texts if t.isascii() and t.isdigit()]
+    digits = [t for t in texts if _row_number(t)]
     return (
         bool(digits)
-        and not any(parse_decimal(t) is not None for t in texts if not (t.isascii() and t.isdigit()))
+        and not any(parse_decimal(t) is not None for t in texts if not _row_number(t))
         and _is_sequential([int(t) for t in digits])
     )
 

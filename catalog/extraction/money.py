@@ -228,7 +228,7 @@ _CURRENCY_SUFFIX = re.compile(
     + _CODES
     + r")|[€£₽₴₹₸₺₱₫₩$¥]|руб\.?|р\.?|грн\.?|тг|zł|zl|kr|Kč|TL|Ft|lei|,-|\.-|,—|\.—)$",
 )
-_MAX_NUMBER_CHARS = 64  # no price is written in more characters than this
+MAX_NUMBER_CHARS = 64  # no price is written in more characters than this
 
 
 def _strip_affixes(s: str) -> tuple[str, bool]:
@@ -322,7 +322,7 @@ def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
     Returns None for anything that is not just a number (with an optional
     currency): "от 1 500", "90/pc", "enquire".
     """
-    if not text or len(text) > _MAX_NUMBER_CHARS:
+    if not text or len(text) > MAX_NUMBER_CHARS:
         return None
     if FAST_DECIMAL.fullmatch(text) and (decimal != "," or "." not in text):
         return Decimal(text)
@@ -330,7 +330,7 @@ def parse_decimal(text: str, decimal: str | None = None) -> Decimal | None:
 
 
 # The same cell is read as a number by several column features, the rules and validation; the
-# cache holds texts of at most _MAX_NUMBER_CHARS characters.
+# cache holds texts of at most MAX_NUMBER_CHARS characters.
 @functools.lru_cache(maxsize=1 << 16)
 def _parse_written(text: str, decimal: str | None) -> Decimal | None:
     s, negative = _strip_affixes(text.strip())
@@ -414,7 +414,7 @@ def decimal_style(texts) -> str | None:
     """',' or '.' when the column's cells show which separator is the decimal one."""
     votes = {",": 0, ".": 0}
     for text in texts:
-        if not text or len(text) > _MAX_NUMBER_CHARS:
+        if not text or len(text) > MAX_NUMBER_CHARS:
             continue
         if FAST_DECIMAL.fullmatch(text) and "." not in text:
             continue

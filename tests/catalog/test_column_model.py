@@ -10,7 +10,7 @@ from catalog.extraction.column_model import (
     load_model,
     sheet_features,
 )
-from catalog.extraction.columns import _article_numbers, column_probabilities
+from catalog.extraction.columns import _article_numbers, _other_prices, column_probabilities
 from catalog.extraction.rules_columns import assign_roles, profile_columns
 from catalog.reading import Sheet, Table
 
@@ -239,14 +239,16 @@ def test_a_second_column_the_model_reads_as_a_price_puts_the_price_in_doubt():
     # knows (a tier, another currency). Which is the item's price the values do not say.
     rows = [["Code", "Name", "Price", "Zorblat"]]
     rows += [[f"B-{n:03d}", f"Garden hose {n} m", f"{n * 3}.50", f"{n * 3 - 1}.20"] for n in range(2, 14)]
+    rules, _feats = rules_and_features(rows)
+    assert _other_prices(rules, probabilities(rows))["unit_price"] == (
+        2,
+        "column C was taken as the unit price; the column model reads column D as a price too",
+    )
+    # However sure the model is of column C itself, the price needs confirmation on every item.
     ex = extract(table(*rows), model_doubt=True)
     (report,) = ex.sheets
     assert roles(report)["C"] == "unit_price"
     assert {c["column"] for c in report["columns"] if c["needs_confirmation"]} == {"C"}
-    assert (
-        "column C was taken as the unit price; the column model reads column D as a price too"
-        in report["doubts"]
-    )
     assert all(
         any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
         for i in ex.items
