@@ -419,12 +419,19 @@ def _absent_floors(absences, what: str) -> dict[str, float]:
 
 
 HEADLESS = ("noheader", "reverse+noheader")
+# Cut to its first items, a sheet tells the model less: the floors of absent roles are fitted on
+# the development lists as they are and so cut too, the shapes the sheet model's threshold is
+# fitted on.
+CUT = ("head20", "head5")
 
 
-def headless(labels: dict[str, dict], files: list[str]) -> tuple[dict[str, dict], dict[str, object]]:
-    """The labeled item lists of `files` that have a header, with it removed, in their own column
-    order and reversed (``bench/corpus/perturb.py``): (label, table) by ``FILE#CHANGE``, the name
-    the label takes too (the file it comes from is the part before ``#``)."""
+def headless(
+    labels: dict[str, dict], files: list[str], changes: tuple[str, ...] = HEADLESS
+) -> tuple[dict[str, dict], dict[str, object]]:
+    """The labeled item lists of `files` that have a header, changed by each of ``changes``
+    (``bench/corpus/perturb.py``; by default the header removed, in their own column order and
+    reversed): (label, table) by ``FILE#CHANGE``, the name the label takes too (the file it comes
+    from is the part before ``#``)."""
     from bench.corpus.perturb import perturbed
 
     out_labels, out_tables = {}, {}
@@ -438,7 +445,7 @@ def headless(labels: dict[str, dict], files: list[str]) -> tuple[dict[str, dict]
             table = read_table(CORPUS / f, filename=Path(f).name)
         except UnreadableSheet:
             continue
-        for change in HEADLESS:
+        for change in changes:
             name, got, lab = f"{f}#{change}", table, label
             for one in change.split("+"):
                 got, lab = perturbed(one, got, lab)
@@ -491,7 +498,10 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
     features = sorted({f for _f, _r, v, *_rest in rows for f in v})
     headless_labels, headless_tables = headless(labels, dev)
     headless_rows = examples(headless_labels, list(headless_tables), headless_tables)
-    logits, y, headless_logits = _out_of_fold(rows, roles, features, headless_rows)
+    cut_labels, cut_tables = headless(labels, dev, CUT)
+    cut_rows = examples(cut_labels, list(cut_tables), cut_tables)
+    logits, y, changed_logits = _out_of_fold(rows, roles, features, headless_rows + cut_rows)
+    headless_logits, cut_logits = changed_logits[: len(headless_rows)], changed_logits[len(headless_rows) :]
     temperature = _temperature(logits, y)
     probs = _vetoed(rows, _softmax(logits, temperature), roles)
     column_threshold = _threshold(probs, y)
@@ -521,7 +531,11 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
     )
     print("\n".join(agreement_rows(agreed, agree_threshold, agree_named_threshold)))
     absences = rules_absences(rows, probs, roles, labels, dev)
-    rules_absent_floor = _absent_floors(absences, "the item roles the rules take no column for")
+    cut_probs = _vetoed(cut_rows, _softmax(cut_logits, temperature), roles)
+    absences += rules_absences(cut_rows, cut_probs, roles, cut_labels, list(cut_tables), cut_tables)
+    rules_absent_floor = _absent_floors(
+        absences, "the item roles the rules take no column for, as they are and cut to 20 and 5 items"
+    )
     # Without its header a sheet is read from its values alone, and the model is less sure of a
     # role no column was taken for: the floors are fitted again on the development sheets with
     # their header rows removed.
