@@ -11,8 +11,9 @@ development files; a role with fewer than ``MIN_ROLE_FILES`` files is
 fitted; a temperature is fitted on out-of-fold predictions (folds by file),
 and the confidence threshold is the lowest at which those predictions are
 right at least ``TARGET`` of the time. The floors under which a role the
-rules took no column for is absent are fitted on those predictions too, and
-again on the development sheets with their header rows removed, in their own
+rules took no column for is absent are fitted on those predictions too, over
+the development lists as they are and cut to their first 20 and 5 items
+(``CUT``), and again on the development sheets with their header rows removed, in their own
 column order and reversed (``HEADLESS``): the floors of a sheet whose header
 says nothing. It keeps the rules' header words the development part backs
 (``bench/corpus/vocabulary.py``): only a header in those words lowers the bar
@@ -425,13 +426,12 @@ HEADLESS = ("noheader", "reverse+noheader")
 CUT = ("head20", "head5")
 
 
-def headless(
-    labels: dict[str, dict], files: list[str], changes: tuple[str, ...] = HEADLESS
+def changed_lists(
+    labels: dict[str, dict], files: list[str], changes: tuple[str, ...]
 ) -> tuple[dict[str, dict], dict[str, object]]:
     """The labeled item lists of `files` that have a header, changed by each of ``changes``
-    (``bench/corpus/perturb.py``; by default the header removed, in their own column order and
-    reversed): (label, table) by ``FILE#CHANGE``, the name the label takes too (the file it comes
-    from is the part before ``#``)."""
+    (``bench/corpus/perturb.py``: ``HEADLESS``, ``CUT``): (label, table) by ``FILE#CHANGE``, the
+    name the label takes too (the file it comes from is the part before ``#``)."""
     from bench.corpus.perturb import perturbed
 
     out_labels, out_tables = {}, {}
@@ -496,9 +496,9 @@ def train(labels: dict[str, dict], files: list[str] | None = None) -> dict:
     rows = examples(labels, dev)
     roles = _roles(rows)
     features = sorted({f for _f, _r, v, *_rest in rows for f in v})
-    headless_labels, headless_tables = headless(labels, dev)
+    headless_labels, headless_tables = changed_lists(labels, dev, HEADLESS)
     headless_rows = examples(headless_labels, list(headless_tables), headless_tables)
-    cut_labels, cut_tables = headless(labels, dev, CUT)
+    cut_labels, cut_tables = changed_lists(labels, dev, CUT)
     cut_rows = examples(cut_labels, list(cut_tables), cut_tables)
     logits, y, changed_logits = _out_of_fold(rows, roles, features, headless_rows + cut_rows)
     headless_logits, cut_logits = changed_logits[: len(headless_rows)], changed_logits[len(headless_rows) :]
