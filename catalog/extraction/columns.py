@@ -472,7 +472,7 @@ def _rivals(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
             if c not in taken and p and agrees(p, role, sure) and p[role] > sure
         ]
         if rivals:
-            name = role.replace("_", " ") if role != "sku" else "SKU"
+            name = "SKU" if role == "sku" else role
             out[role] = (
                 col,
                 f"column {col_letter(col)} was taken as the {name}; the column model reads column "
