@@ -159,7 +159,9 @@ def rules_absences(
 ) -> list[tuple]:
     """Per item role the rules take no column for on a labeled sheet they read: (the model's best
     probability for it among the columns the rules left free, 0, the role, is the role labeled on one
-    of them?, False), the shape ``_absent_floor`` reads. `tables`: files already read, by name."""
+    of them?, False), the shape ``_absent_floor`` reads, then the sheet (file, position) and the
+    probability of the labeled free column itself (None when there is none), which
+    ``_absent_floors`` prints. `tables`: files already read, by name."""
     from catalog.extraction.columns import ITEM_ROLES
 
     members = collections.defaultdict(dict)
@@ -182,9 +184,9 @@ def rules_absences(
         for role in ITEM_ROLES:
             if role in got or not free:
                 continue
-            out.append(
-                (max(p.get(role, 0.0) for _r, p in free), 0.0, role, any(r == role for r, _p in free), False)
-            )
+            own = [p.get(role, 0.0) for r, p in free if r == role]
+            best = max(p.get(role, 0.0) for _r, p in free)
+            out.append((best, 0.0, role, bool(own), False, where, max(own) if own else None))
     return out
 
 
@@ -408,7 +410,7 @@ def _absent_floors(absences, what: str) -> dict[str, float]:
     """The floor per item role, printed with what it catches."""
     from catalog.extraction.columns import ITEM_ROLES
 
-    floors = {role: _absent_floor([a for a in absences if a[2] == role]) for role in ITEM_ROLES}
+    floors = {role: _absent_floor([a[:5] for a in absences if a[2] == role]) for role in ITEM_ROLES}
     print(f"{what}, in doubt from a floor per role:")
     for role, floor in floors.items():
         got = [a for a in absences if a[2] == role]
@@ -416,6 +418,16 @@ def _absent_floors(absences, what: str) -> dict[str, float]:
             f"    {role:>12s}: {len(got)} sheets, {sum(a[3] for a in got)} labeled on a free column; from {floor}: "
             f"{sum(a[3] and a[0] >= floor for a in got)} of those, {sum(not a[3] and a[0] >= floor for a in got)} not labeled"
         )
+        # The labeled sheet the floor is fitted to keep in doubt: the one caught with the least to spare.
+        setter = min((a for a in got if a[3] and a[0] >= floor), key=lambda a: a[0], default=None)
+        if setter is not None and floor > 0:
+            (file, sheet), own = setter[5], setter[6]
+            through = (
+                "its labeled column"
+                if own >= setter[0]
+                else f"another free column (its labeled one: {own:.4f})"
+            )
+            print(f"    {'':>12s}  set by {file}, sheet {sheet}: {setter[0]:.4f}, through {through}")
     return floors
 
 
