@@ -296,6 +296,16 @@ def _numbers_from_first_cell(row: list[str]) -> bool:
     return bool(cell_at(row, 0)) and all(_is_number(c) for c in cells)
 
 
+def _row_labels(body: list[list[str]], width: int, numeric: list[int]) -> list[str]:
+    """The cells that name the rows: those of the first column that is not numeric (a
+    matrix's dimension down its side, or an item list's names beside its row numbers),
+    or of the first column when every column is numeric."""
+    sample = [r for r in body[:200] if r]
+    text = (c for c in range(width) if c not in numeric and sum(1 for r in sample if cell_at(r, c)) >= 2)
+    col = next(text, 0)
+    return [cell_at(r, col) for r in sample if cell_at(r, col)]
+
+
 def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
     width = max([len(header.labels)] + [len(r) for r in body[:200]])
     numeric = _numeric_columns(body, width)
@@ -305,7 +315,7 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
         return None
     if any(_ZONE.fullmatch(fold(t)) or _RATE_WORDS.search(fold(t)) for t in labels):
         return "rate card (prices by bands and zones)"
-    firsts = [r[0] for r in body[:200] if r and r[0]]
+    firsts = _row_labels(body, width, numeric)
     # Row labels that are one value on every row, or row numbers (every one
     # plain digits, counting up), name no dimension: they are an item list's
     # constant or index column. Bands among numbers keep their rows labeled.

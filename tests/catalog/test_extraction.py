@@ -322,6 +322,21 @@ def test_a_list_without_header_whose_first_column_is_row_numbers_or_constant_is_
     assert result.items[0]["description"] == "Compact hatchback trim 0"
 
 
+def test_an_item_list_whose_row_numbers_skip_and_whose_tiers_are_numbers_is_no_matrix():
+    """Quantity tiers over the price columns ("from 10", "from 20") look like a
+    matrix's column labels, and row numbers with gaps like a dimension down
+    the side; but a column of names beside them names the rows: the rows
+    are items, read as an item list, not refused as a price matrix."""
+    rows = [("No", "Description", "from 10", "from 20", "from 50")]
+    rows += [
+        (str(n), f"Roller blind model {n}", "5.10", "4.90", "4.70") for n in (1, 9, 10, 12, 13, 16, 20, 21)
+    ]
+    result = extract_items(table(*rows))
+    assert result.refusal is None
+    assert len(result.items) == 8
+    assert result.items[1]["description"] == "Roller blind model 9"
+
+
 def test_row_labels_of_numbers_and_bands_still_make_a_price_matrix():
     """Row labels that count up but hold bands too ("4-5", "6-10") are a
     dimension, not row numbers: the matrix is still seen as one."""
