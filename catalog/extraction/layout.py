@@ -108,7 +108,8 @@ def header_labels(
     rows: list[list[str]], header_rows: list[int] | tuple[int, ...], spans: dict | None = None
 ) -> list[str]:
     """The words over each column of a header of ``header_rows`` (1-based): the
-    rows' cells joined top to bottom. A cell merged across columns (``spans``:
+    rows' cells joined top to bottom, a cell that repeats the one above once
+    (``_merged_once``). A cell merged across columns (``spans``:
     (row, first column) -> last column, Sheet.spans) above a lower header row
     is a group word ("price" over "retail" and "wholesale") when the next row
     is the header's too: it stands over each column of its range that has
@@ -123,7 +124,17 @@ def header_labels(
         if nxt == h + 1:
             _fill_across(lines[n], h, spans, below=lines[n + 1])
     width = max([len(line) for line in lines] + [0])
-    return [" ".join(x for line in lines if (x := cell_at(line, i))) for i in range(width)]
+    return [" ".join(_merged_once(cell_at(line, i) for line in lines)) for i in range(width)]
+
+
+def _merged_once(cells) -> list[str]:
+    """A column's header cells top to bottom, empty ones and a repeat of the one above left
+    out: a cell merged over several header rows is written into each of them, and is one word."""
+    out: list[str] = []
+    for text in cells:
+        if text and (not out or out[-1] != text):
+            out.append(text)
+    return out
 
 
 def _fill_across(line: list[str], h: int, spans: dict | None, below: list[str] | None = None) -> None:
@@ -209,7 +220,29 @@ def find_header(rows: list[list[str]], spans: dict | None = None) -> Header:
     named = _by_words(rows, spans)
     if named and _is_footer(rows, named):
         named = None
-    return named or _by_shape(rows, spans) or Header((), [])
+    return _filled_down(rows, named, spans) if named else _by_shape(rows, spans) or Header((), [])
+
+
+# A row repeating this many of the cells of the header row above it, in the same columns, is the
+# header's too. Under the labeled header of 10 files of the corpus (7 of the development part) a
+# row repeats two cells or more (a header cell merged over several rows, which the reader writes
+# into each of them); none of those rows is an item.
+_REPEATED_CELLS = 2
+
+
+def _filled_down(rows: list[list[str]], header: Header, spans: dict | None) -> Header:
+    """The header with the rows right under it that repeat at least ``_REPEATED_CELLS`` of the
+    row above's cells in the same columns and hold no price under the price's label."""
+    taken = list(header.rows)
+    while taken[-1] < min(len(rows), HEADER_SCAN_ROWS):
+        above, row = rows[taken[-1] - 1], rows[taken[-1]]
+        repeated = sum(1 for a, b in zip(above, row, strict=False) if a and a == b)
+        if repeated < _REPEATED_CELLS or _price_under(header.labels, row):
+            break
+        taken.append(taken[-1] + 1)
+    if len(taken) == len(header.rows):
+        return header
+    return Header(tuple(taken), header_labels(rows, tuple(taken), spans))
 
 
 def _is_footer(rows: list[list[str]], header: Header) -> bool:

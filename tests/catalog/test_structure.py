@@ -318,3 +318,21 @@ def test_a_header_wrapped_over_two_rows_and_one_column_off_is_read_over_its_valu
     assert [i["unit_price"] for i in items[:2]] == ["3.5", "4.5"]
     assert all("unit_price" in _uncertain(i) for i in items)
     assert result.sheets[0]["doubts"][0].startswith("the header's words stand one column right")
+
+
+def test_header_cells_merged_down_over_several_rows_are_one_header():
+    """A header cell merged over three rows is written into each of them: the rows that
+    repeat the header's cells are the header's, its words are read once, and the five
+    items below it are an item list whose price is read from its values."""
+    rows = [["Name", "Unit", "Colour series", "", ""]]
+    rows += [["Name", "Unit", "Natural", "Brilliant", "Mirage"]] * 2
+    rows += [
+        [f"Worktop {n} mm", "m", f"{7000 + 500 * n}", f"{8000 + 500 * n}", f"{9000 + 500 * n}"]
+        for n in range(5)
+    ]
+    result = extract(table(rows))
+    assert not result.refusal
+    assert result.sheets[0]["header_rows"] == [1, 2, 3]
+    columns = {c["column"]: c for c in result.sheets[0]["columns"]}
+    assert (columns["A"]["header"], columns["A"]["role"]) == ("Name", "description")
+    assert [i["description"] for i in result.items] == [f"Worktop {n} mm" for n in range(5)]
