@@ -71,3 +71,19 @@ def test_the_threshold_lies_half_way_from_the_highest_out_of_fold_item_list_scor
     assert data["threshold"] == round(highest + (1 - highest) / 2, 4) == load_sheet_model().threshold
     assert tuple(data["features"]) == FEATURES == load_sheet_model().features
     assert data["version"] and data["trained_on"]
+
+
+def test_the_highest_out_of_fold_score_is_taken_over_every_dealing_of_the_folds():
+    """One dealing of the files into folds is a draw: each example's score is its highest
+    under all ``DEALINGS`` dealings, so the threshold stands above every draw's."""
+    import random
+
+    from bench.corpus.train_sheets import DEALINGS, SEED, highest_out_of_fold, out_of_fold
+
+    draw = random.Random(5)
+    rows = [
+        (f"file{n}", "Sheet1", n % 2, {f: draw.random() + (n % 2) * 0.3 for f in FEATURES}) for n in range(40)
+    ]
+    dealt = [out_of_fold(rows, SEED + k) for k in range(DEALINGS)]
+    assert DEALINGS > 1 and dealt[0] != dealt[1]
+    assert highest_out_of_fold(rows) == [max(scores) for scores in zip(*dealt, strict=True)]
