@@ -224,7 +224,7 @@ def find_header(rows: list[list[str]], spans: dict | None = None) -> Header:
 
 
 # A row repeating this many of the cells of the header row above it, in the same columns, is the
-# header's too. Under the labeled header of 10 files of the corpus (7 of the development part) a
+# header's too. Under the labeled header of 9 files of the corpus (7 of the development part) a
 # row repeats two cells or more (a header cell merged over several rows, which the reader writes
 # into each of them); none of those rows is an item.
 _REPEATED_CELLS = 2
