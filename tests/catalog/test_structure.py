@@ -323,7 +323,7 @@ def test_a_header_wrapped_over_two_rows_and_one_column_off_is_read_over_its_valu
 def test_header_cells_merged_down_over_several_rows_are_one_header():
     """A header cell merged over three rows is written into each of them: the rows that
     repeat the header's cells are the header's, its words are read once, and the five
-    items below it are an item list whose price is read from its values."""
+    rows below it are the items."""
     rows = [["Name", "Unit", "Colour series", "", ""]]
     rows += [["Name", "Unit", "Natural", "Brilliant", "Mirage"]] * 2
     rows += [
