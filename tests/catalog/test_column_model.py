@@ -249,6 +249,8 @@ def test_a_second_column_the_model_reads_as_a_price_puts_the_price_in_doubt():
     (report,) = ex.sheets
     assert roles(report)["C"] == "unit_price"
     assert {c["column"] for c in report["columns"] if c["needs_confirmation"]} == {"C"}
+    # The report says why (the second price, or the model's own doubt on C when it is below the bar).
+    assert any(d.startswith("column C was taken as the unit price") for d in report["doubts"])
     assert all(
         any(f["code"] == "uncertain_column" and f["field"] == "unit_price" for f in i["flags"])
         for i in ex.items
