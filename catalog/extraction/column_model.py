@@ -33,6 +33,7 @@ SAMPLE_ROWS = 2000
 STEM_CHARS = 7
 MAJORITY = 0.5  # a value share above half speaks for the column
 NUMERIC_COLUMN = 0.8  # a column this much numbers is one of the sheet's numeric columns
+TEXT_COLUMN = 0.8  # a column this much words is one of the sheet's text columns
 
 _TOKEN = re.compile(r"\w++")
 INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections
@@ -234,7 +235,7 @@ def with_context(feats: list[dict[str, float]]) -> list[dict[str, float]]:
     holds the largest numbers, whether it is the longest or most varied text.
     """
     numeric = [i for i, f in enumerate(feats) if f.get("numeric", 0) >= NUMERIC_COLUMN]
-    texts = [i for i, f in enumerate(feats) if f.get("alpha", 0) >= 0.8]
+    texts = [i for i, f in enumerate(feats) if f.get("alpha", 0) >= TEXT_COLUMN]
     top_mag, longest, varied = (
         _ranked(numeric, feats, "magnitude"),
         _ranked(texts, feats, "mean_len"),
@@ -254,6 +255,41 @@ def with_context(feats: list[dict[str, float]]) -> list[dict[str, float]]:
         g["longest_text"] = 1.0 if i == longest else 0.0
         g["most_varied_text"] = 1.0 if i == varied else 0.0
         out.append(g)
+    return out
+
+
+# The features that single out the first of the columns tied on a value (``with_context``'s
+# ``_ranked``), with the value ranked.
+_TIED = {"largest_numbers": "magnitude", "longest_text": "mean_len", "most_varied_text": "distinct"}
+
+
+def placeless(feats: list[dict[str, float]]) -> list[dict[str, float]]:
+    """``with_context`` features with where each column stands replaced by what it is on
+    average over every order of the sheet's columns: the model's reading of a column had it
+    stood anywhere among them. Of k columns tied for the largest numbers, the longest or the
+    most varied text, each is the one singled out in 1/k of the orders."""
+    width = len(feats)
+    numeric = sum(1 for f in feats if "numeric_order" in f)
+    out = []
+    for f in feats:
+        g = {**f, "position": 0.5 if width > 1 else 0.0, "first_column": 1.0 / max(1, width)}
+        if "numeric_order" in f:
+            g.update(numeric_first=1.0 / numeric, numeric_last=1.0 / numeric)
+            g["numeric_order"] = 0.5 if numeric > 1 else 0.0
+        out.append(g)
+    for flag, key in _TIED.items():
+        chosen = [i for i, f in enumerate(feats) if f.get(flag)]
+        if not chosen:
+            continue
+        best = feats[chosen[0]].get(key, 0.0)
+        pool = "numeric_order" if flag == "largest_numbers" else None
+        tied = [
+            i
+            for i, f in enumerate(feats)
+            if f.get(key, 0.0) == best and (pool in f if pool else f.get("alpha", 0) >= TEXT_COLUMN)
+        ]
+        for i in tied:
+            out[i][flag] = 1.0 / len(tied)
     return out
 
 

@@ -27,6 +27,7 @@ from catalog.extraction.column_model import (
     load_model,
     sheet_features,
     value_vetoes,
+    placeless,
     with_context,
 )
 from catalog.extraction.headers import Patterns, backed_words, classify_header
@@ -50,12 +51,19 @@ def _renormalized(probs: dict[str, float], vetoed: dict[str, str]) -> dict[str, 
 
 
 def column_probabilities(
-    body: list[list[str]], width: int, labels: list[str], features: list[dict] | None = None
+    body: list[list[str]],
+    width: int,
+    labels: list[str],
+    features: list[dict] | None = None,
+    anywhere: bool = False,
 ) -> list[tuple[dict, dict, dict]]:
     """Per column: (role -> probability after the vetoes, the vetoes, the value features);
-    ``features`` are ``sheet_features(body, width)`` when already computed."""
+    ``features`` are ``sheet_features(body, width)`` when already computed. ``anywhere``: read
+    each column as if it could stand anywhere on the sheet (``column_model.placeless``)."""
     model = load_model()
     feats = with_context(features if features is not None else sheet_features(body, width))
+    if anywhere:
+        feats = placeless(feats)
     out = []
     for c, f in enumerate(feats):
         label = labels[c] if c < len(labels) else ""
@@ -317,6 +325,23 @@ def _rules_absences(
     return out
 
 
+_ANYWHERE = ", had the columns stood anywhere on the sheet"
+
+
+def _disagreement(probs: list[dict | None], col: int, role: str, bar: float) -> str | None:
+    """How the model reads column ``col``, when it does not confirm the rules' ``role`` for it
+    (``agreement`` below ``bar``, or none at all); None when it does."""
+    sure = agreement(probs, col, role)
+    if sure > 0 and sure >= bar:
+        return None
+    name = role.replace("_", " ")
+    if sure > 0:
+        return f"{name} ({sure:.2f}), below the {bar:.2f} that confirms it"
+    p = probs[col] or {}
+    kind = max(p, key=p.get) if p else "nothing"
+    return f"{kind.replace('_', ' ')} ({p.get(kind, 0.0):.2f}), {name} {p.get(role, 0.0):.2f}"
+
+
 def second_opinion(
     rules, body: list[list[str]], width: int, labels: list[str], features: list[dict] | None = None
 ) -> Assignment:
@@ -336,33 +361,34 @@ def second_opinion(
     probs = [p for p, _v, _f in scored]
     feats = [f for _p, _v, f in scored]
     filled = _filled(probs, feats)
+    anywhere = _filled(
+        [p for p, _v, _f in column_probabilities(body, width, labels, features, anywhere=True)], feats
+    )
     doubted: dict[str, tuple[int, str]] = {}
     for role, col in rules.roles.items():
-        if role in rules.doubted:
+        if role in rules.doubted or role not in ITEM_ROLES:
             continue  # the rules' own doubt (a close call, a header that names another column) stands
-        p = scored[col][0]
-        if role not in ITEM_ROLES:
-            continue
-        sure = agreement(filled, col, role)
-        bar = agreement_threshold(labels[col] if col < len(labels) else "", role)
-        if not (sure > 0 and sure >= bar):
-            kind = max(p, key=p.get)
-            name = role.replace("_", " ")
-            reading = (
-                f"{name} ({sure:.2f}), below the {bar:.2f} that confirms it"
-                if sure > 0
-                else f"{kind.replace('_', ' ')} ({p[kind]:.2f}), {name} {p.get(role, 0.0):.2f}"
-            )
+        # Where a column stands tells the model something (prices stand right of names), but a
+        # role the model confirms there rests on its place, not on what it holds, when the model
+        # reads the column as another role had it stood anywhere (the bars are fitted on columns
+        # where they stand: only the reading counts, not how sure it is).
+        label = labels[col] if col < len(labels) else ""
+        why = _disagreement(filled, col, role, agreement_threshold(label, role))
+        if why is None and (why := _disagreement(anywhere, col, role, 0.0)):
+            why = f"{why}{_ANYWHERE}"
+        if why:
             doubted[role] = (
                 col,
-                f"column {col_letter(col)} was taken as the {name}; the column model reads it as {reading}",
+                f"column {col_letter(col)} was taken as the {role.replace('_', ' ')}; "
+                f"the column model reads it as {why}",
             )
     disputed = {c for c, _why in doubted.values()}  # columns whose role the model does not agree with
     if "unit_price" not in doubted:
-        doubted.update(_other_prices(rules, filled))
+        doubted.update(_other_prices(rules, filled) or _other_prices(rules, anywhere, _ANYWHERE))
     if "sku" not in doubted:
         doubted.update(_article_numbers(rules, feats))
-    doubted.update({r: d for r, d in _rivals(rules, filled).items() if r not in doubted})
+    rivals = {**_rivals(rules, anywhere, _ANYWHERE), **_rivals(rules, filled)}
+    doubted.update({r: d for r, d in rivals.items() if r not in doubted})
     in_doubt = {c for c, _why in rules.doubted.values()}
     # A header none of whose words the development part backs or the model knows (a language
     # neither has seen) says no more than no header: such a column, and every column of a sheet
@@ -415,7 +441,7 @@ def second_opinion(
     return got
 
 
-def _other_prices(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
+def _other_prices(rules, probs: list[dict | None], where: str = "") -> dict[str, tuple[int, str]]:
     """The unit price, when the model reads another column that holds no item role as a price
     too (tiers, currencies, with and without tax): which is the item's price is a choice the
     values do not settle (on the 39 development item sheets where a price is another column's
@@ -432,7 +458,7 @@ def _other_prices(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]
         "unit_price": (
             col,
             f"column {col_letter(col)} was taken as the unit price; the column model reads "
-            f"column {col_letter(rivals[0])} as a price too",
+            f"column {col_letter(rivals[0])} as a price too{where}",
         )
     }
 
@@ -454,7 +480,7 @@ def _article_numbers(rules, feats: list[dict]) -> dict[str, tuple[int, str]]:
     }
 
 
-def _rivals(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
+def _rivals(rules, probs: list[dict | None], where: str = "") -> dict[str, tuple[int, str]]:
     """The SKU or the description, when the model reads a column that holds no item role as
     that role, its likeliest, more likely than the rules' column (a supplier's code beside a
     maker's part number under a header one column off; a name beside a longer note): the role
@@ -476,7 +502,7 @@ def _rivals(rules, probs: list[dict | None]) -> dict[str, tuple[int, str]]:
             out[role] = (
                 col,
                 f"column {col_letter(col)} was taken as the {name}; the column model reads column "
-                f"{col_letter(rivals[0])} as the {name} more likely",
+                f"{col_letter(rivals[0])} as the {name} more likely{where}",
             )
     return out
 

@@ -349,3 +349,45 @@ def test_the_model_knows_a_header_only_by_the_words_it_was_fitted_on():
     assert model.knows(f"  {word.upper()}  ")
     assert not model.knows("qzxvbn")
     assert not model.knows("")
+
+
+def test_read_as_if_it_could_stand_anywhere_a_column_reads_the_same_whatever_the_order():
+    rows = [["Code", "Name", "Stock", "Price"]] + [
+        [f"A-{n:03}", f"Widget number {n} in {'red' if n % 2 else 'blue'}", str(n % 4), f"{n * 3}.{n:02}"]
+        for n in range(1, 13)
+    ]
+    backwards = [r[::-1] for r in rows]
+
+    def anywhere(rs):
+        return [p for p, _v, _f in column_probabilities(rs[1:], len(rs[0]), rs[0], anywhere=True)]
+
+    for back, ahead in zip(anywhere(backwards), anywhere(rows)[::-1], strict=True):
+        assert back == pytest.approx(ahead)
+    placed = zip(probabilities(backwards), probabilities(rows)[::-1], strict=True)
+    assert any(back != pytest.approx(ahead) for back, ahead in placed)  # placed, a column differs
+
+
+def test_a_role_the_model_confirms_only_where_the_column_stands_needs_confirmation(monkeypatch):
+    """The rules took column A as the price; the model reads it as the price only because it
+    stands where prices stand, and as a code had it stood anywhere: the price is in doubt."""
+    from catalog.extraction import columns as module
+    from catalog.extraction.assignment import Assignment, Column
+
+    placed = [{"unit_price": 0.97, "other": 0.03}, {"description": 0.99}, {"other": 1.0}]
+    anywhere = [{"sku": 0.6, "unit_price": 0.3, "other": 0.1}, {"description": 0.99}, {"other": 1.0}]
+    full = sheet_features([["1", "Widget", "x"]], 3)
+
+    def probs(*a, **k):
+        chosen = anywhere if k.get("anywhere") else placed
+        return [(p, {}, f) for p, f in zip(chosen, full, strict=True)]
+
+    monkeypatch.setattr(module, "column_probabilities", probs)
+    cols = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
+    rules = Assignment(roles={"unit_price": 0, "description": 1}, columns=cols, doubts=[])
+    got = module.second_opinion(rules, [["1", "Widget", "x"]], 3, ["", "", ""])
+    assert got.doubted["unit_price"][0] == 0
+    assert got.doubted["unit_price"][1].endswith(
+        "reads it as sku (0.60), unit price 0.30, had the columns stood anywhere on the sheet"
+    )
+    monkeypatch.setattr(module, "column_probabilities", lambda *a, **k: probs(*a))
+    assert "unit_price" not in module.second_opinion(rules, [["1", "Widget", "x"]], 3, ["", "", ""]).doubted

@@ -311,7 +311,7 @@ def test_a_column_the_model_reads_as_another_role_may_hold_the_role_no_column_ho
     from catalog.extraction import columns as module
 
     probs = [{"sku": 0.9, "unit_price": 0.02, "other": 0.08}, {"description": 0.95}, {"other": 1.0}]
-    monkeypatch.setattr(module, "column_probabilities", lambda *a: [(p, {}, dict(FULL)) for p in probs])
+    monkeypatch.setattr(module, "column_probabilities", lambda *a, **k: [(p, {}, dict(FULL)) for p in probs])
     cols = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
     rules = Assignment(roles={"unit_price": 0, "description": 1}, columns=cols, doubts=[])
     got = second_opinion(rules, [["1"] * 3], 3, ["Prices of the week", "Name", ""])
@@ -358,7 +358,7 @@ def test_a_header_word_the_development_part_does_not_back_reads_absences_as_no_h
     model = load_model()
     headed, headless = model.rules_absent_floor["sku"], model.rules_absent_floor_headless["sku"]
     probs = [{"sku": (headed + headless) / 2, "other": 0.5}, {"description": 0.95}, {"unit_price": 0.95}]
-    monkeypatch.setattr(module, "column_probabilities", lambda *a: [(p, {}, dict(FULL)) for p in probs])
+    monkeypatch.setattr(module, "column_probabilities", lambda *a, **k: [(p, {}, dict(FULL)) for p in probs])
     cols = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
     rules = Assignment(roles={"description": 1, "unit_price": 2}, columns=cols, doubts=[])
     labels = ["Menge", "Name", "Price"]
@@ -374,7 +374,7 @@ def test_a_role_the_model_reads_alike_but_not_surely_enough_says_the_bar_it_miss
     from catalog.extraction import columns as module
 
     probs = [{"sku": 0.8, "other": 0.2}, {"description": 0.99}, {"unit_price": 0.99}]
-    monkeypatch.setattr(module, "column_probabilities", lambda *a: [(p, {}, dict(FULL)) for p in probs])
+    monkeypatch.setattr(module, "column_probabilities", lambda *a, **k: [(p, {}, dict(FULL)) for p in probs])
     cols = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
     rules = Assignment(roles={"sku": 0, "description": 1, "unit_price": 2}, columns=cols, doubts=[])
     got = module.second_opinion(rules, [["1"] * 3], 3, ["", "Name", "Price"])
