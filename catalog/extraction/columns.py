@@ -435,7 +435,7 @@ def second_opinion(
     model_roles = choose_columns(probs, feats, [c.col for c in rules.columns])
     _take_model_names(got, model_roles, probs)
     _take_model_columns(got, model_roles, probs, feats, unnamed=unnamed)
-    if (headless or _price_named_over_nothing(labels, feats)) and "unit_price" not in got.roles:
+    if (headless or not _price_named_over_values(labels, feats)) and "unit_price" not in got.roles:
         _take_model_price(got, model_roles, probs)
         _take_model_names(got, model_roles, probs)
     return got
@@ -540,18 +540,22 @@ def _code_names(rules, body: list[list[str]], labels: list[str], doubted: dict) 
     }
 
 
-def _price_named_over_nothing(labels: list[str], feats: list[dict]) -> bool:
-    """The header names the price only over columns its body leaves empty (a header off its
-    values, a price column never filled in): it says nothing of where the prices are."""
-    named = [
-        c for c, label in enumerate(labels) if (got := classify_header(label)) and got[0] == "unit_price"
-    ]
-    return bool(named) and all(c >= len(feats) or not feats[c].get("filled") for c in named)
+def _price_named_over_values(labels: list[str], feats: list[dict]) -> bool:
+    """The header names the price over a column its body fills. Without one (no price word at
+    all, or one over a column never filled in: a header off its values) the header says nothing
+    of where the prices are."""
+    return any(
+        c < len(feats)
+        and feats[c].get("filled")
+        and (got := classify_header(label))
+        and got[0] == "unit_price"
+        for c, label in enumerate(labels)
+    )
 
 
 def _take_model_price(got: Assignment, model_roles: dict[str, int], probs: list[dict]) -> None:
     """A sheet whose header says nothing of the price (no header, no word the development part
-    backs or the model knows, or a price word over an empty column) where the rules found no price
+    backs or the model knows, no price word, or one over an empty column) where the rules found no price
     column (prices written as text, "Rp 150.000.000") while the model gives the price to a
     column that holds no item role: that column is taken, in doubt, so the sheet goes to review instead of being refused (a refusal needs positive evidence)."""
     col = model_roles.get("unit_price")

@@ -247,15 +247,29 @@ def test_the_model_takes_no_price_onto_an_item_role_or_when_the_rules_have_one()
         assert got.roles == roles and got.moved == []
 
 
-def test_only_a_header_that_says_nothing_lets_the_model_take_the_price():
+def test_a_header_that_names_no_price_lets_the_model_take_the_price():
+    """Prices written as text under no price word (no header, words no one knows, a region's
+    name over each price column): the sheet goes to review with the model's price column in
+    doubt, not refused, since nothing says it holds no prices."""
     from catalog.extraction import rules_columns
 
     body = [[f"Gear wheel {i}", f"IDR. {150 + i}.500.000"] for i in range(12)]
-    for labels, taken in ((["", ""], True), (["qzxv", "bdfgh"], True), (["Product", "Remark"], False)):
+    for labels in (["", ""], ["qzxv", "bdfgh"], ["Product", "Remark"]):
         rules = rules_columns.assign_roles(rules_columns.profile_columns(body, 2), labels)
         assert "unit_price" not in rules.roles
         got = second_opinion(rules, body, 2, labels)
-        assert ("unit_price" in got.roles) is taken, labels
+        assert got.roles["unit_price"] == 1, labels
+        assert "unit_price" in got.doubted, labels
+
+
+def test_only_a_price_word_over_values_says_where_the_prices_are():
+    from catalog.extraction.columns import _price_named_over_values
+
+    filled, empty = {"filled": 1.0}, {"filled": 0.0}
+    assert _price_named_over_values(["Product", "Price"], [filled, filled])
+    assert not _price_named_over_values(["Product", "Price"], [filled, empty])  # a header off its values
+    assert not _price_named_over_values(["Product", "Price"], [filled])  # a word over no column
+    assert not _price_named_over_values(["Product", "Remark"], [filled, filled])
 
 
 NAME = {"description": 0.9, "other": 0.1}
