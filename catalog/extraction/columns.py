@@ -350,12 +350,16 @@ def second_opinion(
     A column the rules gave a role is confident only when the model agrees
     (``agrees`` at ``agreement_threshold``: the model's thresholds for a
     header that names the role and for one that does not, chosen out of fold
-    on the development part by ``make train``); otherwise it needs
-    confirmation and its values are flagged on that field. A role in doubt
+    on the development part by ``make train``) and still reads it as that
+    role with the columns standing anywhere (``column_model.placeless``);
+    otherwise it needs confirmation and its values are flagged on that
+    field. A second price or a likelier SKU or description in another
+    column puts the role in doubt too, read either way. A role in doubt
     that the model gives to another column is then taken from that column
     (``_take_model_columns``). On a sheet whose header says nothing, absent
-    roles are read from the floors fitted without headers, and a price the
-    rules found no column for is taken from the model's (``_take_model_price``).
+    roles are read from the floors fitted without headers. On one whose
+    header says nothing or names no price over values, a price the rules
+    found no column for is taken from the model's (``_take_model_price``).
     """
     scored = column_probabilities(body, width, labels, features)
     probs = [p for p, _v, _f in scored]
