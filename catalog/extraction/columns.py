@@ -25,9 +25,9 @@ from catalog.extraction.column_model import (
     code_shaped,
     column_values,
     load_model,
+    placeless,
     sheet_features,
     value_vetoes,
-    placeless,
     with_context,
 )
 from catalog.extraction.headers import Patterns, backed_words, classify_header
