@@ -57,6 +57,7 @@ from catalog.extraction.rows import (
     RowClassifier,
     TOTAL_WORD,
     header_price_columns,
+    repeats_header,
 )
 from catalog.extraction.sheet_model import header_names_items, load_sheet_model
 from catalog.extraction.sheet_model import sheet_features as sheet_kind_features
@@ -689,10 +690,15 @@ def _read_sheet(
 
 
 def _body(rows: list[list[str]], header: Header) -> list[list[str]]:
-    """The rows the columns are read from: below the header, or from the first row that fills
-    two cells of a sheet without one (``layout.table_start``)."""
+    """The rows the columns are read from: below the header, less the rows that repeat it
+    (``rows.repeats_header``: its words are no column's values), or from the first row that
+    fills two cells of a sheet without one (``layout.table_start``). Items are read from the
+    sheet's rows, so no row number depends on which rows these are."""
     body = rows[header.body_start - 1 :]
-    return body if header.rows else body[table_start(body) :]
+    if not header.rows:
+        return body[table_start(body) :]
+    labels = tuple(header.labels)
+    return [r for r in body if not repeats_header(r, labels)]
 
 
 def _table_header(rows: list[list[str]], mapped: dict | None, spans: dict) -> tuple[Header, int]:

@@ -66,6 +66,13 @@ def _is_repeated_header(row: list[str], labels: tuple[str, ...]) -> bool:
     return same >= 2
 
 
+def repeats_header(row: list[str], labels: tuple[str, ...]) -> bool:
+    """A row of words, no number among them, that repeats the header in two or more of its
+    columns (a list printed page by page and read back): the header again, whatever column
+    the price turns out to be, so no column's values."""
+    return _is_repeated_header(row, labels) and not any(c and parse_decimal(c) is not None for c in row)
+
+
 def header_price_columns(row: list[str]) -> list[int]:
     """For a row of header words (no number in it, at least two roles named, the price among
     them), the columns it names for the price; else []. Under the sheet's header, such a row

@@ -336,3 +336,18 @@ def test_header_cells_merged_down_over_several_rows_are_one_header():
     columns = {c["column"]: c for c in result.sheets[0]["columns"]}
     assert (columns["A"]["header"], columns["A"]["role"]) == ("Name", "description")
     assert [i["description"] for i in result.items] == [f"Worktop {n} mm" for n in range(5)]
+
+
+def test_the_header_repeated_page_by_page_is_no_columns_values():
+    """A list printed page by page and read back holds its header again above every page; those
+    rows are read as the header again, not as values of the columns they stand in, so the
+    columns are read as they are without them."""
+    header = ["Brand", "Code", "Name", "Price"]
+    items = [
+        [f"BR{n % 3}", f"K-{1000 + n}", f"Stainless steel tray {n} cm", f"{40 + n}.90"] for n in range(1, 61)
+    ]
+    paged = [header] + [row for k in range(0, 60, 20) for row in ([header] if k else []) + items[k : k + 20]]
+    plain, printed = extract(table([header] + items)), extract(table(paged))
+    assert printed.sheets[0]["columns"] == plain.sheets[0]["columns"]
+    assert [i["source"]["row"] for i in printed.items] == [r for r in range(2, 64) if r not in (22, 43)]
+    assert printed.sheets[0]["rows"]["header"] == 3  # the sheet's header, and twice again
