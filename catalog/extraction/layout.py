@@ -226,18 +226,19 @@ def find_header(rows: list[list[str]], spans: dict | None = None) -> Header:
 # A row repeating this many of the cells of the header row above it, in the same columns, is the
 # header's too. Under the labeled header of 9 files of the corpus (7 of the development part) a
 # row repeats two cells or more (a header cell merged over several rows, which the reader writes
-# into each of them); none of those rows is an item.
-_REPEATED_CELLS = 2
+# into each of them); none of those rows is an item. A row further down repeating the header so is
+# the header again (``rows.repeats_header``).
+REPEATED_CELLS = 2
 
 
 def _filled_down(rows: list[list[str]], header: Header, spans: dict | None) -> Header:
-    """The header with the rows right under it that repeat at least ``_REPEATED_CELLS`` of the
+    """The header with the rows right under it that repeat at least ``REPEATED_CELLS`` of the
     row above's cells in the same columns and hold no price under the price's label."""
     taken = list(header.rows)
     while taken[-1] < min(len(rows), HEADER_SCAN_ROWS):
         above, row = rows[taken[-1] - 1], rows[taken[-1]]
         repeated = sum(1 for a, b in zip(above, row, strict=False) if a and a == b)
-        if repeated < _REPEATED_CELLS or _price_under(header.labels, row):
+        if repeated < REPEATED_CELLS or _price_under(header.labels, row):
             break
         taken.append(taken[-1] + 1)
     if len(taken) == len(header.rows):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from catalog.extraction.headers import RE, classify_header
+from catalog.extraction.layout import REPEATED_CELLS
 from catalog.extraction.money import parse_decimal
 from catalog.extraction.text import cap, cell, col_letter, fold
 from catalog.flags import Code, flag
@@ -63,12 +64,12 @@ def _total_word(text: str) -> str | None:
 
 def _is_repeated_header(row: list[str], labels: tuple[str, ...]) -> bool:
     same = sum(1 for i, c in enumerate(row) if c and i < len(labels) and fold(c) == fold(labels[i]))
-    return same >= 2
+    return same >= REPEATED_CELLS
 
 
 def repeats_header(row: list[str], labels: tuple[str, ...]) -> bool:
-    """A row of words, no number among them, that repeats the header in two or more of its
-    columns (a list printed page by page and read back): the header again, whatever column
+    """A row of words, no number among them, that repeats the header in ``REPEATED_CELLS`` or more
+    of its columns (a list printed page by page and read back): the header again, whatever column
     the price turns out to be, so no column's values."""
     return _is_repeated_header(row, labels) and not any(c and parse_decimal(c) is not None for c in row)
 
