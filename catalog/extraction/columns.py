@@ -22,6 +22,7 @@ from collections.abc import Collection
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
     MAJORITY,
+    TEXT_COLUMN,
     code_shaped,
     column_values,
     load_model,
@@ -393,6 +394,8 @@ def second_opinion(
         doubted.update(_article_numbers(rules, feats))
     rivals = {**_rivals(rules, anywhere, _ANYWHERE), **_rivals(rules, filled)}
     doubted.update({r: d for r, d in rivals.items() if r not in doubted})
+    if "description" not in doubted:
+        doubted.update(_other_texts(rules, feats))
     in_doubt = {c for c, _why in rules.doubted.values()}
     # A header none of whose words the development part backs or the model knows (a language
     # neither has seen) says no more than no header: such a column, and every column of a sheet
@@ -509,6 +512,38 @@ def _rivals(rules, probs: list[dict | None], where: str = "") -> dict[str, tuple
                 f"{col_letter(rivals[0])} as the {name} more likely{where}",
             )
     return out
+
+
+def _other_texts(rules, feats: list[dict]) -> dict[str, tuple[int, str]]:
+    """The description, when another column that holds no item role holds text as the
+    description's does: mostly words (``TEXT_COLUMN``), more than half its values distinct, no
+    codes, nothing that vetoes a description. Which of two such columns names the items (a
+    name beside a note or a specification, a name beside its translation) the values do not
+    settle, and the model, which reads the longest text as the description, reads it from
+    where the columns stand: 15 of the development part's 80 item lists hold such a column
+    beside the labeled description. "description" -> (column, why), or nothing."""
+    col = rules.roles.get("description")
+    if col is None or "description" in rules.doubted:
+        return {}
+    taken = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
+    rivals = [
+        c
+        for c, f in enumerate(feats)
+        if c not in taken
+        and f.get("alpha", 0.0) >= TEXT_COLUMN
+        and f.get("distinct", 0.0) > MAJORITY
+        and f.get("code_shape", 0.0) <= MAJORITY
+        and "description" not in value_vetoes(f)
+    ]
+    if not rivals:
+        return {}
+    return {
+        "description": (
+            col,
+            f"column {col_letter(col)} was taken as the description; column {col_letter(rivals[0])} "
+            "holds varied text too: either may name the items",
+        )
+    }
 
 
 def code_led(values: list[str]) -> bool:

@@ -10,7 +10,7 @@ from catalog.extraction.column_model import (
     load_model,
     sheet_features,
 )
-from catalog.extraction.columns import _article_numbers, _other_prices, column_probabilities
+from catalog.extraction.columns import _article_numbers, _other_prices, _other_texts, column_probabilities
 from catalog.extraction.rules_columns import assign_roles, profile_columns
 from catalog.reading import Sheet, Table
 
@@ -178,6 +178,66 @@ def test_every_sku_from_a_column_of_article_numbers_is_flagged_on_its_field():
     assert all(
         any(f["code"] == "uncertain_column" and f["field"] == "sku" for f in i["flags"]) for i in ex.items
     )
+
+
+WOODS = (
+    "oak",
+    "ash",
+    "elm",
+    "beech",
+    "pine",
+    "birch",
+    "maple",
+    "cherry",
+    "walnut",
+    "alder",
+    "larch",
+    "cedar",
+)
+
+
+def boards(third: str, cell) -> list[list[str]]:
+    """A header naming a column of long notes the description, names under ``third``."""
+    return [["Description", "Price EUR", third]] + [
+        [
+            f"Sanded and oiled by hand, {w} keeps its grain for years; ask for matching shelves",
+            f"{n}9.90",
+            cell(n, w),
+        ]
+        for n, w in enumerate(WOODS, 1)
+    ]
+
+
+def test_a_description_beside_another_column_of_varied_text_is_in_doubt_on_its_field():
+    """Which of two columns of varied words names the items (a name beside a note) the values
+    do not settle: the header names the notes, the rules and the model take them."""
+    ex = extract(table(*boards("Service", lambda n, w: f"{w.title()} board {n * 10} cm")), model_doubt=True)
+    (report,) = ex.sheets
+    (description,) = [c for c in report["columns"] if c["role"] == "description"]
+    assert description["column"] == "A" and description["needs_confirmation"]
+    assert (
+        "column A was taken as the description; column C holds varied text too: either may name the items"
+        in report["doubts"]
+    )
+    assert all(
+        any(f["code"] == "uncertain_column" and f["field"] == "description" for f in i["flags"])
+        for i in ex.items
+    )
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        lambda n, w: "Shelves" if n % 2 else "Boards",  # a category: two values
+        lambda n, w: f"BRD-{n:04d}",  # codes
+        lambda n, w: f"https://example.com/{w}",  # links
+        lambda n, w: f"{n * 12}",  # numbers
+    ],
+)
+def test_only_varied_words_beside_it_put_the_description_in_doubt(cell):
+    rules, feats = rules_and_features(boards("Service", cell))
+    assert rules.roles["description"] == 0
+    assert _other_texts(rules, feats) == {}
 
 
 def test_a_price_written_as_text_is_still_the_price_column():
