@@ -441,7 +441,7 @@ def second_opinion(
     )
     model_roles = choose_columns(probs, feats, [c.col for c in rules.columns])
     _take_model_names(got, model_roles, probs)
-    _take_model_columns(got, model_roles, probs, feats, unnamed=unnamed)
+    _take_model_columns(got, model_roles, probs, feats, unnamed=unnamed, labels=labels)
     if (headless or not _price_named_over_values(labels, feats)) and "unit_price" not in got.roles:
         _take_model_price(got, model_roles, probs)
         _take_model_names(got, model_roles, probs)
@@ -669,6 +669,21 @@ def _may_move(
     )
 
 
+def _named_price_stays(labels: list[str], col: int, new: int) -> bool:
+    """The price stays in the rules' column ``col`` when its header names the price in words
+    the development part backs and the header of the model's column ``new`` does not: the
+    model reads prices from their values, which do not tell a price from a weight or another
+    price list's amounts. On the development part, both prices the model would move so were
+    wrong (to a column of weights, and to another customer group's prices, on 2 files); its
+    other price moves, between two named columns or two unnamed ones, were right on 6 files and
+    wrong on 4."""
+
+    def label(c: int) -> str:
+        return labels[c] if c < len(labels) else ""
+
+    return header_names(label(col), "unit_price") and not header_names(label(new), "unit_price")
+
+
 def _take_model_columns(
     got: Assignment,
     model_roles: dict[str, int],
@@ -676,6 +691,7 @@ def _take_model_columns(
     feats: list[dict],
     *,
     unnamed: Collection[int] = (),
+    labels: list[str] = (),
 ) -> None:
     """A role in doubt (``got.doubted``) that the model gives to another column is taken from
     the model's column, still in doubt (``got.moved`` names it, so the doubt is always shown):
@@ -685,13 +701,16 @@ def _take_model_columns(
     number): no item is lost by the move. Nor when the model reads the rules' column as the
     role more likely than its own: it gave its column the role for want of a better one; unless
     the role is a price the rules took by its values alone and the model reads its column as a
-    price of any kind at least as surely (``_may_move``)."""
+    price of any kind at least as surely (``_may_move``). Nor a price from under a header
+    that names it to a column whose header does not (``_named_price_stays``)."""
     taken = {c: r for r, c in got.roles.items()}
     for role in MOVABLE_ROLES:
         col, new = got.roles.get(role), model_roles.get(role)
         if col is None or new is None or new == col or role not in got.doubted:
             continue
         if not _may_move(role, col, new, taken, probs, feats, unheaded=col in unnamed):
+            continue
+        if role == "unit_price" and _named_price_stays(labels, col, new):
             continue
         for other in [r for r, c in got.roles.items() if c == new]:
             del got.roles[other]

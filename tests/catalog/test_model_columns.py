@@ -51,6 +51,22 @@ def test_a_doubted_price_moves_to_the_models_column_and_stays_in_doubt():
     assert got.other_prices == [2]
 
 
+@pytest.mark.parametrize(
+    ("labels", "where"),
+    [
+        (["Name", "Price", "Weight"], 1),  # a price word over the rules' column only: it stays
+        (["Name", "Price", "Price"], 2),  # both name the price: the model's column is taken
+        (["Name", "", ""], 2),  # neither does
+    ],
+)
+def test_a_price_under_a_header_that_names_it_moves_only_to_a_column_named_so_too(labels, where):
+    probs = [{"description": 0.9}, {"unit_price": 0.3}, {"unit_price": 0.5}]
+    got = assignment({"description": 0, "unit_price": 1}, doubted=("unit_price",), width=3)
+    _take_model_columns(got, {"description": 0, "unit_price": 2}, probs, [FULL] * 3, labels=labels)
+    assert got.roles["unit_price"] == where
+    assert got.doubted["unit_price"][0] == where  # in doubt either way
+
+
 def test_a_role_the_model_does_not_doubt_stays_where_the_rules_put_it():
     got = assignment({"description": 0, "unit_price": 2}, doubted=())
     _take_model_columns(got, {"description": 1, "unit_price": 3}, PROBS, [FULL] * 4)
