@@ -330,14 +330,17 @@ def _numbers_from_first_cell(row: list[str]) -> bool:
     return bool(cell_at(row, 0)) and all(_is_number(c) for c in cells)
 
 
-def _row_labels(body: list[list[str]], width: int, numeric: list[int]) -> list[str]:
-    """The cells that name the rows: those of the first column that is not numeric (a
-    matrix's dimension down its side, or an item list's names beside its row numbers),
-    or of the first column when every column is numeric."""
+def _row_label_column(body: list[list[str]], width: int, numeric: list[int]) -> int:
+    """The column that names the rows: the first that is not numeric (a matrix's dimension
+    down its side, or an item list's names beside its row numbers), or the first column when
+    every column is numeric."""
     sample = [r for r in body[:200] if r]
     text = (c for c in range(width) if c not in numeric and sum(1 for r in sample if cell_at(r, c)) >= 2)
-    col = next(text, 0)
-    return [cell_at(r, col) for r in sample if cell_at(r, col)]
+    return next(text, 0)
+
+
+def _row_labels(body: list[list[str]], col: int) -> list[str]:
+    return [cell_at(r, col) for r in body[:200] if r and cell_at(r, col)]
 
 
 def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
@@ -349,7 +352,14 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
         return None
     if any(_ZONE.fullmatch(fold(t)) or _RATE_WORDS.search(fold(t)) for t in labels):
         return "rate card (prices by bands and zones)"
-    firsts = _row_labels(body, width, numeric)
+    side = _row_label_column(body, width, numeric)
+    corner = cell_at(header.labels, side)
+    if corner and is_dimension(corner):
+        # A matrix's column labels stand beside an empty or a text corner (so do those of the
+        # 11 development files labeled as matrices or rate cards, on every such row); a row
+        # whose cell over the row labels is one of them (a size over sizes) is a row of the body.
+        return None
+    firsts = _row_labels(body, side)
     # Row labels that are one value on every row, or row numbers (every one
     # plain digits, counting up), name no dimension: they are an item list's
     # constant or index column. Bands among numbers keep their rows labeled.

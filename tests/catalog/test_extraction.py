@@ -322,6 +322,19 @@ def test_a_list_without_header_whose_first_column_is_row_numbers_or_constant_is_
     assert result.items[0]["description"] == "Compact hatchback trim 0"
 
 
+def test_a_list_without_header_whose_first_column_is_sizes_is_no_matrix():
+    """Its first row is numbers beside a size, so it looks like a matrix's column labels over
+    sizes down the side; but a matrix's column labels stand beside an empty or a text corner,
+    and this row's cell over the sizes is a size: the row is an item, the sheet an item list."""
+    rows = [
+        (f"300X{h}", f"1500300{h:04d}", f"{1058 + 265 * n}.40", "26", "20")
+        for n, h in enumerate(range(400, 1400, 100))
+    ]
+    result = extract_items(table(*rows))
+    assert result.refusal is None
+    assert len(result.items) == 10 and result.needs_confirmation
+
+
 def test_an_item_list_whose_row_numbers_skip_and_whose_tiers_are_numbers_is_no_matrix():
     """Quantity tiers over the price columns ("from 10", "from 20") look like a
     matrix's column labels, and row numbers with gaps like a dimension down
