@@ -17,7 +17,7 @@ from such a column (the uncertain-column flag, its field the role).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
@@ -519,9 +519,9 @@ def _other_texts(rules, feats: list[dict]) -> dict[str, tuple[int, str]]:
     description's does: mostly words (``TEXT_COLUMN``), more than half its values distinct, no
     codes, nothing that vetoes a description. Which of two such columns names the items (a
     name beside a note or a specification, a name beside its translation) the values do not
-    settle, and the model, which reads the longest text as the description, reads it from
-    where the columns stand: 15 of the development part's 80 item lists hold such a column
-    beside the labeled description. "description" -> (column, why), or nothing."""
+    settle, and the model reads it from their length and from where they stand: 15 of the
+    development part's 80 item lists hold such a column beside the labeled description.
+    "description" -> (column, why), or nothing."""
     col = rules.roles.get("description")
     if col is None or "description" in rules.doubted:
         return {}
@@ -669,7 +669,7 @@ def _may_move(
     )
 
 
-def _named_price_stays(labels: list[str], col: int, new: int) -> bool:
+def _named_price_stays(labels: Sequence[str], col: int, new: int) -> bool:
     """The price stays in the rules' column ``col`` when its header names the price in words
     the development part backs and the header of the model's column ``new`` does not: the
     model reads prices from their values, which do not tell a price from a weight or another
@@ -691,7 +691,7 @@ def _take_model_columns(
     feats: list[dict],
     *,
     unnamed: Collection[int] = (),
-    labels: list[str] = (),
+    labels: Sequence[str] = (),
 ) -> None:
     """A role in doubt (``got.doubted``) that the model gives to another column is taken from
     the model's column, still in doubt (``got.moved`` names it, so the doubt is always shown):
