@@ -5,7 +5,8 @@ where a column may hold it (columns._rules_absences). How sure the model is of t
 unit price (columns.agreement) depends on whether another column reads as a price. The only
 column naming the items, holding codes under a header that does not name its role, is in doubt
 (columns._code_names). A free column the model reads as the SKU or the description more likely
-than the rules' column puts that role in doubt (columns._rivals)."""
+than the rules' column puts that role in doubt (columns._rivals). A price under a header that
+names it moves only to a column whose header names it too (columns._named_price_stays)."""
 
 import pytest
 
