@@ -327,8 +327,8 @@ def test_a_list_without_header_whose_first_column_is_sizes_is_no_matrix():
     sizes down the side; but a matrix's column labels stand beside an empty or a text corner,
     and this row's cell over the sizes is a size: the row is an item, the sheet an item list."""
     rows = [
-        (f"300X{h}", f"1500300{h:04d}", f"{1058 + 265 * n}.40", "26", "20")
-        for n, h in enumerate(range(400, 1400, 100))
+        (f"600X{h}", f"7712{n:05d}", f"{745 + 180 * n}.50", "30", "12")
+        for n, h in enumerate(range(300, 1300, 100))
     ]
     result = extract_items(table(*rows))
     assert result.refusal is None
