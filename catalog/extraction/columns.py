@@ -306,7 +306,7 @@ def _rules_absences(
     development part backs or the model knows, or the sheet has none) the floors fitted on
     sheets without their header."""
     model = load_model()
-    items = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
+    items = _item_columns(rules)
     free = [c.col for c in rules.columns if c.col not in items or c.col in in_doubt]
     out = {}
     for role in ITEM_ROLES:
@@ -448,6 +448,11 @@ def second_opinion(
     return got
 
 
+def _item_columns(got) -> set[int]:
+    """The columns an assignment takes an item role from."""
+    return {c for r, c in got.roles.items() if r in ITEM_ROLES}
+
+
 def _other_prices(rules, probs: list[dict | None], where: str = "") -> dict[str, tuple[int, str]]:
     """The unit price, when the model reads another column that holds no item role as a price
     too (tiers, currencies, with and without tax): which is the item's price is a choice the
@@ -457,7 +462,7 @@ def _other_prices(rules, probs: list[dict | None], where: str = "") -> dict[str,
     col = rules.roles.get("unit_price")
     if col is None or "unit_price" in rules.doubted:
         return {}
-    taken = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
+    taken = _item_columns(rules)
     rivals = [c for c, p in enumerate(probs) if c not in taken and p and reads_as_a_price(p)[0]]
     if not rivals:
         return {}
@@ -492,7 +497,7 @@ def _rivals(rules, probs: list[dict | None], where: str = "") -> dict[str, tuple
     that role, its likeliest, more likely than the rules' column (a supplier's code beside a
     maker's part number under a header one column off; a name beside a longer note): the role
     lost to a rival, for each role a column of text may hold. role -> (column, why)."""
-    taken = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
+    taken = _item_columns(rules)
     out = {}
     for role in _TEXT_ROLES:
         col = rules.roles.get(role)
@@ -525,7 +530,7 @@ def _other_texts(rules, feats: list[dict]) -> dict[str, tuple[int, str]]:
     col = rules.roles.get("description")
     if col is None or "description" in rules.doubted:
         return {}
-    taken = {c for r, c in rules.roles.items() if r in ITEM_ROLES}
+    taken = _item_columns(rules)
     rivals = [
         c
         for c, f in enumerate(feats)
@@ -613,7 +618,7 @@ def _take_model_names(got: Assignment, model_roles: dict[str, int], probs: list[
     item-list reading that fits)."""
     if "unit_price" not in got.roles or any(r in got.roles for r in _NAME_ROLES):
         return
-    taken = {c for r, c in got.roles.items() if r in ITEM_ROLES}
+    taken = _item_columns(got)
     for role in _NAME_ROLES:
         col = model_roles.get(role)
         if col is None or col in taken:
