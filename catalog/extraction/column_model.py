@@ -48,6 +48,11 @@ _NUM_HYPHEN_NUM = re.compile(r"(?<!\d)\d{1,12}-\d{1,12}(?!\d)")
 # Words joined by hyphens or underscores into one token ("fig-sun-dried", "AB-CD-EF",
 # "bolt_20_2"): how slugs and supplier codes are written, where a name has spaces.
 _JOINED = re.compile(r"(?<![^\W\d_])[^\W\d_]{2,}+(?:[-_][^\W_]++)++")
+# A size of two or three measures ("300x400", "25 x 25 x 3 mm", "20х2,0"), each number with a
+# unit of up to three letters or none: what a size column holds, where a code has letters and
+# digits in any order.
+_MEASURE = r"\d++(?:[.,]\d++)?+\s*+(?:[^\W\d_x×х]{1,3}+\.?+\s*+)?+"
+_MEASURES = re.compile(rf"{_MEASURE}(?:[x×х*]\s*+{_MEASURE}){{1,2}}+")
 
 
 def _is_cjk(ch: str) -> bool:
@@ -177,6 +182,7 @@ def _text_features(texts: list[str], n: int) -> dict[str, float]:
         "code_shape": sum(1 for t in texts if code_shaped(t)) / n,
         "num_hyphen_num": sum(1 for t in texts if len(t) <= 25 and _NUM_HYPHEN_NUM.fullmatch(t)) / n,
         "joined": sum(1 for t in texts if len(t) <= 60 and _JOINED.fullmatch(t)) / n,
+        "measures": sum(1 for t in texts if len(t) <= 30 and _MEASURES.fullmatch(fold(t))) / n,
         "url": sum(1 for t in texts if _URL.search(t) or _file_name(t)) / n,
         "percent": sum(1 for t in texts if "%" in t and len(t) <= 12) / n,
         "date_like": sum(1 for t in texts if _DATE.match(t)) / n,

@@ -9,6 +9,7 @@ from catalog.extraction.column_model import (
     is_running_index,
     load_model,
     sheet_features,
+    value_features,
 )
 from catalog.extraction.columns import _article_numbers, _other_prices, _other_texts, column_probabilities
 from catalog.extraction.rules_columns import assign_roles, profile_columns
@@ -151,6 +152,36 @@ def test_a_column_of_words_joined_into_one_token_reads_as_the_sku_not_the_descri
     ]
     slugs = probabilities(rows)[0]
     assert slugs["sku"] > slugs["description"]
+
+
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("300X400", True),
+        ("25 x 25 x 3 mm", True),
+        ("20х2,0", True),  # a Cyrillic x, a decimal comma
+        ("1200*600*50", True),
+        ("10 mm x 20 mm", True),
+        ("AB-120", False),
+        ("9100017", False),
+        ("2x", False),
+        ("300x400x500x600", False),  # four measures: no size
+    ],
+)
+def test_a_size_is_two_or_three_measures(text, size):
+    assert value_features([text], 1, 0, 1).get("measures") == (1.0 if size else 0.0)
+
+
+def test_a_column_of_sizes_under_a_code_header_reads_as_no_sku():
+    """A header one column off its values (merged cells) leaves "Code" over the sizes: the model
+    reads sizes as no SKU, so the rules' SKU there is in doubt."""
+    rows = [["Kind", "Code", "Size", "List price"]]
+    sizes = [(h, w) for h in (300, 400, 500, 600, 900) for w in (400, 500, 600, 800, 1000, 1200)]
+    rows += [
+        ["Panel", f"{h}x{w}", f"{9100000 + n * 17}", f"{h * w / 1000:.2f}"] for n, (h, w) in enumerate(sizes)
+    ]
+    p = probabilities(rows)[1]
+    assert p["sku"] < 0.1 and p["sku"] < p["other"]
 
 
 def rules_and_features(rows):
