@@ -427,7 +427,11 @@ def _absent_floors(absences, what: str) -> dict[str, float]:
                 if own >= setter[0]
                 else f"another free column (its labeled one: {own:.4f})"
             )
-            print(f"    {'':>12s}  set by {file}, sheet {sheet}: {setter[0]:.4f}, through {through}")
+            without = _absent_floor([a[:5] for a in got if a[5] != setter[5]])
+            print(
+                f"    {'':>12s}  set by {file}, sheet {sheet}: {setter[0]:.4f}, through {through}; "
+                f"without that sheet the floor would be {without}"
+            )
     return floors
 
 
