@@ -50,9 +50,9 @@ _NUM_HYPHEN_NUM = re.compile(r"(?<!\d)\d{1,12}-\d{1,12}(?!\d)")
 _JOINED = re.compile(r"(?<![^\W\d_])[^\W\d_]{2,}+(?:[-_][^\W_]++)++")
 # A size of two or three measures ("300x400", "25 x 25 x 3 mm", "20х2,0"), each number with a
 # unit of up to three letters or none: what a size column holds, where a code has letters and
-# digits in any order.
-_MEASURE = r"\d++(?:[.,]\d++)?+\s*+(?:[^\W\d_x×х]{1,3}+\.?+\s*+)?+"
-_MEASURES = re.compile(rf"{_MEASURE}(?:[x×х*]\s*+{_MEASURE}){{1,2}}+")
+# digits in any order. Every part is bounded, so a search tries a bounded match at each number.
+_MEASURE = r"\d{1,6}+(?:[.,]\d{1,3}+)?+\s{0,2}+(?:[^\W\d_x×х]{1,3}+\.?+\s{0,2}+)?+"
+_MEASURES = re.compile(rf"(?<![\d.,]){_MEASURE}(?:[x×х*]\s{{0,2}}+{_MEASURE}){{1,2}}+")
 
 
 def _is_cjk(ch: str) -> bool:
