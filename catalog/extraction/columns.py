@@ -740,10 +740,15 @@ def _take_model_columns(
     if not got.moved:
         return
     # The column a role left may hold a role no column holds now (a price moved off a column of
-    # codes leaves the SKU to it), or be a rival of the SKU (a description moved off a column
-    # of codes): the absences and the rival are read again on the roles as they now stand.
+    # codes leaves the SKU to it), be a rival of the SKU (a description moved off a column of
+    # codes) or a second price (an SKU moved off a column of prices): the absences, the rivals
+    # and the other prices are read again on the roles as they now stand.
     filled = _filled(probs, feats)
-    again = {**_rules_absences(got, probs, unnamed=unnamed), **_rivals(got, filled)}
+    again = {
+        **_rules_absences(got, probs, unnamed=unnamed),
+        **_rivals(got, filled),
+        **_other_prices(got, filled),
+    }
     for role, (c, why) in again.items():
         if role not in got.doubted:
             got.doubted[role] = (c, why)

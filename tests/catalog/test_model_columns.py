@@ -5,8 +5,10 @@ where a column may hold it (columns._rules_absences). How sure the model is of t
 unit price (columns.agreement) depends on whether another column reads as a price. The only
 column naming the items, holding codes under a header that does not name its role, is in doubt
 (columns._code_names). A free column the model reads as the SKU or the description more likely
-than the rules' column puts that role in doubt (columns._rivals). A price under a header that
-names it moves only to a column whose header names it too (columns._named_price_stays)."""
+than the rules' column puts that role in doubt (columns._rivals), read again once the model
+has moved a role off a column, as a second price is (columns._other_prices). A price under a
+header that names it moves only to a column whose header names it too
+(columns._named_price_stays)."""
 
 import pytest
 
@@ -170,6 +172,25 @@ def test_a_column_a_role_left_may_be_a_rival_of_the_sku():
     _take_model_columns(got, {"sku": 0, "description": 2, "unit_price": 3}, probs, [FULL] * 4)
     assert got.roles == {"description": 2, "sku": 1, "unit_price": 3}
     assert got.doubted["sku"][0] == 1
+    assert {c.col: c.needs_confirmation for c in got.columns}[1] is True
+
+
+def test_a_column_an_sku_left_may_be_a_second_price():
+    """The rules took a column of prices as the SKU (a header one column off) and a column of
+    counts under the price word as the price; once the model moves the SKU away, the prices it
+    left read as a price too, so the price is in doubt."""
+    probs = [
+        {"description": 0.9},
+        {"unit_price": 0.85},
+        {"other": 1.0},
+        {"sku": 0.9},
+        {"unit_price": 0.63, "sku": 0.01, "other": 0.36},
+    ]
+    got = assignment({"description": 0, "unit_price": 1, "sku": 4}, doubted=("sku",), width=5)
+    _take_model_columns(got, {"description": 0, "unit_price": 1, "sku": 3}, probs, [FULL] * 5)
+    assert got.roles == {"description": 0, "unit_price": 1, "sku": 3}
+    assert got.doubted["unit_price"][0] == 1
+    assert "the column model reads column E as a price too" in got.doubts[-1]
     assert {c.col: c.needs_confirmation for c in got.columns}[1] is True
 
 
