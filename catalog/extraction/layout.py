@@ -22,6 +22,7 @@ from catalog.extraction.text import cap, fold, is_period
 
 HEADER_SCAN_ROWS = 50
 _DATA_RUN = 8  # rows looked at to decide that data starts here
+_SHAPE_ROWS = 200  # the body rows a table's shape (its numeric columns, its row labels) is read from
 
 _DIMENSION = re.compile(
     r"(?:(?:do|up to|bis|до|az|<|≤|>|≥|od|from|over|nad|above|ab|von|from)\s*+)?+"
@@ -302,7 +303,7 @@ def header_at(rows: list[list[str]], row: int | None) -> Header:
 
 
 def _numeric_columns(body: list[list[str]], width: int) -> list[int]:
-    sample = [r for r in body if r][:200]
+    sample = [r for r in body if r][:_SHAPE_ROWS]
     out = []
     for col in range(width):
         texts = [r[col] for r in sample if col < len(r) and r[col]]
@@ -334,17 +335,17 @@ def _row_label_column(body: list[list[str]], width: int, numeric: list[int]) -> 
     """The column that names the rows: the first that is not numeric (a matrix's dimension
     down its side, or an item list's names beside its row numbers), or the first column when
     every column is numeric."""
-    sample = [r for r in body[:200] if r]
+    sample = [r for r in body[:_SHAPE_ROWS] if r]
     text = (c for c in range(width) if c not in numeric and sum(1 for r in sample if cell_at(r, c)) >= 2)
     return next(text, 0)
 
 
 def _row_labels(body: list[list[str]], col: int) -> list[str]:
-    return [cell_at(r, col) for r in body[:200] if r and cell_at(r, col)]
+    return [cell_at(r, col) for r in body[:_SHAPE_ROWS] if r and cell_at(r, col)]
 
 
 def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
-    width = max([len(header.labels)] + [len(r) for r in body[:200]])
+    width = max([len(header.labels)] + [len(r) for r in body[:_SHAPE_ROWS]])
     numeric = _numeric_columns(body, width)
     labels = [cap(cell_at(header.labels, c)) for c in numeric]
     dims = [t for t in labels if is_dimension(t)]
@@ -436,7 +437,7 @@ def _periods_across(rows: list[list[str]]) -> bool:
     for r, row in enumerate(rows[:_DIMENSION_SCAN], start=1):
         if sum(1 for t in row if is_period(t)) >= PERIOD_LEAST:
             body = rows[r:]
-            width = max([len(row)] + [len(b) for b in body[:200]])
+            width = max([len(row)] + [len(b) for b in body[:_SHAPE_ROWS]])
             return keyed_by_periods([cell_at(row, c) for c in _numeric_columns(body, width)])
     return False
 
