@@ -31,7 +31,17 @@ changed truth. Nothing is written: the tables live in memory.
   first word (a header wrapped as it is printed);
 - ``taxed``: a column put right of the price holding it with 20% tax on every item row, written
   as the price is (decimal sign, places, currency), under an invented header word (prices net
-  and gross, the gross one named in no known word).
+  and gross, the gross one named in no known word);
+- ``numbered``: a column of running numbers (1, 2, 3, ...) on the item rows put first;
+- ``stock``: a column of stock counts (whole numbers up to 500, a fifth of them 0) put right of
+  the price;
+- ``barcode``: a column of 13-digit article numbers (EAN-13, with their check digit) put right of
+  the description, on sheets that have an SKU column (on a sheet without one, a barcode is its
+  SKU);
+- ``links``: a column of web addresses of the items' pages put last.
+
+The columns these four add hold no item role, each under an invented header word: the values
+alone must tell a reader what they are not.
 
 A sheet the change does not apply to (no header to remove, fewer items than
 the cut, no optional column) stays as it is.
@@ -66,6 +76,10 @@ KINDS = (
     "pages",
     "spaced",
     "twoline",
+    "numbered",
+    "stock",
+    "barcode",
+    "links",
 )
 # Not the SKU: a second code column the label calls "other" (a manufacturer's part number) is the
 # SKU of a sheet without the supplier's own, and would be counted wrong.
@@ -311,6 +325,63 @@ def _taxed(sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | 
     return Sheet(sheet.name, rows, moved.currency_formats, moved.raw), label
 
 
+def _with_column(sheet: Sheet, lab: dict, at: int, value, rng: random.Random) -> tuple[Sheet, dict]:
+    """``sheet`` and ``lab`` with a column put at index ``at`` (the columns from there move one
+    right): an invented word in the last header row, ``value(n)`` on the ``n``-th item row
+    (0-based), nothing elsewhere."""
+    width = max((len(r) for r in sheet.rows), default=0)
+    cols = {c: (c if c < at else c + 1) for c in range(width)}
+    moved = _moved_sheet(sheet, cols, None)
+    rows = [list(r) for r in moved.rows]
+    header = (lab.get("header_rows") or [None])[-1]
+    items = rows_of(lab.get("item_rows"))
+    texts = {r: value(n) for n, r in enumerate(items)}
+    if header is not None:
+        texts[header] = _word(rng, 8)
+    for r, text in texts.items():
+        if r > len(rows):
+            continue
+        row = rows[r - 1]
+        row.extend([""] * (at + 1 - len(row)))
+        row[at] = text
+    return Sheet(sheet.name, rows, moved.currency_formats, moved.raw), _moved_label(lab, cols, None)
+
+
+def _ean13(rng: random.Random) -> str:
+    digits = [rng.randint(0, 9) for _ in range(12)]
+    check = (10 - sum(d * (3 if i % 2 else 1) for i, d in enumerate(digits)) % 10) % 10
+    return "".join(map(str, digits)) + str(check)
+
+
+def _added_column(kind: str, sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | None:
+    roles = {role: col_index(letter) for letter, role in (lab.get("columns") or {}).items()}
+    if not rows_of(lab.get("item_rows")):
+        return None
+    if kind == "numbered":
+        return _with_column(sheet, lab, 0, lambda n: str(n + 1), rng)
+    if kind == "stock":
+        if "unit_price" not in roles:
+            return None
+        return _with_column(
+            sheet,
+            lab,
+            roles["unit_price"] + 1,
+            lambda n: str(rng.randint(1, 500) if rng.random() > 0.2 else 0),
+            rng,
+        )
+    if kind == "barcode":
+        if "sku" not in roles:
+            return None
+        at = roles.get("description", roles["sku"]) + 1
+        return _with_column(sheet, lab, at, lambda n: _ean13(rng), rng)
+    width = max((len(r) for r in sheet.rows), default=0)
+    site = _word(rng, 7)
+    return _with_column(
+        sheet, lab, width, lambda n: f"https://www.{site}.com/p/{rng.randint(1000, 99999)}", rng
+    )
+
+
+_ADDED = ("numbered", "stock", "barcode", "links")
 _MOVES = ("permute", "reverse", "noheader", "head20", "head5", "dropopt", "gaps")  # ``_change``'s
 _MORE_ROWS = ("pages", "spaced", "twoline")
 
@@ -365,6 +436,8 @@ def _other_change(kind: str, sheet: Sheet, lab: dict, rng: random.Random) -> tup
         return _inserted(sheet, lab, {1: [[name], [f"{address}, tel. {phone}"], [date]]})
     if kind in _MORE_ROWS:
         return _more_rows(kind, sheet, lab)
+    if kind in _ADDED:
+        return _added_column(kind, sheet, lab, rng)
     if kind == "sections":
         items = rows_of(lab.get("item_rows"))
         if not items:

@@ -8,7 +8,9 @@ and whose header names no item names is one example, with the features
 extractor hands them over through ``extract(..., observe=...)``): a labeled
 item-list sheet of an item list is 0, and so is each of them as an unseen
 sheet may come (``UNSEEN``: without its header, with header words no
-dictionary knows, cut to its first 5 or 20 items); every such sheet of a
+dictionary knows, cut to its first 5 or 20 items, with a column of running
+numbers or of stock counts added, with or without header words no
+dictionary knows); every such sheet of a
 rate card, a statistics table or another table that is no item list is 1.
 Sheets of an item list that its label leaves out, product matrices and
 order forms are not examples. A logistic regression (scikit-learn, every file weighing as
@@ -45,8 +47,18 @@ DEALINGS = 10  # dealings of the files into folds: seeds SEED, SEED + 1, ...
 C = 1.0
 NOT_LISTS = ("rate_card", "statistics", "other")
 # Item lists as an unseen sheet may come: without its header, with header words no dictionary
-# knows, only its first few items (``bench/corpus/perturb.py``). Each is an item list still.
-UNSEEN = ("noheader", "foreign", "head5", "head20")
+# knows, only its first few items, with a running number or a stock count beside the items, and
+# both at once (``bench/corpus/perturb.py``; "+" joins changes). Each is an item list still.
+UNSEEN = (
+    "noheader",
+    "foreign",
+    "head5",
+    "head20",
+    "numbered",
+    "stock",
+    "foreign+numbered",
+    "foreign+stock",
+)
 
 
 def _judged(table) -> list[tuple[str, dict]]:
@@ -75,7 +87,9 @@ def examples(labels: dict[str, dict], files: list[str]) -> list[tuple[str, str, 
             continue
         items = {lab["sheet"] for lab in label.get("sheets") or []}
         for change in (None, *UNSEEN):
-            got = table if change is None else perturbed(change, table, label)[0]
+            got, changed = table, label
+            for kind in change.split("+") if change else ():
+                got, changed = perturbed(kind, got, changed)
             out += [(f, name, 0, values) for name, values in _judged(got) if names.index(name) in items]
     return out
 

@@ -34,6 +34,7 @@ STEM_CHARS = 7
 MAJORITY = 0.5  # a value share above half speaks for the column
 NUMERIC_COLUMN = 0.8  # a column this much numbers is one of the sheet's numeric columns
 TEXT_COLUMN = 0.8  # a column this much words is one of the sheet's text columns
+MONEY_ROLES = ("unit_price", "alt_price", "total")  # the roles whose values are amounts of money
 
 _TOKEN = re.compile(r"\w++")
 INFLECTION = "aeiouyаеиоуыэюяіїєьйs"  # trailing letters of plurals and simple inflections

@@ -22,6 +22,7 @@ from collections.abc import Collection, Sequence
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
     MAJORITY,
+    MONEY_ROLES,
     TEXT_COLUMN,
     code_shaped,
     column_values,
@@ -40,7 +41,6 @@ ITEM_ROLES = ROLES
 # labeled corpus scores (price, description and SKU accuracy).
 MOVABLE_ROLES = ("unit_price", "description", "sku")
 # Another money column when two fit the price: what the model calls them.
-_MONEY_ROLES = ("unit_price", "alt_price", "total")
 _NAME_ROLES = ("description", "sku")
 
 
@@ -95,7 +95,7 @@ def _fallback(probs: list[dict], feats: list[dict], live: list[int], roles: dict
         # gave a lesser role (unit, pack size) may be the price, one naming the items may not.
         names = {roles.get(r) for r in _NAME_ROLES}
         money = [
-            (sum(probs[c].get(r, 0.0) for r in _MONEY_ROLES) * feats[c].get("digits", 0.0), c)
+            (sum(probs[c].get(r, 0.0) for r in MONEY_ROLES) * feats[c].get("digits", 0.0), c)
             for c in live
             if c not in names
             and probs[c].get("unit_price", 0.0) > 0
@@ -228,7 +228,7 @@ def assign_roles(
                 needs_confirmation=c in flagged_cols,
             )
         )
-    other_prices = [c for c in live if c not in by_col and max(probs[c], key=probs[c].get) in _MONEY_ROLES]
+    other_prices = [c for c in live if c not in by_col and max(probs[c], key=probs[c].get) in MONEY_ROLES]
     return Assignment(
         roles=roles,
         columns=columns,

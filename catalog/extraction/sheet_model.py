@@ -13,7 +13,8 @@ the threshold live in ``sheet_model.json``).
 
 The threshold is fitted too: half way from the highest out-of-fold score any
 development item-list sheet got (as it is, and without its header, with
-header words no dictionary knows, cut to its first 5 or 20 items) to 1. A
+header words no dictionary knows, cut to its first 5 or 20 items, with a
+running number or a stock count added) to 1. A
 sheet whose header names its item names (a description or SKU column) is an
 item list by that alone: the model does not judge it.
 """
@@ -26,7 +27,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from catalog.extraction.column_model import NUMERIC_COLUMN, load_model
+from catalog.extraction.column_model import MONEY_ROLES, NUMERIC_COLUMN, load_model
 from catalog.extraction.headers import classify_header
 
 MODEL_PATH = Path(__file__).with_name("sheet_model.json")
@@ -100,7 +101,13 @@ def sheet_features(labels: list[str], roles: dict[str, int], columns: list[tuple
     if price is not None and price < len(feats):
         size = feats[price].get("magnitude", 0.0)
         comparable = [i for i in numeric if abs(feats[i].get("magnitude", 0.0) - size) <= _DECADE]
-    headed = [i for i in numeric if i < len(labels) and labels[i]]
+    # The numeric columns read as money: a running number or a stock count beside the prices
+    # is no price tier.
+    headed = [
+        i
+        for i in numeric
+        if i < len(labels) and labels[i] and probs[i] and max(probs[i], key=probs[i].get) in MONEY_ROLES
+    ]
     return {
         "name_distinct": named.get("distinct", 0.0),
         "name_words": named.get("words", 0.0),

@@ -118,3 +118,36 @@ def test_twoline_wraps_the_header_after_each_cells_first_word():
     assert got.sheets[0].rows == [["Item", "Name", "Unit"], ["code", "", "price EUR"], *ROWS[1:]]
     assert label["sheets"][0]["header_rows"] == [1, 2]
     assert label["sheets"][0]["item_rows"] == "3-4"
+
+
+def test_numbered_puts_a_running_number_first_and_moves_the_label():
+    got, label = perturbed("numbered", table(), LABEL)
+    rows = got.sheets[0].rows
+    assert [r[0] for r in rows[1:]] == ["1", "2"] and rows[1][1:] == ROWS[1]
+    assert rows[0][0] and classify_header(rows[0][0]) is None
+    assert label["sheets"][0]["columns"] == {"B": "sku", "C": "description", "D": "unit_price"}
+
+
+def test_stock_puts_whole_numbers_right_of_the_price_under_no_role():
+    got, label = perturbed("stock", table(), LABEL)
+    rows = got.sheets[0].rows
+    assert [r[:3] for r in rows[1:]] == ROWS[1:]
+    assert all(r[3].isdigit() and int(r[3]) <= 500 for r in rows[1:])
+    assert label["sheets"][0]["columns"] == LABEL["sheets"][0]["columns"]
+
+
+def test_barcode_puts_thirteen_digits_with_their_check_digit_right_of_the_description():
+    got, label = perturbed("barcode", table(), LABEL)
+    codes = [r[2] for r in got.sheets[0].rows[1:]]
+    for code in codes:
+        digits = [int(d) for d in code]
+        assert len(digits) == 13 and sum(d * (3 if i % 2 else 1) for i, d in enumerate(digits)) % 10 == 0
+    assert label["sheets"][0]["columns"] == {"A": "sku", "B": "description", "D": "unit_price"}
+
+
+def test_links_put_a_web_address_last_and_nothing_on_a_sheet_without_an_sku_changes_for_barcode():
+    got, _label = perturbed("links", table(), LABEL)
+    assert all(r[3].startswith("https://www.") for r in got.sheets[0].rows[1:])
+    no_sku = {**LABEL, "sheets": [{**LABEL["sheets"][0], "columns": {"B": "description", "C": "unit_price"}}]}
+    got, label = perturbed("barcode", table(), no_sku)
+    assert got.sheets[0].rows == ROWS and label == no_sku

@@ -41,8 +41,8 @@ def test_a_price_survey_by_fuel_and_town_is_refused_as_no_item_list():
 
 
 def test_a_sheet_the_model_reads_as_no_item_list_more_likely_but_below_its_threshold_is_in_doubt():
-    """Two towns' prices and no dates: the model leans to a survey without being sure of it."""
-    rows = [row[:3] for row in fuel_survey()]
+    """Three towns' prices and no dates: the model leans to a survey without being sure of it."""
+    rows = [row[:4] for row in fuel_survey()]
     got, (score,) = judged(rows)
     assert 0.5 < score < load_sheet_model().threshold
     assert got.refusal is None and got.needs_confirmation
@@ -87,3 +87,24 @@ def test_the_highest_out_of_fold_score_is_taken_over_every_dealing_of_the_folds(
     dealt = [out_of_fold(rows, SEED + k) for k in range(DEALINGS)]
     assert DEALINGS > 1 and dealt[0] != dealt[1]
     assert highest_out_of_fold(rows) == [max(scores) for scores in zip(*dealt, strict=True)]
+
+
+def parts_list():
+    """An item list in words no dictionary knows: a running number, a name, a price, the
+    stock on hand and the date the price was set."""
+    rows = [["Zvrk", "Bdlmt", "Krtsg", "Sklvd", "Dtmr"]]
+    for n in range(1, 41):
+        name = f"Kondensator {n * 10} uF {16 + n % 4 * 9} V"
+        rows.append([str(n), name, f"{n * 37 % 900 + 40}.{n * 7 % 100:02d}", str(n * 7 % 23), "2024-03-01"])
+    return rows
+
+
+def test_a_running_number_or_a_stock_count_beside_the_price_is_no_price_tier():
+    """Numeric columns under words no dictionary knows count as price tiers (a rate card's) only
+    when their values read as money: a row number or a stock count is no tier."""
+    got, scores = judged(parts_list())
+    features = []
+    extract(table(parts_list()), observe=lambda _name, values: features.append(values))
+    assert features[0]["unnamed_numbers"] == 0.0
+    assert scores[0] < load_sheet_model().threshold
+    assert got.refusal is None and len(got.items) == 40
