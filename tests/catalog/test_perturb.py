@@ -145,9 +145,13 @@ def test_barcode_puts_thirteen_digits_with_their_check_digit_right_of_the_descri
     assert label["sheets"][0]["columns"] == {"A": "sku", "B": "description", "D": "unit_price"}
 
 
-def test_links_put_a_web_address_last_and_nothing_on_a_sheet_without_an_sku_changes_for_barcode():
-    got, _label = perturbed("links", table(), LABEL)
+def test_links_put_a_web_address_last():
+    got, label = perturbed("links", table(), LABEL)
     assert all(r[3].startswith("https://www.") for r in got.sheets[0].rows[1:])
+    assert label["sheets"][0]["columns"] == LABEL["sheets"][0]["columns"]
+
+
+def test_barcode_leaves_a_sheet_without_an_sku_as_it_is():
     no_sku = {**LABEL, "sheets": [{**LABEL["sheets"][0], "columns": {"B": "description", "C": "unit_price"}}]}
     got, label = perturbed("barcode", table(), no_sku)
     assert got.sheets[0].rows == ROWS and label == no_sku
