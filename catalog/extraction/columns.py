@@ -40,7 +40,6 @@ ITEM_ROLES = ROLES
 # The roles ``second_opinion`` may move to the model's column: those whose choice the
 # labeled corpus scores (price, description and SKU accuracy).
 MOVABLE_ROLES = ("unit_price", "description", "sku")
-# Another money column when two fit the price: what the model calls them.
 _NAME_ROLES = ("description", "sku")
 
 
