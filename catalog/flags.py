@@ -40,6 +40,7 @@ class Code(StrEnum):
     UNCERTAIN_COLUMN = "uncertain_column"
     DERIVED_PRICE = "derived_price"
     TOTAL_WORD = "total_word"
+    SUM_OF_PRICES = "sum_of_prices"
 
 
 class Clear(StrEnum):
@@ -274,6 +275,16 @@ REGISTRY: dict[Code, FlagType] = {
                 "stands above it, so it sums nothing and was taken as an item; check it is one, or leave "
                 "it out.",
             },
+        ),
+        _type(
+            Code.SUM_OF_PRICES,
+            "Price is a sum",
+            [None],
+            **_DOUBT,
+            messages=(
+                "Row {row}'s price is the sum of the {count} prices above it, as a total line's is, "
+                "and was taken as an item; check it is one, or leave it out."
+            ),
         ),
         _type(
             Code.PRICE_CHANGED,

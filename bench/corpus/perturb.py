@@ -38,9 +38,17 @@ changed truth. Nothing is written: the tables live in memory.
 - ``barcode``: a column of 13-digit article numbers (EAN-13, with their check digit) put right of
   the description, on sheets that have an SKU column (on a sheet without one, a barcode is its
   SKU);
-- ``links``: a column of web addresses of the items' pages put last.
+- ``links``: a column of web addresses of the items' pages put last;
+- ``category``: a column of a few invented names, each over ten items in a row, put left of the
+  description (a product group);
+- ``remarks``: a column of sentences of invented words on one item in four, put last;
+- ``footer``: after the last item, an empty row, a total (an invented word where the
+  descriptions stand, the sum of the prices in the price column) and a note of invented words;
+- ``currency``: the sheet's currency (its ISO code; EUR where none is stated) written before or
+  after every amount of the money columns (the price, other prices, totals) on every item row,
+  on sheets without a currency column.
 
-The columns these four add hold no item role, each under an invented header word: the values
+The columns ``numbered`` to ``remarks`` add hold no item role, each under an invented header word: the values
 alone must tell a reader what they are not.
 
 A sheet the change does not apply to (no header to remove, fewer items than
@@ -50,13 +58,14 @@ the cut, no optional column) stays as it is.
 from __future__ import annotations
 
 import copy
+import itertools
 import random
 import re
 from decimal import Decimal
 
 from bench.corpus.labels import rows_of
 from catalog.extraction import col_index, col_letter
-from catalog.extraction.money import parse_decimal
+from catalog.extraction.money import ISO_CODES, decimal_style, find_currencies, parse_decimal
 from catalog.readers.common import Sheet, Table
 
 KINDS = (
@@ -80,6 +89,10 @@ KINDS = (
     "stock",
     "barcode",
     "links",
+    "footer",
+    "currency",
+    "category",
+    "remarks",
 )
 # Not the SKU: a second code column the label calls "other" (a manufacturer's part number) is the
 # SKU of a sheet without the supplier's own, and would be counted wrong.
@@ -241,6 +254,7 @@ def _inserted(sheet: Sheet, lab: dict, before: dict[int, list[list[str]]]) -> tu
             added += 1
         rows.append(list(sheet.rows[r - 1]))
         moved[r] = r + added
+    rows += [list(row) for row in before.get(len(sheet.rows) + 1, ())]  # rows put after the last
     shifted = _moved_sheet(sheet, None, moved)
     return Sheet(sheet.name, rows, shifted.currency_formats, shifted.raw), _moved_label(lab, None, moved)
 
@@ -288,17 +302,61 @@ def _comma_money(sheet: Sheet, lab: dict) -> Sheet | None:
 _WRITTEN = re.compile(r"(\D*?)(\d[\d\s.,'\u00a0]*?)(?:([.,])(\d{1,2}))?(\D*)")
 
 
-def _taxed_text(text: str) -> str:
-    """The price in ``text`` with 20% tax, written as ``text`` writes it (its decimal sign and
-    places, its currency before or after): "€ 19" gives "€ 23", "1 234,50 zł" "1481,40 zł"."""
-    value = parse_decimal(text)
+def _written_as(text: str, value: Decimal, exact: bool = False) -> str:
+    """``value`` written as the price in ``text`` is (its decimal sign and places, its currency
+    before or after), or "" when ``text`` holds no price; ``exact``: with as many more places as
+    ``value`` needs."""
     match = _WRITTEN.fullmatch(text.strip())
-    if value is None or not match:
+    if parse_decimal(text) is None or not match:
         return ""
     before, _whole, sign, cents, after = match.groups()
     places = len(cents) if cents else 0
-    number = f"{value * Decimal('1.2'):.{places}f}"
+    if exact:
+        places = max(places, -value.normalize().as_tuple().exponent)
+    number = f"{value:.{places}f}"
     return f"{before}{number.replace('.', sign) if sign else number}{after}"
+
+
+def _taxed_text(text: str) -> str:
+    """The price in ``text`` with 20% tax, written as ``text`` writes it: "€ 19" gives "€ 23",
+    "1 234,50 zł" "1481,40 zł"."""
+    value = parse_decimal(text)
+    return _written_as(text, value * Decimal("1.2")) if value is not None else ""
+
+
+def _with_currency(sheet: Sheet, lab: dict, code: str, before: bool) -> Sheet | None:
+    """``sheet`` with ``code`` written before or after every amount of its money columns (the
+    price, other prices, totals) on every item row."""
+    money = [col_index(letter) for letter, role in (lab.get("columns") or {}).items() if role in _MONEY_ROLES]
+    if not money:
+        return None
+    rows = [list(r) for r in sheet.rows]
+    for r, c in itertools.product(rows_of(lab.get("item_rows")), money):
+        text = rows[r - 1][c].strip() if r <= len(rows) and c < len(rows[r - 1]) else ""
+        if text and parse_decimal(text) is not None and not find_currencies(text):
+            rows[r - 1][c] = f"{code} {text}" if before else f"{text} {code}"
+    return Sheet(sheet.name, rows, {}, {})
+
+
+def _footer(sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | None:
+    """``sheet`` and ``lab`` with three rows put after the last item: an empty one, a total (an
+    invented word where the descriptions stand, the sum of the prices written as the last price
+    is) and a note (a sentence of invented words in the first column)."""
+    roles = {role: col_index(letter) for letter, role in (lab.get("columns") or {}).items()}
+    price, items = roles.get("unit_price"), rows_of(lab.get("item_rows"))
+    if price is None or not items or items[-1] > len(sheet.rows):
+        return None
+    cells = [row[price] for r in items if price < len(row := sheet.rows[r - 1])]
+    decimal = decimal_style(cells)
+    values = [v for v in (parse_decimal(text, decimal) for text in cells) if v is not None]
+    written = _written_as(cells[-1], sum(values), exact=True) if cells and values else ""
+    if not written:
+        return None
+    total = [""] * (max(price, roles.get("description", 0)) + 1)
+    total[roles.get("description", 0)] = _word(rng, 6).title()
+    total[price] = written
+    note = " ".join(_word(rng, rng.randint(3, 9)) for _ in range(8)).capitalize() + "."
+    return _inserted(sheet, lab, {items[-1] + 1: [[], total, [note]]})
 
 
 def _taxed(sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | None:
@@ -347,6 +405,10 @@ def _with_column(sheet: Sheet, lab: dict, at: int, value, rng: random.Random) ->
     return Sheet(sheet.name, rows, moved.currency_formats, moved.raw), _moved_label(lab, cols, None)
 
 
+def _sentence(rng: random.Random) -> str:
+    return " ".join(_word(rng, rng.randint(3, 9)) for _ in range(rng.randint(4, 10))).capitalize() + "."
+
+
 def _ean13(rng: random.Random) -> str:
     digits = [rng.randint(0, 9) for _ in range(12)]
     check = (10 - sum(d * (3 if i % 2 else 1) for i, d in enumerate(digits)) % 10) % 10
@@ -374,14 +436,20 @@ def _added_column(kind: str, sheet: Sheet, lab: dict, rng: random.Random) -> tup
             return None
         at = roles.get("description", roles["sku"]) + 1
         return _with_column(sheet, lab, at, lambda n: _ean13(rng), rng)
+    if kind == "category":
+        names = [_word(rng, rng.randint(5, 9)).title() for _ in range(rng.randint(3, 6))]
+        at = roles.get("description", roles.get("sku", 0))
+        return _with_column(sheet, lab, at, lambda n: names[n // 10 % len(names)], rng)
     width = max((len(r) for r in sheet.rows), default=0)
+    if kind == "remarks":
+        return _with_column(sheet, lab, width, lambda n: _sentence(rng) if rng.random() < 0.25 else "", rng)
     site = _word(rng, 7)
     return _with_column(
         sheet, lab, width, lambda n: f"https://www.{site}.com/p/{rng.randint(1000, 99999)}", rng
     )
 
 
-_ADDED = ("numbered", "stock", "barcode", "links")
+_ADDED = ("numbered", "stock", "barcode", "links", "category", "remarks")
 _MOVES = ("permute", "reverse", "noheader", "head20", "head5", "dropopt", "gaps")  # ``_change``'s
 _MORE_ROWS = ("pages", "spaced", "twoline")
 
@@ -423,6 +491,8 @@ def _other_change(kind: str, sheet: Sheet, lab: dict, rng: random.Random) -> tup
         return (_shifted_header(sheet, lab), lab) if lab.get("header_rows") else None
     if kind == "taxed":
         return _taxed(sheet, lab, rng)
+    if kind == "footer":
+        return _footer(sheet, lab, rng)
     if kind == "comma":
         changed = _comma_money(sheet, lab)
         return (changed, lab) if changed is not None else None
@@ -452,10 +522,28 @@ def _other_change(kind: str, sheet: Sheet, lab: dict, rng: random.Random) -> tup
     return None
 
 
+def _currency(table: Table, label: dict, rng: random.Random) -> tuple[Table, dict]:
+    """``currency``: a file's currency written in its price cells, and stated there by its label."""
+    labs = [
+        lab for lab in label.get("sheets") or [] if lab["sheet"] < len(table.sheets) and not lab.get("matrix")
+    ]
+    if any("currency" in (lab.get("columns") or {}).values() for lab in labs):
+        return table, label  # a currency column may state another currency on each row
+    code = label.get("currency") if label.get("currency") in ISO_CODES else "EUR"
+    before, sheets = rng.random() < 0.5, list(table.sheets)
+    for lab in labs:
+        sheets[lab["sheet"]] = _with_currency(sheets[lab["sheet"]], lab, code, before) or sheets[lab["sheet"]]
+    if sheets == list(table.sheets):
+        return table, label
+    return Table(sheets), {**copy.deepcopy(label), "currency": code, "currency_basis": "cell"}
+
+
 def perturbed(kind: str, table: Table, label: dict, seed: int = 0) -> tuple[Table, dict]:
     """``table`` and ``label`` with change ``kind`` applied to every labeled sheet (``seed`` varies
     the random order of ``permute``)."""
     rng = random.Random(f"{label['file']}:{seed}" if seed else label["file"])
+    if kind == "currency":
+        return _currency(table, label, rng)
     sheets, label = list(table.sheets), copy.deepcopy(label)
     for i, lab in enumerate(label.get("sheets") or []):
         if lab["sheet"] >= len(sheets) or lab.get("matrix"):

@@ -292,6 +292,10 @@ def _classify_rows(
     classifier = RowClassifier(builder.cols, builder.decimal)
     items, counts, listed = [], {}, []
     moved: dict | None = None  # the flag of every price under a header that names another column
+    # An item whose price sums those above it, until the next row with anything in it: a total
+    # ends what it sums, so a priced row right below it makes it an item whose price is only
+    # equal to a sum.
+    summing: dict | None = None
     for r, row in enumerate(sheet.rows, start=1):
         if r < header.body_start:
             kind = "header" if r in header.rows else ("title" if any(row) else "blank")
@@ -312,12 +316,22 @@ def _classify_rows(
         elif got and kind == "header":
             moved = None  # the sheet's own header again: its columns hold from here
         counts[kind] = counts.get(kind, 0) + 1
-        if kind in ("item", PRICE_WITHOUT_ITEM, TOTAL_WORD):
+        taken = kind in ("item", PRICE_WITHOUT_ITEM, TOTAL_WORD)
+        if summing is not None and kind != "blank":
+            rest = [f for f in summing["flags"] if f["code"] != Code.SUM_OF_PRICES]
+            if taken and rest:
+                summing["flags"] = rest
+            elif taken:
+                del summing["flags"]
+            summing = None
+        if taken:
             item = builder.item(r, row, without_item=kind == PRICE_WITHOUT_ITEM)
             more = [dict(f) for f in (got.flag if got else None, moved) if f]
             if more:
                 item["flags"] = [*item.get("flags", []), *more]
             items.append(item)
+            if got and got.flag and got.flag["code"] == Code.SUM_OF_PRICES:
+                summing = item
         if got and kind not in ("item", "blank", TOTAL_WORD) and len(listed) < MAX_LISTED_ROWS:
             listed.append({"row": r, "class": kind, "reason": got.reason})
     return items, counts, listed

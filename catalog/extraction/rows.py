@@ -4,7 +4,9 @@ Classes: ``item``, ``header``, ``title``, ``section``, ``blank``, ``total``,
 ``note``, ``skipped``, ``PRICE_WITHOUT_ITEM`` (a row that holds a price
 but no SKU or description: it becomes a flagged item, never dropped),
 ``TOTAL_WORD`` (a row named by a total word whose price is no sum: a
-flagged item) and ``MOVED_HEADER`` (a header again, naming the price in
+flagged item), an ``item`` flagged ``SUM_OF_PRICES`` (a named row whose
+price is the sum of the prices above it, as a total line's is, in words no
+vocabulary holds) and ``MOVED_HEADER`` (a header again, naming the price in
 another column).
 """
 
@@ -122,6 +124,10 @@ class RowClassifier:
         self.decimal = decimal
         self.running = Decimal(0)
         self.highest: Decimal | None = None
+        # The items' prices summed since the last heading and since the table's first row, and
+        # how many of them: a total sums the one or the other.
+        self.summed = 0
+        self.whole, self.whole_summed = Decimal(0), 0
 
     def classify(self, r: int, row: list[str]) -> RowClass:
         cols = self.cols
@@ -141,7 +147,7 @@ class RowClassifier:
         if not price_text:
             got = _no_price_class(r, row, cols)
             if got.kind == "section":
-                self.running, self.highest = Decimal(0), None
+                self.running, self.highest, self.summed = Decimal(0), None, 0
             return got
         return self._priced(r, row, value)
 
@@ -169,15 +175,31 @@ class RowClassifier:
                 return RowClass(r, "item", "an item whose price is not a number")
             return RowClass(r, "note", "text in the price column, no item")
         if has_id:
+            summed = 0 if cell(row, cols.sku) else self._sum_of(value)
+            if summed:
+                self.running, self.summed = Decimal(0), 0
+                named = flag(Code.SUM_OF_PRICES, None, row=r, count=summed)
+                return RowClass(r, "item", f"a price equal to the sum of the {summed} prices above it", named)
             self.running += value
             self._seen(value)
             return RowClass(r, "item", "a price and a SKU or description")
         if value == self.running and value and next(_texts(row, {cols.price}), None) is None:
-            self.running = Decimal(0)
+            self.running, self.summed = Decimal(0), 0
             return RowClass(r, "total", "a lone number equal to the sum of the prices above it")
         self._seen(value)
         return RowClass(r, PRICE_WITHOUT_ITEM, "a price but no SKU or description")
 
+    def _sum_of(self, value: Decimal) -> int:
+        """How many prices above ``value`` sums (two at least: one price is no sum of several),
+        since the last heading or since the table's first row; 0 when it sums neither, or is 0."""
+        for total, count in ((self.running, self.summed), (self.whole, self.whole_summed)):
+            if count >= 2 and value and value == total:
+                return count
+        return 0
+
     def _seen(self, value: Decimal) -> None:
         """A price taken into an item: no total below can sum to less."""
         self.highest = value if self.highest is None else max(self.highest, value)
+        self.summed += 1
+        self.whole += value
+        self.whole_summed += 1

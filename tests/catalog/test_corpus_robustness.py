@@ -5,8 +5,8 @@ Columns in another order, the same with only the first 20 items, a sheet without
 with its columns reversed, a header in words no vocabulary knows with the columns reversed, a
 letterhead, section headings and a header one column off its values at once, and a header one
 column off with the columns in another order (a code word over a column of sizes), and a
-header in words no vocabulary knows with a column of running numbers or of stock counts added
-are the changes checked here: none may leave a wrong value without a flag on its field or its column,
+header in words no vocabulary knows with a column of running numbers or of stock counts added,
+and a total and a note after the items are the changes checked here: none may leave a wrong value without a flag on its field or its column,
 nor a row taken as an item without any flag, nor refuse more item lists than today.
 """
 
@@ -29,6 +29,7 @@ MAX_REFUSED = {
     "shift+permute": 2,
     "foreign+numbered": 0,
     "foreign+stock": 0,
+    "footer": 0,
 }
 
 

@@ -226,6 +226,26 @@ def test_a_heading_starts_the_sum_a_total_below_it_is_checked_against():
     assert [i["description"] for i in ex.items] == ["Melon", "Leek"]
 
 
+def test_a_named_row_whose_price_sums_the_prices_above_it_is_kept_and_flagged_as_a_sum():
+    # Its name is in no vocabulary: its price alone says it may be a total.
+    ex = extract_items(
+        table(["Name", "Price"], ["Melon", "9.50"], ["Leek", "2"], ["Apple", "3.25"], [], ["Ghlrt", "14.75"])
+    )
+    assert [i["source"]["row"] for i in ex.items] == [2, 3, 4, 6]
+    (summed,) = [f for f in ex.items[-1]["flags"] if f["code"] == "sum_of_prices"]
+    assert summed["field"] is None and "the sum of the 3 prices above it" in summed["message"]
+    assert not any(i.get("flags") for i in ex.items[:3])
+
+
+def test_a_price_equal_to_a_sum_with_items_right_below_it_is_an_item():
+    # A total ends what it sums: 12 = 5 + 7 with Pear right under it is one more price.
+    ex = extract_items(
+        table(["Name", "Price"], ["Melon", "5"], ["Leek", "7"], ["Melon box", "12"], ["Pear", "4"])
+    )
+    assert [i["description"] for i in ex.items] == ["Melon", "Leek", "Melon box", "Pear"]
+    assert not any(i.get("flags") for i in ex.items)
+
+
 def test_a_total_word_beside_the_names_with_a_price_below_one_above_is_a_flagged_price_without_item():
     ex = extract_items(
         table(

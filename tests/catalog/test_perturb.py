@@ -151,6 +151,46 @@ def test_links_put_a_web_address_last():
     assert label["sheets"][0]["columns"] == LABEL["sheets"][0]["columns"]
 
 
+def test_footer_puts_a_total_of_the_prices_and_a_note_after_the_last_item_outside_the_items():
+    got, label = perturbed("footer", table(), LABEL)
+    rows = got.sheets[0].rows
+    assert rows[:3] == ROWS and rows[3] == []
+    assert rows[4][1] and rows[4][2] == "3.90" and not rows[4][0]
+    assert len(rows[5]) == 1 and len(rows[5][0].split()) == 8
+    (sheet,) = label["sheets"]
+    assert (sheet["header_rows"], sheet["columns"], sheet["item_rows"]) == (
+        [1],
+        LABEL["sheets"][0]["columns"],
+        "2-3",
+    )
+
+
+def test_currency_writes_the_currency_with_every_price_and_states_it_in_the_label():
+    got, label = perturbed("currency", table(), LABEL)
+    prices = [r[2] for r in got.sheets[0].rows[1:]]
+    assert prices in (["EUR 3.50", "EUR 0.40"], ["3.50 EUR", "0.40 EUR"])
+    assert (label["currency"], label["currency_basis"]) == ("EUR", "cell")
+    assert label["sheets"] == LABEL["sheets"]
+
+
+def test_category_puts_a_few_group_names_left_of_the_description():
+    got, label = perturbed("category", table(), LABEL)
+    rows = got.sheets[0].rows
+    assert [r[0] for r in rows] == ["Code", "K-1", "K-2"] and [r[2:] for r in rows[1:]] == [
+        r[1:] for r in ROWS[1:]
+    ]
+    assert rows[1][1] == rows[2][1] and rows[1][1].istitle()
+    assert label["sheets"][0]["columns"] == {"A": "sku", "C": "description", "D": "unit_price"}
+
+
+def test_remarks_put_a_sentence_on_some_items_last():
+    label = {**LABEL, "sheets": [{**LABEL["sheets"][0], "item_rows": "2-41"}]}
+    rows = [ROWS[0], *[[f"K-{n}", "Hinge", "3.50"] for n in range(40)]]
+    got, _label = perturbed("remarks", Table([Sheet("Sheet1", rows, {}, {})]), label)
+    notes = [r[3] for r in got.sheets[0].rows[1:] if len(r) > 3 and r[3]]
+    assert 0 < len(notes) < 40 and all(n.endswith(".") and len(n.split()) >= 4 for n in notes)
+
+
 def test_barcode_leaves_a_sheet_without_an_sku_as_it_is():
     no_sku = {**LABEL, "sheets": [{**LABEL["sheets"][0], "columns": {"B": "description", "C": "unit_price"}}]}
     got, label = perturbed("barcode", table(), no_sku)
