@@ -41,6 +41,7 @@ class Code(StrEnum):
     DERIVED_PRICE = "derived_price"
     TOTAL_WORD = "total_word"
     SUM_OF_PRICES = "sum_of_prices"
+    DECIMAL_SIGN = "decimal_sign"
 
 
 class Clear(StrEnum):
@@ -189,6 +190,16 @@ REGISTRY: dict[Code, FlagType] = {
             },
         ),
         _type(Code.AMBIGUOUS_PACK, "Pack size unclear", ["pack_size"], **_DOUBT, messages="{doubt}"),
+        _type(
+            Code.DECIMAL_SIGN,
+            "Decimal sign unclear",
+            ["unit_price"],
+            **_DOUBT,
+            messages=(
+                "Row {row}'s price {text!r} reads as {read} or as {other}: nothing in its column shows "
+                "whether {sign!r} is the decimal sign or separates thousands; it was read as {read}."
+            ),
+        ),
         _type(
             Code.INVALID_PRICE,
             "Price not a number",

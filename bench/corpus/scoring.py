@@ -7,7 +7,9 @@ unreadable), extract and validate it the way a parse job does, and compare:
 
 - item rows (precision, recall), keyed by (sheet position, row);
 - on matched rows, the price, the description (difflib ratio >= 0.8, no
-  containment rule) and the SKU against the cell text of the labeled column;
+  containment rule) and the SKU against the cell text of the labeled column
+  (a price its column leaves to a guess, "15.000" where no cell shows the
+  decimal sign, is never counted right: only a flag covers it);
 - the outcome (publish, review, refuse) against the label's;
 - wrong values without a flag on their field or a ``needs_confirmation`` on
   the column they were taken from: the figure that must be 0;
@@ -30,7 +32,7 @@ from bench.corpus.labels import CORPUS, rows_of
 from catalog.errors import UnreadableSheet
 from catalog.extraction import col_index, col_letter, parse_decimal
 from catalog.extraction.extractor import MSG_BANDS_TOO, MSG_MAYBE_NOT_LIST
-from catalog.extraction.money import ISO_CODES, decimal_style, detect_currency
+from catalog.extraction.money import ISO_CODES, decimal_style, detect_currency, other_reading
 from catalog.reading import read_table
 
 NON_ITEM_KINDS = ("rate_card", "statistics", "other", "order_form")
@@ -71,6 +73,8 @@ def description_same(got, want) -> bool:
 
 
 def _price_same(got, want_text: str, decimal: str | None) -> bool:
+    if decimal is None and other_reading(want_text):
+        return False  # "15.000" in a column that shows no decimal sign: no reading is the truth
     want = parse_decimal(want_text, decimal)
     if want is None:
         return _norm(got) == _norm(want_text)

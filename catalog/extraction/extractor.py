@@ -47,6 +47,7 @@ from catalog.extraction.money import (
     decimal_style,
     detect_currency,
     find_currencies,
+    other_reading,
     parse_decimal,
 )
 from catalog.extraction.packs import normalize_unit, pack_in_description, split_pack
@@ -255,6 +256,13 @@ class _ItemBuilder:
         if written and written > max(0, -value.normalize().as_tuple().exponent):
             # "12.50" is published as "12.5"; pages show it as the sheet did.
             item["source"]["price_places"] = min(written, 6)
+        if value is not None and self.decimal is None and (other := other_reading(price_text)):
+            sign, reading = other
+            read, other_value = canonical_decimal(value), canonical_decimal(reading)
+            more = [
+                *more,
+                flag(Code.DECIMAL_SIGN, row=r, text=price_text, read=read, other=other_value, sign=sign),
+            ]
         flags += more + pack_flags
         if flags:
             item["flags"] = flags

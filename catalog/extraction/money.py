@@ -349,6 +349,17 @@ def _parse_written(text: str, decimal: str | None) -> Decimal | None:
     return -value if negative else value
 
 
+def other_reading(text: str) -> tuple[str, Decimal] | None:
+    """(the separator, the value) when ``text`` reads otherwise with its one separator taken the
+    other way ("1.234": 1.234 or 1234; "1,234": 1234 or 1.234) than ``parse_decimal`` without a
+    style reads it; None when it reads one way only."""
+    by_dot, by_comma = parse_decimal(text, "."), parse_decimal(text, ",")
+    if by_dot is None or by_comma is None or by_dot == by_comma:
+        return None
+    sign = "." if "." in text else ","
+    return sign, by_comma if parse_decimal(text) == by_dot else by_dot
+
+
 def plain_decimal(value: object) -> Decimal | None:
     """``value`` read as a plain decimal ("12.50", "-3", "1E+3", as Decimal
     reads its text); None when it is not one."""
@@ -397,16 +408,24 @@ def round_to_places(value: Decimal, places: int) -> Decimal:
 
 
 def _separator_vote(text: str) -> str | None:
+    """The decimal sign one cell shows: the last of two different separators; the other sign,
+    when one separator stands twice ("1.300.000": a decimal sign stands once); a lone separator
+    followed by other than three digits ("12.5"), or by three after a whole part that no group
+    of thousands begins with ("0.401", "1030.000"). None for "1.234" and "1,234"."""
     last_dot, last_comma = text.rfind("."), text.rfind(",")
     if last_dot >= 0 and last_comma >= 0:
         return "." if last_dot > last_comma else ","
-    for sep in ".,":
+    for sep, other in ((".", ","), (",", ".")):
         i = text.rfind(sep)
-        if i >= 0:
-            tail = text[i + 1 :]
-            digits = len(tail) - len(tail.lstrip("0123456789"))
-            if digits and digits != 3:
-                return sep
+        if i < 0:
+            continue
+        if text.count(sep) > 1:
+            return other
+        tail, head = text[i + 1 :], text[:i]
+        digits = len(tail) - len(tail.lstrip("0123456789"))
+        whole = len(head) - len(head.rstrip("0123456789"))
+        if digits and (digits != 3 or whole > 3 or head[i - whole : i].startswith("0")):
+            return sep
     return None
 
 

@@ -6,7 +6,8 @@ with its columns reversed, a header in words no vocabulary knows with the column
 letterhead, section headings and a header one column off its values at once, and a header one
 column off with the columns in another order (a code word over a column of sizes), and a
 header in words no vocabulary knows with a column of running numbers or of stock counts added,
-and a total and a note after the items are the changes checked here: none may leave a wrong value without a flag on its field or its column,
+a total and a note after the items, and amounts written with a decimal comma and dots between
+thousands are the changes checked here: none may leave a wrong value without a flag on its field or its column,
 nor a row taken as an item without any flag, nor refuse more item lists than today.
 """
 
@@ -30,6 +31,7 @@ MAX_REFUSED = {
     "foreign+numbered": 0,
     "foreign+stock": 0,
     "footer": 0,
+    "comma": 0,
 }
 
 

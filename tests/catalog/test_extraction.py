@@ -237,6 +237,29 @@ def test_a_named_row_whose_price_sums_the_prices_above_it_is_kept_and_flagged_as
     assert not any(i.get("flags") for i in ex.items[:3])
 
 
+def test_a_price_whose_column_does_not_show_its_decimal_sign_is_flagged_with_both_readings():
+    ex = extract_items(
+        table(
+            ["SKU", "Item", "Price IDR"],
+            ["S1", "Soap", "15.000"],
+            ["S2", "Brush", "7.500"],
+            ["S3", "Pail", "12"],
+        )
+    )
+    first = ex.items[0]
+    (sign,) = [f for f in first["flags"] if f["code"] == "decimal_sign"]
+    assert sign["field"] == "unit_price" and "'15.000' reads as 15 or as 15000" in sign["message"]
+    assert "decimal_sign" not in {f["code"] for f in ex.items[2].get("flags") or []}
+
+
+def test_a_separator_standing_twice_in_the_column_settles_the_decimal_sign():
+    ex = extract_items(
+        table(["SKU", "Item", "Price"], ["S1", "Soap", "550.000"], ["S2", "Camera", "1.300.000"])
+    )
+    assert [i["unit_price"] for i in ex.items] == ["550000", "1300000"]
+    assert not any(f["code"] == "decimal_sign" for i in ex.items for f in i.get("flags") or [])
+
+
 def test_a_price_equal_to_a_sum_with_items_right_below_it_is_an_item():
     # A total ends what it sums: 12 = 5 + 7 with Pear right under it is one more price.
     ex = extract_items(

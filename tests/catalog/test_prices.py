@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 
 from catalog.extraction import MAX_PRICE, parse_decimal, plain_decimal, price_value, typed_price
+from catalog.extraction.money import decimal_style, other_reading
 
 
 @pytest.mark.parametrize(
@@ -83,3 +84,26 @@ def test_a_whole_number_led_by_a_zero_is_a_code_not_an_amount(text, value):
 def test_plain_decimal_refuses_what_is_not_a_number():
     assert plain_decimal(None) is None and plain_decimal("abc") is None
     assert plain_decimal(3) == Decimal(3)
+
+
+@pytest.mark.parametrize(
+    ("cells", "style"),
+    [
+        # A separator that stands twice in one number separates thousands.
+        (["550.000", "1.300.000"], ","),
+        (["550,000", "1,300,000"], "."),
+        # After a whole part no group of thousands begins with, it is the decimal sign.
+        (["570.000", "1030.000"], "."),
+        (["0,125", "1,250"], ","),
+        # Three digits after one separator, and nothing else: no style.
+        (["15.000", "7.500", "125.000"], None),
+    ],
+)
+def test_a_column_shows_its_decimal_sign_by_any_cell_that_can_be_read_one_way_only(cells, style):
+    assert decimal_style(cells) == style
+
+
+def test_a_price_with_one_separator_before_three_digits_has_another_reading():
+    assert other_reading("15.000") == (".", Decimal(15000))
+    assert other_reading("1,299") == (",", Decimal("1.299"))
+    assert other_reading("12.50") is None and other_reading("1.300.000") is None
