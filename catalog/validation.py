@@ -87,6 +87,8 @@ def _row_source_flags(
                 if Decimal(c) == price:
                     found = True
                     break
+                if c.find(".") == len(c) - 4:
+                    slow.append(c)  # "500.000" reads 500000 too, in a column that groups thousands so
             elif c and _HAS_DIGIT.search(c):
                 slow.append(c)
         if not found:

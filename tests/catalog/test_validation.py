@@ -77,6 +77,15 @@ def test_price_not_in_cited_row_is_unsupported():
     assert [(f["code"], f["field"]) for f in result["flags"]] == [("unsupported_source", "unit_price")]
 
 
+def test_a_price_read_from_a_cell_that_groups_thousands_with_a_dot_is_in_its_row():
+    rows = [["SKU", "Name", "Price"], ["S1", "Camera", "550.000"]]
+    table = Table(sheets=[Sheet(name="Sheet1", rows=rows, currency_formats={})])
+    got = validate_items([item(sku="S1", unit_price="550000", source={"sheet": "Sheet1", "row": 2})], table)[
+        0
+    ]
+    assert "unsupported_source" not in codes(got)
+
+
 def test_missing_sheet_is_unsupported():
     assert codes(validate_items([item(source={"sheet": "Nope", "row": 2})], TABLE)[0]) == [
         "unsupported_source"
