@@ -171,7 +171,10 @@ class Receiver:
                 pass
 
             def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
+                length = int(self.headers["Content-Length"])
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    return  # the sender went away mid-request (a relay killed while posting): nothing came
                 msg_id = self.headers.get("Webhook-Id", "")
                 stamp = self.headers.get("Webhook-Timestamp", "")
                 signed = f"{msg_id}.{stamp}.".encode() + body
