@@ -355,8 +355,7 @@ def _footer(sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] |
     total = [""] * (max(price, roles.get("description", 0)) + 1)
     total[roles.get("description", 0)] = _word(rng, 6).title()
     total[price] = written
-    note = " ".join(_word(rng, rng.randint(3, 9)) for _ in range(8)).capitalize() + "."
-    return _inserted(sheet, lab, {items[-1] + 1: [[], total, [note]]})
+    return _inserted(sheet, lab, {items[-1] + 1: [[], total, [_sentence(rng, 8)]]})
 
 
 def _taxed(sheet: Sheet, lab: dict, rng: random.Random) -> tuple[Sheet, dict] | None:
@@ -405,8 +404,10 @@ def _with_column(sheet: Sheet, lab: dict, at: int, value, rng: random.Random) ->
     return Sheet(sheet.name, rows, moved.currency_formats, moved.raw), _moved_label(lab, cols, None)
 
 
-def _sentence(rng: random.Random) -> str:
-    return " ".join(_word(rng, rng.randint(3, 9)) for _ in range(rng.randint(4, 10))).capitalize() + "."
+def _sentence(rng: random.Random, words: int | None = None) -> str:
+    """Invented words of 3 to 9 letters, ``words`` of them (4 to 10 when None), as a sentence."""
+    count = words if words is not None else rng.randint(4, 10)
+    return " ".join(_word(rng, rng.randint(3, 9)) for _ in range(count)).capitalize() + "."
 
 
 def _ean13(rng: random.Random) -> str:
