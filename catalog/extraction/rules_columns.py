@@ -353,6 +353,31 @@ def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> li
     ]
 
 
+def _named_not_taken(roles: dict[str, int], labels: list[str]) -> dict[str, tuple[int, str]]:
+    """The SKU or the description, when the header names it and no column was taken for it (the
+    values under the word rule it out, hold too little of it, or none): role -> (the column the
+    header names, why). A header whose words do not stand over their values (one column off,
+    the columns moved) names the wrong column for every role, so what the header names is in
+    doubt, and the reviewer is pointed at the column it names."""
+    out = {}
+    for role in ("sku", "description"):
+        if role in roles:
+            continue
+        named = [
+            (-said[1], c)
+            for c, label in enumerate(labels)
+            if (said := classify_header(label)) and said[0] == role
+        ]
+        if named:
+            col = min(named)[1]
+            out[role] = (
+                col,
+                f"the header of column {col_letter(col)} ({labels[col]!r}) names the "
+                f"{role.replace('_', ' ')}, but no column was taken for it",
+            )
+    return out
+
+
 def _confidence(scores: dict, role: str, col: int) -> float:
     score = scores[(role, col)][0]
     runner = _runner_up(scores, role, col)
@@ -374,6 +399,10 @@ def assign_roles(
     for role, why in found:
         if role in roles and role in ITEM_ROLES:
             doubted.setdefault(role, (roles[role], why))
+    if not fixed:
+        unheeded = _named_not_taken(roles, labels)
+        doubts.extend(why for _col, why in unheeded.values())
+        doubted.update(unheeded)
     by_col = {c: r for r, c in roles.items()}
     columns = []
     for p in profiles:

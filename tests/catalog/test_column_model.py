@@ -482,3 +482,15 @@ def test_a_role_the_model_confirms_only_where_the_column_stands_needs_confirmati
     )
     monkeypatch.setattr(module, "column_probabilities", lambda *a, **k: probs(*a))
     assert "unit_price" not in module.second_opinion(rules, [["1", "Widget", "x"]], 3, ["", "", ""]).doubted
+
+
+def test_one_note_among_a_columns_codes_does_not_move_how_long_they_read():
+    codes = [f"{4100200 + 37 * n}" for n in range(40)]
+    note = "Prices valid until further notice, delivery within three working days"
+    alone, noted = value_features(codes, 40, 0, 3), value_features([*codes, note], 41, 0, 3)
+    assert (noted["mean_len"], noted["len_cv"]) == (alone["mean_len"], alone["len_cv"])
+    rows = [[code, f"Tinned beans {n} g", f"{n + 3}.40"] for n, code in enumerate(codes)]
+    sku = column_probabilities(rows, 3, ["", "", ""])[0][0]["sku"]
+    noted_sku = column_probabilities([*rows, [], [note]], 3, ["", "", ""])[0][0]["sku"]
+    assert noted_sku == pytest.approx(sku, abs=0.05)
+

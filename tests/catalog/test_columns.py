@@ -317,3 +317,16 @@ def test_a_header_that_names_no_item_names_says_which_were_taken_by_their_values
         "the header names no SKU or description column; the sku from column A and the description from "
         "column B were taken by their values"
     ] * 2
+
+
+def test_a_header_that_names_the_sku_over_values_that_are_none_puts_the_sku_in_doubt():
+    rows = [["Description", "SKU", "Price EUR"]] + [
+        [f"Garden hose {n} m", "ACME", f"{n + 3}.50"] for n in range(12)
+    ]
+    ex = extract(table(*rows))
+    (report,) = ex.sheets
+    assert roles(report) == {"A": "description", "C": "unit_price"}
+    # Values under the header's word that rule it out: the header may stand off its values.
+    assert ex.needs_confirmation
+    assert next(c for c in report["columns"] if c["column"] == "B")["needs_confirmation"]
+    assert [f["code"] for f in ex.items[0]["flags"] if f["field"] == "sku"] == ["uncertain_column"]
