@@ -826,4 +826,7 @@ def test_demo_sheet_without_currency_waits_for_review(api_client):
     assert status["links"]["review"] == f"/review/{job_id}/"
     # The missing currency sends it to review; the column model's doubts are shown there too.
     assert all("missing_currency" in {flag["code"] for flag in item["flags"]} for item in items)
-    assert {flag["code"] for item in items for flag in item["flags"]} <= {"missing_currency", "uncertain_column"}
+    assert {flag["code"] for item in items for flag in item["flags"]} <= {
+        "missing_currency",
+        "uncertain_column",
+    }

@@ -493,4 +493,3 @@ def test_one_note_among_a_columns_codes_does_not_move_how_long_they_read():
     sku = column_probabilities(rows, 3, ["", "", ""])[0][0]["sku"]
     noted_sku = column_probabilities([*rows, [], [note]], 3, ["", "", ""])[0][0]["sku"]
     assert noted_sku == pytest.approx(sku, abs=0.05)
-
