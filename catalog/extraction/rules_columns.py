@@ -332,15 +332,20 @@ def _header_silent(roles: dict[str, int], labels: list[str]) -> list[tuple[str, 
     return doubts
 
 
-def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> list[tuple[str, str]]:
-    """The column whose header names ``role`` best is not the one the values chose."""
+def _best_named(role: str, labels: list[str]) -> list[int]:
+    """The columns whose header names ``role`` most strongly, left to right."""
     named = [
         (said[1], c) for c, label in enumerate(labels) if (said := classify_header(label)) and said[0] == role
     ]
-    if not named or role not in roles:
+    top = max((s for s, _c in named), default=None)
+    return [c for s, c in named if s == top]
+
+
+def _header_disagrees(role: str, roles: dict[str, int], labels: list[str]) -> list[tuple[str, str]]:
+    """The column whose header names ``role`` best is not the one the values chose."""
+    best_named = _best_named(role, labels)
+    if not best_named or role not in roles:
         return []
-    top = max(s for s, _c in named)
-    best_named = [c for s, c in named if s == top]
     chosen = roles[role]
     if chosen in best_named:
         return []
@@ -363,13 +368,8 @@ def _named_not_taken(roles: dict[str, int], labels: list[str]) -> dict[str, tupl
     for role in ("sku", "description"):
         if role in roles:
             continue
-        named = [
-            (-said[1], c)
-            for c, label in enumerate(labels)
-            if (said := classify_header(label)) and said[0] == role
-        ]
-        if named:
-            col = min(named)[1]
+        if best_named := _best_named(role, labels):
+            col = best_named[0]
             out[role] = (
                 col,
                 f"the header of column {col_letter(col)} ({labels[col]!r}) names the "
