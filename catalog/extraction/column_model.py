@@ -119,19 +119,24 @@ def _is_sequential(values: list[int]) -> bool:
     return steps >= 0.8 * (len(values) - 1)
 
 
-def _row_number(text: str) -> bool:
-    """Plain ASCII digits no longer than any number the money parser reads."""
-    return len(text) <= MAX_NUMBER_CHARS and text.isascii() and text.isdigit()
+def row_number(text: str) -> int | None:
+    """The number of a numbered row: plain ASCII digits no longer than any number the money
+    parser reads, bare or closed by a dot or a bracket as a numbered list writes them ("7",
+    "007", "7.", "7)"); else None."""
+    digits = text[:-1] if text[-1:] in (".", ")") else text
+    if len(digits) <= MAX_NUMBER_CHARS and digits.isascii() and digits.isdigit():
+        return int(digits)
+    return None
 
 
 def is_running_index(texts: list[str]) -> bool:
-    """Row numbers: plain digits counting up by one, zero-padded or not ("001", "002");
-    "100,00", "101,00" are prices that happen to run on."""
-    digits = [t for t in texts if _row_number(t)]
+    """Row numbers counting up by one ("001", "002"; "1.", "2."); "100,00", "101,00" are
+    prices that happen to run on."""
+    numbers = [n for n in map(row_number, texts) if n is not None]
     return (
-        bool(digits)
-        and not any(parse_decimal(t) is not None for t in texts if not _row_number(t))
-        and _is_sequential([int(t) for t in digits])
+        bool(numbers)
+        and not any(parse_decimal(t) is not None for t in texts if row_number(t) is None)
+        and _is_sequential(numbers)
     )
 
 

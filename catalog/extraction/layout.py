@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from catalog.extraction.column_model import SAMPLE_ROWS, is_running_index
+from catalog.extraction.column_model import SAMPLE_ROWS, is_running_index, row_number
 from catalog.extraction.headers import HEADER_CELL_MAX, RE, classify_header
 from catalog.extraction.money import parse_decimal
 from catalog.extraction.text import cap, fold, is_period
@@ -362,9 +362,9 @@ def _shape_kind(header: Header, body: list[list[str]]) -> str | None:
         return None
     firsts = _row_labels(body, side)
     # Row labels that are one value on every row, or row numbers (every one
-    # plain digits, counting up), name no dimension: they are an item list's
+    # a row number, counting up), name no dimension: they are an item list's
     # constant or index column. Bands among numbers keep their rows labeled.
-    if len(set(firsts)) < 2 or (all(t.isdigit() for t in firsts) and is_running_index(firsts)):
+    if len(set(firsts)) < 2 or (all(row_number(t) is not None for t in firsts) and is_running_index(firsts)):
         return None
     if sum(1 for t in firsts if is_dimension(t) or _RATE_WORDS.search(fold(t))) >= 0.6 * len(firsts):
         return "price matrix (its rows and columns are both dimensions)"
