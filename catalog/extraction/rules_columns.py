@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 from catalog.extraction.assignment import Assignment, Column
-from catalog.extraction.column_model import MAJORITY, sheet_features, value_vetoes
+from catalog.extraction.column_model import MAJORITY, is_running_index, sheet_features, value_vetoes
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
 from catalog.extraction.packs import normalize_unit, split_pack
@@ -75,13 +74,6 @@ def _code_weight(text: str) -> float:
     return 1.0 if has_digit else (0.5 if text.isupper() and len(text) >= 3 else 0.0)
 
 
-def _is_sequential(values: list) -> bool:
-    if len(values) < 3:
-        return False
-    steps = sum(1 for a, b in pairwise(values) if b - a == 1)
-    return steps >= 0.8 * (len(values) - 1)
-
-
 def _value_stats(texts: list[str]) -> dict:
     numbers = [v for v in (parse_decimal(t) for t in texts) if v is not None]
     n = len(texts)
@@ -91,7 +83,7 @@ def _value_stats(texts: list[str]) -> dict:
         "decimals": (len(numbers) - len(ints)) / max(1, len(numbers)),
         "integers": len(ints) / max(1, len(numbers)),
         "money": sum(1 for t in texts if parse_decimal(t) is not None and find_currencies(t)) / n,
-        "sequential": len(ints) == len(numbers) and _is_sequential(ints),
+        "sequential": is_running_index(texts),
     }
 
 

@@ -330,3 +330,16 @@ def test_a_header_that_names_the_sku_over_values_that_are_none_puts_the_sku_in_d
     assert ex.needs_confirmation
     assert next(c for c in report["columns"] if c["column"] == "B")["needs_confirmation"]
     assert [f["code"] for f in ex.items[0]["flags"] if f["field"] == "sku"] == ["uncertain_column"]
+
+
+def test_prices_that_run_on_by_one_are_read_as_prices_without_a_header():
+    from catalog.extraction.rules_columns import assign_roles, profile_columns
+
+    # Row numbers and prices are told apart as the column model tells them (one spelling):
+    # "100,00", "101,00" are amounts, "1.", "2." a numbered list's rows.
+    prices = profile_columns([[f"Tile cutter model {n}", f"{n + 100},00"] for n in range(8)], 2)
+    assert not prices[1].sequential
+    assert assign_roles(prices, ["", ""]).roles["unit_price"] == 1
+    numbered = profile_columns([[f"{n}.", f"Tile cutter model {n}", f"{40 + 7 * n}"] for n in range(1, 9)], 3)
+    assert [p.sequential for p in numbered] == [True, False, False]
+    assert assign_roles(numbered, ["", "", ""]).roles["unit_price"] == 2
