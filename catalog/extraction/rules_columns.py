@@ -14,10 +14,15 @@ import re
 from dataclasses import dataclass, field
 
 from catalog.extraction.assignment import Assignment, Column
-from catalog.extraction.column_model import MAJORITY, is_running_index, sheet_features, value_vetoes
+from catalog.extraction.column_model import (
+    MAJORITY,
+    is_running_index,
+    is_unit_text,
+    sheet_features,
+    value_vetoes,
+)
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
-from catalog.extraction.packs import normalize_unit, split_pack
 from catalog.extraction.text import cap, cell, col_letter
 
 ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "quantity")
@@ -95,21 +100,10 @@ def _text_stats(texts: list[str]) -> dict:
         "mean_len": sum(len(t) for t in texts) / n,
         "words": sum(len(t.split()) for t in texts) / n,
         "distinct": len(set(texts)) / n,
-        "unit_words": sum(1 for t in texts if _is_unit_text(t)) / n,
+        "unit_words": sum(1 for t in texts if is_unit_text(t)) / n,
         "currency_codes": sum(1 for t in texts if t.upper() in ISO_CODES) / n,
         "cents": sum(1 for t in texts if len(t) <= 24 and _CENTS.fullmatch(t)) / n,
     }
-
-
-def _is_unit_text(text: str) -> bool:
-    if len(text) > 24:
-        return False
-    if parse_decimal(text) is not None:
-        return False
-    if normalize_unit(text):
-        return True
-    unit, pack = split_pack(text)
-    return pack is not None and unit is not None and normalize_unit(unit) is not None
 
 
 def profile_columns(
