@@ -122,9 +122,9 @@ def _is_sequential(values: list[int]) -> bool:
 
 def row_number(text: str) -> int | None:
     """The number of a numbered row: plain ASCII digits no longer than any number the money
-    parser reads, bare or closed by a dot or a bracket as a numbered list writes them ("7",
-    "007", "7.", "7)"); else None."""
-    digits = text[:-1] if text[-1:] in (".", ")") else text
+    parser reads, bare or closed by a dot as a numbered list writes them ("7", "007", "7.";
+    2 development sheets number their rows with a dot); else None."""
+    digits = text[:-1] if text.endswith(".") else text
     if len(digits) <= MAX_NUMBER_CHARS and digits.isascii() and digits.isdigit():
         return int(digits)
     return None
