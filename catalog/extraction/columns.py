@@ -293,7 +293,12 @@ def agreement_threshold(label: str, role: str) -> float:
 
 
 def _rules_absences(
-    rules, probs: list[dict], in_doubt: set[int] = frozenset(), *, unnamed: Collection[int] = ()
+    rules,
+    probs: list[dict],
+    in_doubt: set[int] = frozenset(),
+    *,
+    unnamed: Collection[int] = (),
+    bare: bool = False,
 ) -> dict[str, tuple[int, str]]:
     """Item roles the rules took no column for while a column that holds no item role may hold
     one (a column they took as a quantity is not read into items, so it counts as free), or a
@@ -303,7 +308,11 @@ def _rules_absences(
     why), from the model's ``rules_absent_floor``,
     or for a column read from its values alone (``unnamed``: its header holds no word the
     development part backs or the model knows, or the sheet has none) the floors fitted on
-    sheets without their header."""
+    sheets without their header. On a ``bare`` sheet (no header row at all, so a reviewer
+    confirms its columns anyway) the SKU is in doubt whenever a free column may hold it at
+    all: the headerless floor rests on the 10 labeled free SKU columns of those sheets, and a
+    model fitted without a fifth of the development files put it 9 times higher (0.054 against
+    0.006), above the SKU of a list whose codes are plain numbers (0.045)."""
     model = load_model()
     items = _item_columns(rules)
     free = [c.col for c in rules.columns if c.col not in items or c.col in in_doubt]
@@ -313,7 +322,7 @@ def _rules_absences(
             continue
         floor = {
             False: model.rules_absent_floor.get(role, 1.0),
-            True: model.rules_absent_floor_headless.get(role, 1.0),
+            True: 0.0 if bare and role == "sku" else model.rules_absent_floor_headless.get(role, 1.0),
         }
         likely = [(p, c) for c in free if (p := probs[c].get(role, 0.0)) > 0 and p >= floor[c in unnamed]]
         if likely:
@@ -411,7 +420,8 @@ def second_opinion(
     }
     headless = len(unnamed) == len(scored)
     doubted.update(_code_names(rules, body, labels, {**doubted, **rules.doubted}))
-    doubted.update(_rules_absences(rules, probs, in_doubt | disputed, unnamed=unnamed))
+    bare = not any(label.strip() for label in labels)
+    doubted.update(_rules_absences(rules, probs, in_doubt | disputed, unnamed=unnamed, bare=bare))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
@@ -744,7 +754,7 @@ def _take_model_columns(
     # and the other prices are read again on the roles as they now stand.
     filled = _filled(probs, feats)
     again = {
-        **_rules_absences(got, probs, unnamed=unnamed),
+        **_rules_absences(got, probs, unnamed=unnamed, bare=not any(label.strip() for label in labels)),
         **_rivals(got, filled),
         **_other_prices(got, filled),
     }

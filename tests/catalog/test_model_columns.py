@@ -255,6 +255,24 @@ def test_a_sheet_without_a_header_reads_absences_from_the_floors_fitted_without_
     assert _rules_absences(rules, probs, unnamed={0, 1, 2})["sku"][0] == 0
 
 
+def test_on_a_sheet_without_a_header_row_any_free_column_that_may_hold_the_sku_puts_it_in_doubt():
+    """A reviewer confirms such a sheet's columns anyway; the SKU is in doubt below the floor too,
+    and only the SKU (a unit or a pack size keeps its floor)."""
+    headless = load_model().rules_absent_floor_headless
+    probs = [
+        {"sku": headless["sku"] / 2, "unit": headless["unit"] / 2},
+        {"description": 0.9},
+        {"unit_price": 0.9},
+    ]
+    columns = [Column(c, "", "other", 0.5, kind="other") for c in range(3)]
+    rules = Assignment(roles={"description": 1, "unit_price": 2}, columns=columns, doubts=[])
+    assert not _rules_absences(rules, probs, unnamed={0, 1, 2})
+    got = _rules_absences(rules, probs, unnamed={0, 1, 2}, bare=True)
+    assert set(got) == {"sku"} and got["sku"][0] == 0
+    rules = Assignment(roles={"description": 1, "unit_price": 2}, columns=columns[1:], doubts=[])
+    assert not _rules_absences(rules, probs, unnamed={0, 1, 2}, bare=True)  # no free column
+
+
 def test_a_column_whose_header_names_nothing_known_reads_from_the_floors_fitted_without_headers():
     """The floor follows the column: another column's known header word tells nothing about it."""
     model = load_model()
