@@ -292,6 +292,11 @@ def agreement_threshold(label: str, role: str) -> float:
     return model.agree_named_threshold if header_names(label, role) else model.agree_threshold
 
 
+def _bare(labels: Sequence[str]) -> bool:
+    """The sheet has no header row: no column has a word over it."""
+    return not any(label.strip() for label in labels)
+
+
 def _rules_absences(
     rules,
     probs: list[dict],
@@ -420,8 +425,7 @@ def second_opinion(
     }
     headless = len(unnamed) == len(scored)
     doubted.update(_code_names(rules, body, labels, {**doubted, **rules.doubted}))
-    bare = not any(label.strip() for label in labels)
-    doubted.update(_rules_absences(rules, probs, in_doubt | disputed, unnamed=unnamed, bare=bare))
+    doubted.update(_rules_absences(rules, probs, in_doubt | disputed, unnamed=unnamed, bare=_bare(labels)))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
@@ -754,7 +758,7 @@ def _take_model_columns(
     # and the other prices are read again on the roles as they now stand.
     filled = _filled(probs, feats)
     again = {
-        **_rules_absences(got, probs, unnamed=unnamed, bare=not any(label.strip() for label in labels)),
+        **_rules_absences(got, probs, unnamed=unnamed, bare=_bare(labels)),
         **_rivals(got, filled),
         **_other_prices(got, filled),
     }
