@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
     MAJORITY,
-    is_running_index,
     is_unit_text,
     sheet_features,
     value_vetoes,
@@ -79,16 +78,15 @@ def _code_weight(text: str) -> float:
     return 1.0 if has_digit else (0.5 if text.isupper() and len(text) >= 3 else 0.0)
 
 
-def _value_stats(texts: list[str]) -> dict:
-    numbers = [v for v in (parse_decimal(t) for t in texts) if v is not None]
-    n = len(texts)
-    ints = [int(v) for v in numbers if v == v.to_integral_value()]
+def _value_stats(texts: list[str], f: dict[str, float]) -> dict:
+    """The column model's number features of the same values (``f``, from ``sheet_features``),
+    and the share of amounts written with a currency."""
     return {
-        "numeric": len(numbers) / n,
-        "decimals": (len(numbers) - len(ints)) / max(1, len(numbers)),
-        "integers": len(ints) / max(1, len(numbers)),
-        "money": sum(1 for t in texts if parse_decimal(t) is not None and find_currencies(t)) / n,
-        "sequential": is_running_index(texts),
+        "numeric": f.get("numeric", 0.0),
+        "decimals": f.get("decimals", 0.0),
+        "integers": f.get("integers", 0.0),
+        "money": sum(1 for t in texts if parse_decimal(t) is not None and find_currencies(t)) / len(texts),
+        "sequential": bool(f.get("running_index")),
     }
 
 
@@ -121,7 +119,7 @@ def profile_columns(
         p = Profile(col=col)
         if texts:
             p.filled = len(texts) / max(1, len(sample))
-            for key, value in {**_value_stats(texts), **_text_stats(texts)}.items():
+            for key, value in {**_value_stats(texts, features[col]), **_text_stats(texts)}.items():
                 setattr(p, key, value)
             p.vetoes = value_vetoes(features[col])
         profiles.append(p)
