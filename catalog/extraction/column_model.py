@@ -103,7 +103,7 @@ def code_shaped(text: str) -> bool:
     )
 
 
-def is_unit_text(text: str) -> bool:
+def _is_unit_text(text: str) -> bool:
     """A unit ("kg", "шт") or a unit with its pack size ("box of 12", "24 шт"), not a number."""
     if len(text) > 24 or parse_decimal(text) is not None:
         return False
@@ -203,7 +203,7 @@ def _text_features(texts: list[str], n: int) -> dict[str, float]:
         "periods": sum(1 for t in texts if is_period(t)) / n,
         "currency_symbol": sum(1 for t in texts if len(t) <= 40 and find_currencies(t)) / n,
         "iso_code": sum(1 for t in texts if t.strip().upper() in ISO_CODES) / n,
-        "unit_words": sum(1 for t in texts if is_unit_text(t)) / n,
+        "unit_words": sum(1 for t in texts if _is_unit_text(t)) / n,
     }
 
 

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
     MAJORITY,
-    is_unit_text,
     sheet_features,
     value_vetoes,
 )
 from catalog.extraction.headers import classify_header, header_says_not
-from catalog.extraction.money import ISO_CODES, find_currencies, parse_decimal
+from catalog.extraction.money import find_currencies, parse_decimal
 from catalog.extraction.text import cap, cell, col_letter
 
 ROLES = ("sku", "description", "unit", "pack_size", "unit_price", "currency", "quantity")
@@ -90,16 +89,19 @@ def _value_stats(texts: list[str], f: dict[str, float]) -> dict:
     }
 
 
-def _text_stats(texts: list[str]) -> dict:
+def _text_stats(texts: list[str], f: dict[str, float]) -> dict:
+    """How the values read as codes, their length in characters and words, and amounts written
+    with cents; the shares of text, distinct values, unit words and currency codes are the
+    column model's features of the same values (``f``)."""
     n = len(texts)
     return {
         "code": sum(_code_weight(t) for t in texts) / n,
-        "alpha": sum(1 for t in texts if any(ch.isalpha() for ch in t)) / n,
+        "alpha": f.get("alpha", 0.0),
         "mean_len": sum(len(t) for t in texts) / n,
         "words": sum(len(t.split()) for t in texts) / n,
-        "distinct": len(set(texts)) / n,
-        "unit_words": sum(1 for t in texts if is_unit_text(t)) / n,
-        "currency_codes": sum(1 for t in texts if t.upper() in ISO_CODES) / n,
+        "distinct": f.get("distinct", 0.0),
+        "unit_words": f.get("unit_words", 0.0),
+        "currency_codes": f.get("iso_code", 0.0),
         "cents": sum(1 for t in texts if len(t) <= 24 and _CENTS.fullmatch(t)) / n,
     }
 
@@ -119,7 +121,10 @@ def profile_columns(
         p = Profile(col=col)
         if texts:
             p.filled = len(texts) / max(1, len(sample))
-            for key, value in {**_value_stats(texts, features[col]), **_text_stats(texts)}.items():
+            for key, value in {
+                **_value_stats(texts, features[col]),
+                **_text_stats(texts, features[col]),
+            }.items():
                 setattr(p, key, value)
             p.vetoes = value_vetoes(features[col])
         profiles.append(p)
