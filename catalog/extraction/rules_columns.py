@@ -14,11 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from catalog.extraction.assignment import Assignment, Column
-from catalog.extraction.column_model import (
-    MAJORITY,
-    sheet_features,
-    value_vetoes,
-)
+from catalog.extraction.column_model import MAJORITY, sheet_features, value_vetoes
 from catalog.extraction.headers import classify_header, header_says_not
 from catalog.extraction.money import find_currencies, parse_decimal
 from catalog.extraction.text import cap, cell, col_letter
