@@ -222,11 +222,14 @@ def value_features(values: list[str], rows: int, col: int, width: int) -> dict[s
     return {**base, **_number_features(texts, n), **_text_features(texts, n)}
 
 
+ONE_VALUE = "the same value on every row"
+
+
 def value_vetoes(f: dict[str, float]) -> dict[str, str]:
     """role -> why the column's values rule it out, whatever its header says."""
     out = {}
     if f.get("constant"):
-        out["sku"] = out["description"] = "the same value on every row"
+        out["sku"] = out["description"] = ONE_VALUE
     if f.get("alpha", 0.0) <= MAJORITY and f.get("numeric", 0.0) > MAJORITY:
         out.setdefault("description", "numbers, not text")
     if f.get("url", 0.0) > MAJORITY:

@@ -23,6 +23,7 @@ from catalog.extraction.assignment import Assignment, Column
 from catalog.extraction.column_model import (
     MAJORITY,
     MONEY_ROLES,
+    ONE_VALUE,
     TEXT_COLUMN,
     code_shaped,
     column_values,
@@ -297,6 +298,22 @@ def _bare(labels: Sequence[str]) -> bool:
     return not any(label.strip() for label in labels)
 
 
+def _absence_readings(scored: list[tuple[dict, dict, dict]], labels: Sequence[str]) -> list[dict]:
+    """Every column's probabilities (``column_probabilities``' ``scored``) as the roles no column
+    holds are read: a column whose values hold one value on every row read keeps the SKU and
+    the description that veto takes from it. The veto keeps such a column from being taken
+    (a constant column is no SKU), not from holding the role: a short list can repeat one code
+    on every row read, and the SKU no column holds is then in doubt."""
+    model = load_model()
+    out = []
+    for c, (p, vetoed, f) in enumerate(scored):
+        if ONE_VALUE in vetoed.values():
+            kept = {r: why for r, why in vetoed.items() if why != ONE_VALUE}
+            p = _renormalized(model.probabilities(f, labels[c] if c < len(labels) else ""), kept)
+        out.append(p)
+    return out
+
+
 def _rules_absences(
     rules,
     probs: list[dict],
@@ -425,7 +442,8 @@ def second_opinion(
     }
     headless = len(unnamed) == len(scored)
     doubted.update(_code_names(rules, body, labels, {**doubted, **rules.doubted}))
-    doubted.update(_rules_absences(rules, probs, in_doubt | disputed, unnamed=unnamed, bare=_bare(labels)))
+    absence = _absence_readings(scored, labels)
+    doubted.update(_rules_absences(rules, absence, in_doubt | disputed, unnamed=unnamed, bare=_bare(labels)))
     reasons = [w for _c, w in doubted.values()]
     doubted.update(rules.doubted)
     flagged = {c for c, _why in doubted.values()}
@@ -454,7 +472,7 @@ def second_opinion(
     )
     model_roles = choose_columns(probs, feats, [c.col for c in rules.columns])
     _take_model_names(got, model_roles, probs)
-    _take_model_columns(got, model_roles, probs, feats, unnamed=unnamed, labels=labels)
+    _take_model_columns(got, model_roles, probs, feats, unnamed=unnamed, labels=labels, absence=absence)
     if (headless or not _price_named_over_values(labels, feats)) and "unit_price" not in got.roles:
         _take_model_price(got, model_roles, probs)
         _take_model_names(got, model_roles, probs)
@@ -710,6 +728,7 @@ def _take_model_columns(
     *,
     unnamed: Collection[int] = (),
     labels: Sequence[str] = (),
+    absence: Sequence[dict] | None = None,
 ) -> None:
     """A role in doubt (``got.doubted``) that the model gives to another column is taken from
     the model's column, still in doubt (``got.moved`` names it, so the doubt is always shown):
@@ -758,7 +777,7 @@ def _take_model_columns(
     # and the other prices are read again on the roles as they now stand.
     filled = _filled(probs, feats)
     again = {
-        **_rules_absences(got, probs, unnamed=unnamed, bare=_bare(labels)),
+        **_rules_absences(got, absence or probs, unnamed=unnamed, bare=_bare(labels)),
         **_rivals(got, filled),
         **_other_prices(got, filled),
     }

@@ -455,3 +455,20 @@ def test_a_role_the_model_reads_alike_but_not_surely_enough_says_the_bar_it_miss
             f"column A was taken as the sku; the column model reads it as sku (0.80), below the {bar:.2f} that confirms it",
         )
     }
+
+
+def test_a_column_of_one_code_on_every_row_is_not_taken_but_may_hold_the_sku():
+    """A constant column is no SKU, so the rules take none; but a short list can repeat one code
+    on every row read, and the SKU no column holds is in doubt there, not on the column the
+    model reads as the SKU only for want of it (columns._absence_readings)."""
+    from catalog.extraction import rules_columns
+
+    body = [["KR-20417", f"Wall paint white {n} l", f"{n * 3}.50"] for n in (1, 2, 5, 10, 20)]
+    for labels in (["", "", ""], ["qzxv", "bdfgh", "prtk"]):
+        rules = rules_columns.assign_roles(rules_columns.profile_columns(body, 3), labels)
+        assert "sku" not in rules.roles
+        got = second_opinion(rules, body, 3, labels)
+        assert "sku" not in got.roles, labels
+        col, why = got.doubted["sku"]
+        assert col == 0 and why.startswith("column A may hold the sku"), labels
+        assert {c.col: c.needs_confirmation for c in got.columns}[0] is True
