@@ -308,8 +308,8 @@ def _absence_readings(scored: list[tuple[dict, dict, dict]], labels: Sequence[st
     out = []
     for c, (p, vetoed, f) in enumerate(scored):
         if ONE_VALUE in vetoed.values():
-            kept = {r: why for r, why in vetoed.items() if why != ONE_VALUE}
-            p = _renormalized(model.probabilities(f, labels[c] if c < len(labels) else ""), kept)
+            label = labels[c] if c < len(labels) else ""
+            p = _renormalized(model.probabilities(f, label), value_vetoes({**f, "constant": 0.0}))
         out.append(p)
     return out
 
